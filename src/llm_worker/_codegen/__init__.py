@@ -1,0 +1,51 @@
+"""Code generation for ``@tool_registry``: introspect → plan → build. Attaching is the caller's.
+
+Imported on the first ``@tool_registry``, so ``import llm_worker`` does not
+pay for pydantic's model machinery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .._options import ToolOptions
+from .build import build_registry
+from .introspect import MethodSpec, introspect_method
+from .plan import plan_registry
+from .runtime import BuiltTool
+
+__all__ = ["BuiltTool", "generate"]
+
+
+def generate(
+    cls: type,
+    methods: list[tuple[str, Callable[..., Any], ToolOptions]],
+    inherited: dict[str, str],
+) -> tuple[dict[str, Any], list[BuiltTool]]:
+    """Build every tool of ``cls``, or raise one ``TypeError`` listing every problem.
+
+    ``methods`` are ``(attribute name, function, options)`` in declaration
+    order; ``inherited`` maps inherited tool names to their methods.
+    """
+    errors: list[str] = []
+    specs: list[MethodSpec] = []
+    for attr_name, func, options in methods:
+        spec = introspect_method(cls, attr_name, func, options, errors)
+        if spec is not None:
+            specs.append(spec)
+    plan = plan_registry(cls, specs, inherited, errors)
+    if errors:
+        raise declaration_error(cls, errors)
+    try:
+        return build_registry(plan)
+    except Exception as exc:  # pydantic refused something the checks above let through
+        raise declaration_error(
+            cls, [f"pydantic could not build the argument models: {exc}"]
+        ) from exc
+
+
+def declaration_error(cls: type, problems: list[str]) -> TypeError:
+    """``Cannot build tools for mod.Class:`` and one indented line per problem."""
+    lines = "\n".join(f"  {problem}" for problem in problems)
+    return TypeError(f"Cannot build tools for {cls.__module__}.{cls.__qualname__}:\n{lines}")

@@ -1,0 +1,253 @@
+"""Stage 1: read one ``@tool`` method (signature, type hints, docstring) into a ``MethodSpec``.
+
+Nothing is built here. Problems are appended to ``errors`` as one line each,
+naming the method and the fix, so the registry can report all of them at once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args, get_origin
+
+from pydantic import TypeAdapter
+from pydantic.fields import FieldInfo
+
+from .._docstrings import parse_docstring
+from .._options import Description, ToolOptions
+
+__all__ = ["MethodSpec", "ParameterSpec", "introspect_method"]
+
+# What every provider accepts as a tool name (OpenAI, Anthropic, Gemini, MCP).
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+REQUIRED: Any = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One argument of a tool, ready to become a pydantic field."""
+
+    name: str
+    annotation: Any  # resolved; Description folded into ``description``
+    default: Any  # REQUIRED when the parameter has no default
+    description: str | None
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """Everything the registry needs to know about one ``@tool`` method."""
+
+    attr_name: str
+    tool_name: str
+    func: Callable[..., Any]
+    parameters: tuple[ParameterSpec, ...]
+    description: str
+    is_async: bool
+    options: ToolOptions
+
+
+def introspect_method(
+    cls: type, attr_name: str, func: Callable[..., Any], options: ToolOptions, errors: list[str]
+) -> MethodSpec | None:
+    """Read ``func`` (a method of ``cls``) or append its problems to ``errors``."""
+    start = len(errors)
+    tool_name = options.name if options.name is not None else attr_name
+    if not _TOOL_NAME.match(tool_name):
+        errors.append(
+            f"{attr_name}: tool name {tool_name!r} is not valid; use 1-64 letters, digits, "
+            f"'_' or '-' (what model providers accept)"
+        )
+    if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
+        errors.append(f"{attr_name}: generator methods cannot be tools; return a list instead")
+    description, doc_params = parse_docstring(func.__doc__)
+    parameters = _read_parameters(cls, attr_name, func, doc_params, errors)
+    if len(errors) > start or parameters is None:
+        return None
+    return MethodSpec(
+        attr_name=attr_name,
+        tool_name=tool_name,
+        func=func,
+        parameters=parameters,
+        description=description if description is not None else f"Tool: {tool_name}",
+        is_async=inspect.iscoroutinefunction(func),
+        options=options,
+    )
+
+
+def _read_parameters(
+    cls: type,
+    attr_name: str,
+    func: Callable[..., Any],
+    doc_params: dict[str, str],
+    errors: list[str],
+) -> tuple[ParameterSpec, ...] | None:
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError) as exc:
+        errors.append(f"{attr_name}: cannot read its signature ({exc})")
+        return None
+    params = list(signature.parameters.values())
+    if not params or params[0].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        errors.append(f"{attr_name}: a tool method must take 'self' as its first parameter")
+        return None
+    hints = _resolve_hints(cls, attr_name, func, params[1:], errors)
+    specs: list[ParameterSpec] = []
+    for param in params[1:]:
+        problem = _parameter_kind_problem(param)
+        if problem is not None:
+            errors.append(f"{attr_name}: {problem}")
+            continue
+        if param.name not in hints:
+            if param.annotation is inspect.Parameter.empty:
+                errors.append(
+                    f"{attr_name}: parameter {param.name!r} has no type annotation "
+                    f"(add one, e.g. {param.name}: str)"
+                )
+            continue  # unresolvable annotations were reported by _resolve_hints
+        annotation, description = _split_description(hints[param.name])
+        if description is None:
+            description = doc_params.get(param.name)
+        type_problem = _unsupported_type(annotation)
+        if type_problem is not None:
+            errors.append(
+                f"{attr_name}: parameter {param.name!r} has type {_type_name(annotation)}, "
+                f"which pydantic cannot validate or describe in JSON Schema ({type_problem})"
+            )
+            continue
+        specs.append(ParameterSpec(param.name, annotation, param.default, description))
+    return tuple(specs)
+
+
+def _parameter_kind_problem(param: inspect.Parameter) -> str | None:
+    if param.kind is inspect.Parameter.VAR_POSITIONAL:
+        return f"*{param.name} is not supported; a tool takes named arguments only"
+    if param.kind is inspect.Parameter.VAR_KEYWORD:
+        return f"**{param.name} is not supported; a tool takes named arguments only"
+    if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+        return f"parameter {param.name!r} is positional-only; tools pass arguments by name"
+    if param.name.startswith("_") or param.name == "model_config":
+        return (
+            f"parameter {param.name!r} cannot be an argument name (pydantic reserves it); rename it"
+        )
+    return None
+
+
+def _resolve_hints(
+    cls: type,
+    attr_name: str,
+    func: Callable[..., Any],
+    params: list[inspect.Parameter],
+    errors: list[str],
+) -> dict[str, Any]:
+    globalns = getattr(func, "__globals__", {})
+    # Names from the class body, and the class itself, which its module cannot see yet.
+    localns = {**vars(cls), cls.__name__: cls}
+    try:
+        return typing.get_type_hints(func, globalns, localns, include_extras=True)
+    except Exception:
+        pass
+    # Resolve one parameter at a time, to say which annotation failed and why.
+    hints: dict[str, Any] = {}
+    for param in params:
+        if param.annotation is inspect.Parameter.empty:
+            continue
+        holder: Callable[[], None] = lambda: None  # noqa: E731
+        holder.__annotations__ = {param.name: param.annotation}
+        try:
+            hints.update(typing.get_type_hints(holder, globalns, localns, include_extras=True))
+        except Exception as exc:
+            errors.append(
+                f"{attr_name}: cannot resolve the annotation of parameter {param.name!r} "
+                f"({type(exc).__name__}: {exc}); define or import it before the class"
+            )
+    return hints
+
+
+def _split_description(annotation: Any) -> tuple[Any, str | None]:
+    """Take ``Description`` out of an ``Annotated`` type; it outranks ``Field(description=)``."""
+    if get_origin(annotation) is not Annotated:
+        return annotation, None
+    base, *metadata = get_args(annotation)
+    described = [m for m in metadata if isinstance(m, Description)]
+    field_descriptions = [
+        m.description for m in metadata if isinstance(m, FieldInfo) and m.description is not None
+    ]
+    rest = [m for m in metadata if not isinstance(m, Description)]
+    if described:
+        description: str | None = described[-1].text
+    elif field_descriptions:
+        description = field_descriptions[-1]
+    else:
+        description = None
+    if not rest:
+        return base, description
+    return Annotated[(base, *rest)], description
+
+
+# Types pydantic is known to validate and describe; anything else is tried once.
+_KNOWN_LEAVES: frozenset[Any] = frozenset({str, int, float, bool, bytes, type(None), None, Any})
+_KNOWN_CONTAINERS: frozenset[Any] = frozenset(
+    {list, set, frozenset, tuple, dict, typing.Union, typing.Literal}
+)
+_checked_types: dict[Any, str | None] = {}
+
+
+def _unsupported_type(annotation: Any) -> str | None:
+    """Why pydantic can't handle ``annotation``, or ``None`` if it can.
+
+    Plain leaves and standard containers are checked structurally, which costs
+    nothing; any other type is given to pydantic once (memoised), since
+    building its schema is the only real test.
+    """
+    try:
+        if annotation in _KNOWN_LEAVES:
+            return None
+    except TypeError:  # unhashable metadata inside Annotated
+        return _try_with_pydantic(annotation)
+    origin = get_origin(annotation)
+    if origin is typing.Literal:
+        return None
+    if origin in _KNOWN_CONTAINERS or _is_union_type(annotation):
+        for arg in get_args(annotation):
+            if arg is not Ellipsis:
+                problem = _unsupported_type(arg)
+                if problem is not None:
+                    return problem
+        return None
+    try:
+        if annotation in _checked_types:
+            return _checked_types[annotation]
+    except TypeError:
+        return _try_with_pydantic(annotation)
+    problem = _checked_types[annotation] = _try_with_pydantic(annotation)
+    return problem
+
+
+def _try_with_pydantic(annotation: Any) -> str | None:
+    try:
+        TypeAdapter(annotation).json_schema()
+    except Exception as exc:
+        return _first_line(str(exc))
+    return None
+
+
+def _is_union_type(annotation: Any) -> bool:
+    return isinstance(annotation, types.UnionType)
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, type):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "")
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else "unknown reason"

@@ -1,0 +1,258 @@
+"""What generated tools run per call: validate → call → serialise. The hot path.
+
+Everything known at build time (validator, function, flags) sits in closure
+cells; a call does one emptiness check, one validation, the call itself and,
+for non-``str`` results, one ``to_json``. Error messages are only worked out
+once validation has failed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar
+
+import anyio.to_thread
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
+
+from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
+from .._meta import ToolMeta
+from .._types import Tool
+from .schema import input_schema_of
+
+__all__ = [
+    "BuiltTool",
+    "GeneratedTool",
+    "ToolFactory",
+    "describe_validation_error",
+    "make_execute",
+    "serialize_result",
+]
+
+# A model that gets many things wrong at once learns the first few; the rest are counted.
+_MAX_REPORTED_ERRORS = 10
+_MAX_INPUT_PREVIEW = 60
+
+
+class BuiltTool:
+    """The per-tool record a registry class keeps in ``__llm_worker_tools__``."""
+
+    __slots__ = ("_meta", "args_model", "attr_name", "description", "name", "owner", "tool_class")
+
+    def __init__(
+        self,
+        *,
+        owner: type,
+        attr_name: str,
+        name: str,
+        description: str,
+        args_model: type[BaseModel],
+        tool_class: type[GeneratedTool],
+    ) -> None:
+        self.owner = owner
+        self.attr_name = attr_name
+        self.name = name
+        self.description = description
+        self.args_model = args_model
+        self.tool_class = tool_class
+        self._meta: ToolMeta | None = None
+
+    def meta(self) -> ToolMeta:
+        """The tool's ``ToolMeta``; the JSON schema is generated on first use, then kept."""
+        meta = self._meta
+        if meta is None:
+            try:
+                schema = input_schema_of(self.args_model)
+            except Exception as exc:
+                raise TypeError(
+                    f"Cannot build tools for {_where(self.owner)}:\n"
+                    f"  {self.attr_name}: no JSON Schema for its arguments ({exc})"
+                ) from exc
+            meta = self._meta = ToolMeta(
+                name=self.name, description=self.description, input_schema=schema
+            )
+        return meta
+
+    def definition(self, app: object) -> ToolFactory:
+        """A ``ToolDefinition`` making ``(meta, tool bound to app)``."""
+        return ToolFactory(self, app)
+
+    def __repr__(self) -> str:
+        return f"<BuiltTool {self.name!r} of {_where(self.owner)}>"
+
+
+class GeneratedTool:
+    """Base of every generated ``Tool<Pascal>`` class: holds the app instance as ``ctx``."""
+
+    __slots__ = ("ctx",)
+
+    args_model: ClassVar[type[BaseModel]]
+    tool_name: ClassVar[str]
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+
+    async def execute(self, input_json: str) -> str:  # replaced in every generated class
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        ctx = self.ctx
+        return f"<{type(self).__qualname__} ctx=<{type(ctx).__qualname__} at {id(ctx):#x}>>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.ctx,))
+
+
+class ToolFactory:
+    """The ``ToolDefinition`` returned by ``app.search_definition()``.
+
+    Each call returns the tool's (shared, immutable) meta and a new tool
+    instance bound to the app.
+    """
+
+    __slots__ = ("_app", "_built")
+
+    def __init__(self, built: BuiltTool, app: object) -> None:
+        self._built = built
+        self._app = app
+
+    def __call__(self) -> tuple[ToolMeta, Tool]:
+        return self._built.meta(), self._built.tool_class(self._app)
+
+    @property
+    def name(self) -> str:
+        """The name the tool will be registered under."""
+        return self._built.name
+
+    def __repr__(self) -> str:
+        app = self._app
+        return (
+            f"<ToolDefinition {self._built.name!r} of <{type(app).__qualname__} at {id(app):#x}>>"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_factory_for, (self._built.owner, self._built.attr_name, self._app))
+
+
+def _factory_for(owner: type, attr_name: str, app: object) -> ToolFactory:
+    built = next(b for b in owner.__dict__["__llm_worker_tools__"] if b.attr_name == attr_name)
+    return ToolFactory(built, app)
+
+
+def make_execute(
+    *,
+    func: Callable[..., Any],
+    args_model: type[BaseModel],
+    is_async: bool,
+    thread: bool,
+    strict: bool,
+) -> Callable[[GeneratedTool, str], Awaitable[str]]:
+    """Build the ``execute`` method of one generated tool class."""
+    field_names = tuple(args_model.model_fields)
+    # The model's validator is built on first use (pydantic's defer_build), so
+    # importing a module of tools stays cheap; it is fetched on the first call.
+    validate_json: Callable[..., Any] | None = None
+
+    async def execute(self: GeneratedTool, input_json: str) -> str:
+        nonlocal validate_json
+        if validate_json is None:
+            validate_json = args_model.__pydantic_validator__.validate_json
+        if not input_json or input_json.isspace():
+            input_json = "{}"
+        try:
+            args = validate_json(input_json, strict=strict)
+        except ValidationError as exc:
+            raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
+        try:
+            if is_async:
+                result = await func(self.ctx, **args.__dict__)
+            elif thread:
+                result = await anyio.to_thread.run_sync(
+                    functools.partial(func, self.ctx, **args.__dict__)
+                )
+            else:
+                result = func(self.ctx, **args.__dict__)
+        except ToolError:
+            raise
+        except Exception as exc:
+            raise ExecutionFailedError(str(exc) or type(exc).__name__) from exc
+        if type(result) is str:
+            return result
+        return serialize_result(result)
+
+    return execute
+
+
+def serialize_result(result: object) -> str:
+    """Compact JSON by pydantic; ``repr()`` for what pydantic cannot serialise."""
+    try:
+        return to_json(result).decode()
+    except (PydanticSerializationError, ValueError, TypeError, UnicodeDecodeError):
+        return repr(result)
+
+
+def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]) -> str:
+    """One line naming every failing argument and why, in terms a model can act on."""
+    errors = exc.errors(include_url=False, include_context=False)
+    problems = [_describe_one(error, field_names) for error in errors[:_MAX_REPORTED_ERRORS]]
+    if len(errors) > _MAX_REPORTED_ERRORS:
+        problems.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more errors")
+    return "; ".join(problems)
+
+
+def _describe_one(error: Any, field_names: tuple[str, ...]) -> str:
+    kind: str = error["type"]
+    loc: tuple[int | str, ...] = error["loc"]
+    message: str = error["msg"]
+    if kind == "json_invalid":
+        return f"input is not valid JSON ({message.removeprefix('Invalid JSON: ')})"
+    if kind == "string_unicode" and not loc:
+        return "input is not valid Unicode text"
+    if kind in ("model_type", "model_attributes_type", "dict_type") and not loc:
+        return f"input must be a JSON object, got {_json_type(error.get('input'))}"
+    where = _format_loc(loc)
+    if kind == "missing":
+        return f"{where}: missing required argument" if len(loc) == 1 else f"{where}: missing"
+    if kind == "extra_forbidden":
+        if len(loc) == 1:
+            allowed = ", ".join(field_names) if field_names else "no arguments"
+            return f"{where}: unexpected argument (this tool takes: {allowed})"
+        return f"{where}: unexpected field"
+    return f"{where}: {message} (got {_preview(error.get('input'))})"
+
+
+def _format_loc(loc: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return f"'{text}'" if text else "input"
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _preview(value: object) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = _json_type(value)
+    if len(text) > _MAX_INPUT_PREVIEW:
+        text = text[: _MAX_INPUT_PREVIEW - 1] + "…"
+    return text
+
+
+def _where(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

@@ -1,0 +1,39 @@
+"""Docstring → (tool description, parameter descriptions). The only docstring-parser user.
+
+Google, NumPy, reST and Epydoc styles are recognised (docstring-parser picks
+the style that explains the most). The description is the prose before the
+first section, line breaks kept; the sections themselves never reach it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import docstring_parser
+
+__all__ = ["parse_docstring"]
+
+# Any of these means the docstring has sections worth a full parse; without
+# them the whole cleaned docstring is prose and parsing would only cost time.
+_SECTION_MARKERS = re.compile(
+    r"^\s*(?:(?:Args|Arguments|Parameters|Params|Returns?|Yields?|Raises|Examples?|"
+    r"Attributes|Keyword Args|Keyword Arguments|Other Parameters|Notes?|Warnings?|"
+    r"See Also|References)\s*:?\s*$|[:@](?:param|type|returns?|rtype|raises?|keyword)\b)",
+    re.MULTILINE,
+)
+
+
+def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
+    """Return the prose description (``None`` if there is none) and ``{param: description}``."""
+    if not doc or doc.isspace():
+        return None, {}
+    cleaned = inspect.cleandoc(doc)
+    if not _SECTION_MARKERS.search(cleaned):
+        return cleaned, {}
+    parsed = docstring_parser.parse(cleaned)
+    parts = [p for p in (parsed.short_description, parsed.long_description) if p]
+    separator = "\n\n" if parsed.blank_after_short_description else "\n"
+    description = separator.join(parts).strip() or None
+    params = {p.arg_name: p.description.strip() for p in parsed.params if p.description}
+    return description, params

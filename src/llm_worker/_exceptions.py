@@ -1,0 +1,102 @@
+"""Every exception llm_worker raises at run time.
+
+    ToolError                      raised by a tool; its text is what the model reads
+    ├── InvalidArgumentError       the model's arguments were not acceptable
+    ├── ExecutionFailedError       the tool ran and failed
+    └── InternalToolError          the tool is broken, not the call
+
+    ToolServerError                raised by ToolServer / ToolServerHandle
+    ├── DuplicateToolError         a name is already registered
+    ├── ToolNotFoundError          no tool has that name
+    └── ToolExecutionError         the tool raised a ToolError (chained as __cause__)
+
+Each class builds its own message from its fields, so every raiser words it
+the same way. Texts that reach a model never carry tracebacks or reprs of
+internal objects. Declaration mistakes are plain ``TypeError``s raised at
+import time, not part of this tree.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DuplicateToolError",
+    "ExecutionFailedError",
+    "InternalToolError",
+    "InvalidArgumentError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolNotFoundError",
+    "ToolServerError",
+]
+
+
+class ToolError(Exception):
+    """A tool call failed; ``str(error)`` is the text the model sees."""
+
+    _prefix = ""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self._prefix}{self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class InvalidArgumentError(ToolError):
+    """The input was not JSON, not an object, or failed validation."""
+
+    _prefix = "Invalid argument: "
+
+
+class ExecutionFailedError(ToolError):
+    """The tool ran and raised; the message says what went wrong."""
+
+    _prefix = "Execution failed: "
+
+
+class InternalToolError(ToolError):
+    """The tool itself is broken (a bug, not a bad call)."""
+
+    _prefix = "Internal error: "
+
+
+class ToolServerError(Exception):
+    """Base class of the errors raised by ``ToolServer`` and ``ToolServerHandle``."""
+
+
+class DuplicateToolError(ToolServerError):
+    """A tool with this name is already registered (or appears twice in one batch)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"Tool with name '{self.name}' already registered"
+
+
+class ToolNotFoundError(ToolServerError, LookupError):
+    """No tool with this name is registered."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"Tool '{self.name}' not found"
+
+
+class ToolExecutionError(ToolServerError):
+    """The tool raised a ``ToolError``; that error is ``__cause__``."""
+
+    def __init__(self, name: str, detail: str) -> None:
+        super().__init__(name, detail)
+        self.name = name
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return f"Tool execution failed: {self.detail}"
