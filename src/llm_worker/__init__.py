@@ -8,6 +8,17 @@ from __future__ import annotations
 
 import contextlib
 
+from ._client import (
+    Completion,
+    LlmClient,
+    LlmEvent,
+    LlmRequest,
+    TextDelta,
+    ToolInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+)
+from ._conversation import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
 from ._decorators import (
     BoundToolMethod,
     ToolMethod,
@@ -19,38 +30,90 @@ from ._decorators import (
 from ._exceptions import (
     DuplicateToolError,
     ExecutionFailedError,
+    HookError,
     InternalToolError,
     InvalidArgumentError,
+    LlmClientError,
+    MaxTurnsExceededError,
     ToolError,
     ToolExecutionError,
     ToolNotFoundError,
     ToolServerError,
+    WorkerAbortedError,
+    WorkerError,
+    WorkerStateError,
+)
+from ._hooks import (
+    Abort,
+    Continue,
+    Pause,
+    PostToolCallContext,
+    PostToolCallDecision,
+    PostToolCallHook,
+    PreToolCallDecision,
+    PreToolCallHook,
+    Skip,
+    ToolCallContext,
 )
 from ._meta import LlmToolDefinition, ToolMeta
 from ._options import Description
 from ._server import ToolServer, ToolServerHandle
 from ._types import Tool, ToolDefinition
+from ._worker import LockedWorker, Worker, WorkerResult
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Abort",
+    "AssistantMessage",
     "BoundToolMethod",
+    "Completion",
+    "Continue",
     "Description",
     "DuplicateToolError",
     "ExecutionFailedError",
+    "HookError",
     "InternalToolError",
     "InvalidArgumentError",
+    "LlmClient",
+    "LlmClientError",
+    "LlmEvent",
+    "LlmRequest",
     "LlmToolDefinition",
+    "LockedWorker",
+    "MaxTurnsExceededError",
+    "Message",
+    "Pause",
+    "PostToolCallContext",
+    "PostToolCallDecision",
+    "PostToolCallHook",
+    "PreToolCallDecision",
+    "PreToolCallHook",
+    "Skip",
+    "TextDelta",
     "Tool",
+    "ToolCall",
+    "ToolCallContext",
     "ToolDefinition",
     "ToolError",
     "ToolExecutionError",
+    "ToolInputDelta",
     "ToolMeta",
     "ToolMethod",
     "ToolNotFoundError",
+    "ToolResult",
     "ToolServer",
     "ToolServerError",
     "ToolServerHandle",
+    "ToolUseStart",
+    "ToolUseStop",
+    "Usage",
+    "UserMessage",
+    "Worker",
+    "WorkerAbortedError",
+    "WorkerError",
+    "WorkerResult",
+    "WorkerStateError",
     "tool",
     "tool_definitions",
     "tool_metas",

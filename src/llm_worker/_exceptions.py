@@ -10,6 +10,13 @@
     ├── ToolNotFoundError          no tool has that name
     └── ToolExecutionError         the tool raised a ToolError (chained as __cause__)
 
+    WorkerError                    raised by Worker / LockedWorker
+    ├── WorkerStateError           the call is not allowed in the worker's current state
+    ├── WorkerAbortedError         a hook returned Abort(reason)
+    ├── MaxTurnsExceededError      the model kept calling tools for max_turns requests
+    ├── HookError                  a hook raised or returned something it may not
+    └── LlmClientError             the LlmClient broke the event protocol
+
 Each class builds its own message from its fields, so every raiser words it
 the same way. Texts that reach a model never carry tracebacks or reprs of
 internal objects. Declaration mistakes are plain ``TypeError``s raised at
@@ -21,12 +28,18 @@ from __future__ import annotations
 __all__ = [
     "DuplicateToolError",
     "ExecutionFailedError",
+    "HookError",
     "InternalToolError",
     "InvalidArgumentError",
+    "LlmClientError",
+    "MaxTurnsExceededError",
     "ToolError",
     "ToolExecutionError",
     "ToolNotFoundError",
     "ToolServerError",
+    "WorkerAbortedError",
+    "WorkerError",
+    "WorkerStateError",
 ]
 
 
@@ -100,3 +113,53 @@ class ToolExecutionError(ToolServerError):
 
     def __str__(self) -> str:
         return f"Tool execution failed: {self.detail}"
+
+
+class WorkerError(Exception):
+    """Base class of the errors that end a ``Worker`` run or refuse a call."""
+
+
+class WorkerStateError(WorkerError, RuntimeError):
+    """The call is not allowed in this state (the message says what to use instead)."""
+
+
+class WorkerAbortedError(WorkerError):
+    """A hook returned ``Abort(reason)``; every tool call still got a result in history."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"Run aborted by a hook: {self.reason}"
+
+
+class MaxTurnsExceededError(WorkerError):
+    """The model asked for tools on ``max_turns`` requests in a row without answering."""
+
+    def __init__(self, max_turns: int) -> None:
+        super().__init__(max_turns)
+        self.max_turns = max_turns
+
+    def __str__(self) -> str:
+        return (
+            f"The model was still calling tools after {self.max_turns} requests "
+            f"(max_turns={self.max_turns}); the run was stopped"
+        )
+
+
+class HookError(WorkerError):
+    """A hook raised (chained as ``__cause__``) or returned a value it may not."""
+
+    def __init__(self, hook: str, stage: str, problem: str) -> None:
+        super().__init__(hook, stage, problem)
+        self.hook = hook
+        self.stage = stage
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return f"{self.stage} hook {self.hook} failed: {self.problem}"
+
+
+class LlmClientError(WorkerError):
+    """The model client sent events that do not make a valid response."""

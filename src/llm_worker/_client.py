@@ -1,0 +1,88 @@
+"""The ``LlmClient`` protocol: a request goes in, a stream of events comes out.
+
+A client turns one ``LlmRequest`` into provider calls and yields, in order:
+text deltas; for each tool call a ``ToolUseStart``, any number of
+``ToolInputDelta`` fragments (split anywhere, even inside a JSON escape) and
+a ``ToolUseStop``; and last a ``Completion``. Fragments of different tool
+calls may interleave; ``index`` tells them apart. The worker assembles them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeAlias, runtime_checkable
+
+from ._conversation import Message, Usage
+from ._meta import LlmToolDefinition
+
+__all__ = [
+    "Completion",
+    "LlmClient",
+    "LlmEvent",
+    "LlmRequest",
+    "TextDelta",
+    "ToolInputDelta",
+    "ToolUseStart",
+    "ToolUseStop",
+]
+
+
+@dataclass(frozen=True)
+class LlmRequest:
+    """Everything the model is sent: system prompt, history and sorted tool definitions."""
+
+    system_prompt: str | None
+    messages: Sequence[Message]
+    tools: Sequence[LlmToolDefinition]
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of the assistant's text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUseStart:
+    """The model starts tool call ``call_id`` to tool ``name``; ``index`` names it below."""
+
+    index: int
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ToolInputDelta:
+    """A fragment of the argument JSON of the tool call at ``index``."""
+
+    index: int
+    fragment: str
+
+
+@dataclass(frozen=True)
+class ToolUseStop:
+    """The tool call at ``index`` is complete."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The response is complete: why it stopped, and what it cost if known."""
+
+    stop_reason: str
+    usage: Usage | None = None
+
+
+LlmEvent: TypeAlias = TextDelta | ToolUseStart | ToolInputDelta | ToolUseStop | Completion
+
+
+@runtime_checkable
+class LlmClient(Protocol):
+    """A model behind the worker. ``llm_worker.testing.ScriptedClient`` is one for tests."""
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        """Send ``request`` and yield the response as events, ending with a ``Completion``."""
+        ...
