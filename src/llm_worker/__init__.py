@@ -55,6 +55,7 @@ from ._hooks import (
     Skip,
     ToolCallContext,
 )
+from ._limits import Limits
 from ._meta import LlmToolDefinition, ToolMeta
 from ._options import Description
 from ._server import ToolServer, ToolServerHandle
@@ -75,6 +76,7 @@ __all__ = [
     "HookError",
     "InternalToolError",
     "InvalidArgumentError",
+    "Limits",
     "LlmClient",
     "LlmClientError",
     "LlmEvent",

@@ -190,7 +190,13 @@ class _ToolDecorator(Protocol):
 def tool(func: Callable[Concatenate[_AppT, _P], _R], /) -> ToolMethod[_AppT, _P, _R]: ...
 @overload
 def tool(
-    *, name: str | None = None, thread: bool = True, strict: bool = True
+    *,
+    name: str | None = None,
+    thread: bool = True,
+    strict: bool | None = None,
+    timeout: float | None = None,
+    max_input_bytes: int | None = None,
+    max_input_depth: int | None = None,
 ) -> _ToolDecorator: ...
 def tool(
     func: Callable[Concatenate[_AppT, _P], _R] | None = None,
@@ -198,15 +204,29 @@ def tool(
     *,
     name: str | None = None,
     thread: bool = True,
-    strict: bool = True,
+    strict: bool | None = None,
+    timeout: float | None = None,
+    max_input_bytes: int | None = None,
+    max_input_depth: int | None = None,
 ) -> ToolMethod[_AppT, _P, _R] | _ToolDecorator:
     """Mark a method of a ``@tool_registry`` class as a tool.
 
     ``name`` overrides the tool name (default: the method name). A plain
     ``def`` runs in a worker thread unless ``thread=False``. ``strict=False``
-    lets pydantic coerce (``"5"`` for an int), accepting more than the schema says.
+    lets pydantic coerce (``"5"`` for an int), accepting more than the schema
+    says. ``timeout`` (seconds) cancels an async tool, or abandons a thread
+    tool, that runs longer. ``max_input_bytes`` / ``max_input_depth`` refuse
+    larger or deeper argument JSON before it is parsed. Unset options come
+    from ``@tool_registry(...)``, then from the defaults.
     """
-    options = ToolOptions(name=name, thread=thread, strict=strict)
+    options = ToolOptions(
+        name=name,
+        thread=thread,
+        strict=strict,
+        timeout=timeout,
+        max_input_bytes=max_input_bytes,
+        max_input_depth=max_input_depth,
+    )
 
     def wrap(f: Callable[Concatenate[_AppT, _P], _R], /) -> ToolMethod[_AppT, _P, _R]:
         return ToolMethod(f, options)
@@ -219,16 +239,37 @@ def tool(
 @overload
 def tool_registry(cls: _ClassT, /) -> _ClassT: ...
 @overload
-def tool_registry() -> Callable[[_ClassT], _ClassT]: ...
-def tool_registry(cls: _ClassT | None = None, /) -> _ClassT | Callable[[_ClassT], _ClassT]:
+def tool_registry(
+    *,
+    strict: bool | None = None,
+    timeout: float | None = None,
+    max_input_bytes: int | None = None,
+    max_input_depth: int | None = None,
+) -> Callable[[_ClassT], _ClassT]: ...
+def tool_registry(
+    cls: _ClassT | None = None,
+    /,
+    *,
+    strict: bool | None = None,
+    timeout: float | None = None,
+    max_input_bytes: int | None = None,
+    max_input_depth: int | None = None,
+) -> _ClassT | Callable[[_ClassT], _ClassT]:
     """Generate the tools of every ``@tool`` method of a class (see the module docstring).
 
+    The keyword options are defaults for the class's tools (see ``tool``).
     Raises one ``TypeError`` listing every problem if any method cannot be a
     tool; the class is then left untouched.
     """
+    defaults = ToolOptions(
+        strict=strict,
+        timeout=timeout,
+        max_input_bytes=max_input_bytes,
+        max_input_depth=max_input_depth,
+    )
 
     def wrap(cls: _ClassT) -> _ClassT:
-        _process_class(cls)
+        _process_class(cls, defaults)
         return cls
 
     if cls is None:
@@ -236,7 +277,7 @@ def tool_registry(cls: _ClassT | None = None, /) -> _ClassT | Callable[[_ClassT]
     return wrap(cls)
 
 
-def _process_class(cls: type) -> None:
+def _process_class(cls: type, defaults: ToolOptions) -> None:
     # Imported here: it loads pydantic's model machinery, which `import llm_worker` need not.
     from ._codegen import declaration_error, generate
 
@@ -272,7 +313,7 @@ def _process_class(cls: type) -> None:
     kept = [b for b in inherited if b.attr_name not in own_names]
     attrs, records = generate(
         cls,
-        [(attr_name, method.__func__, method.options) for attr_name, method in own],
+        [(attr_name, method.__func__, method.options.over(defaults)) for attr_name, method in own],
         {b.name: f"{b.owner.__qualname__}.{b.attr_name}" for b in kept},
     )
     # Attach everything in one loop, only now that all of it was built.

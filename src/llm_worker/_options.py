@@ -36,8 +36,37 @@ class Description:
 
 @dataclass(frozen=True)
 class ToolOptions:
-    """What ``@tool(...)`` was given; read by ``@tool_registry``."""
+    """What ``@tool(...)`` or ``@tool_registry(...)`` was given; ``None`` means "inherit".
+
+    A tool's own options win over its registry's, which win over the defaults.
+    """
 
     name: str | None = None
     thread: bool = True
-    strict: bool = True
+    strict: bool | None = None
+    timeout: float | None = None
+    max_input_bytes: int | None = None
+    max_input_depth: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout}")
+        for name in ("max_input_bytes", "max_input_depth"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be at least 1, got {value}")
+
+    def over(self, defaults: ToolOptions) -> ToolOptions:
+        """These options, with every unset one taken from ``defaults``."""
+        return ToolOptions(
+            name=self.name,
+            thread=self.thread,
+            strict=self.strict if self.strict is not None else defaults.strict,
+            timeout=self.timeout if self.timeout is not None else defaults.timeout,
+            max_input_bytes=self.max_input_bytes
+            if self.max_input_bytes is not None
+            else defaults.max_input_bytes,
+            max_input_depth=self.max_input_depth
+            if self.max_input_depth is not None
+            else defaults.max_input_depth,
+        )

@@ -10,8 +10,11 @@ Guarantees of ``run`` and ``resume`` (each tested under the same words):
 - Every tool call gets exactly one result, in call order, whatever happens:
   unknown tool, skipped, failed, aborted, cancelled.
 - Allowed calls of one response run concurrently; hooks run one at a time, in call order.
-- If the run is cancelled while a plain-def tool runs in a thread, it waits for
-  the thread and drops the result (threads cannot be interrupted).
+- Cancelling a run cancels its running tools at once. A plain-def tool's
+  thread cannot be interrupted: it is abandoned, may still finish, and its
+  result is dropped.
+- At most ``Limits.max_concurrent_calls`` calls run at once; each is held to
+  the input limits and timeout, and its result to ``Limits.max_result_bytes``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ._client import (
 )
 from ._conversation import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from ._exceptions import (
+    InvalidArgumentError,
     LlmClientError,
     MaxTurnsExceededError,
     ToolExecutionError,
@@ -55,6 +59,7 @@ from ._hooks import (
     run_post_hooks,
     run_pre_hooks,
 )
+from ._limits import Limits, cap_result, input_limit_problem
 from ._server import ToolServer, ToolServerHandle
 from ._types import ToolDefinition
 
@@ -63,6 +68,7 @@ __all__ = ["LockedWorker", "Worker", "WorkerResult"]
 logger = logging.getLogger("llm_worker")
 
 # What the model reads for calls that did not produce a result of their own.
+TIMED_OUT = "Execution failed: tool '{name}' timed out after {seconds:g}s"
 SKIPPED = "Tool call '{name}' was skipped by the application; it did not run"
 ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
 CANCELLED = "Tool call '{name}' was cancelled before it finished"
@@ -100,10 +106,13 @@ class _Batch:
 class _Session:
     """The state a Worker and its LockedWorker share; only the current owner may change it."""
 
-    def __init__(self, client: LlmClient, system_prompt: str | None, max_turns: int) -> None:
+    def __init__(
+        self, client: LlmClient, system_prompt: str | None, max_turns: int, limits: Limits
+    ) -> None:
         self.client = client
         self.system_prompt = system_prompt
         self.max_turns = max_turns
+        self.limits = limits
         self.history: list[Message] = []
         self.server = ToolServer()
         self.handle = self.server.handle()
@@ -210,30 +219,50 @@ class _Session:
         return allowed, None
 
     async def execute(self, allowed: list[tuple[int, ToolCallContext]], batch: _Batch) -> None:
-        """Run the allowed calls concurrently; each task stores its own result."""
-        handle, results, calls = self.handle, batch.results, batch.calls
+        """Run the allowed calls, ``max_concurrent_calls`` at a time; each stores its result."""
+        results, calls, limits = batch.results, batch.calls, self.limits
 
         async def call_one(index: int, ctx: ToolCallContext) -> None:
             call_id = calls[index].id  # a hook may rewrite the call, not its id
-            try:
-                content = await handle.call_tool(ctx.call.name, ctx.call.input_json)
-            except ToolExecutionError as exc:
-                results[index] = ToolResult(call_id, exc.detail, True)
-            except ToolNotFoundError as exc:
-                results[index] = ToolResult(call_id, str(exc), True)
-            except Exception as exc:
-                logger.exception("Tool %r raised %s", ctx.call.name, type(exc).__name__)
-                text = UNEXPECTED.format(name=ctx.call.name, kind=type(exc).__name__)
-                results[index] = ToolResult(call_id, text, True)
-            else:
-                results[index] = ToolResult(call_id, content, False)
+            content, is_error = await self.call_tool(ctx.call)
+            results[index] = ToolResult(
+                call_id, cap_result(content, limits.max_result_bytes), is_error
+            )
 
         if len(allowed) == 1:
             await call_one(*allowed[0])
             return
+        pending = iter(allowed)
+
+        async def take_calls() -> None:
+            for index, ctx in pending:  # shared: each call is taken by one runner
+                await call_one(index, ctx)
+
         async with anyio.create_task_group() as group:
-            for index, ctx in allowed:
-                group.start_soon(call_one, index, ctx)
+            for _ in range(min(limits.max_concurrent_calls, len(allowed))):
+                group.start_soon(take_calls)
+
+    async def call_tool(self, call: ToolCall) -> tuple[str, bool]:
+        """One call through the handle, within the limits: ``(content, is_error)``, never raises."""
+        limits = self.limits
+        problem = input_limit_problem(
+            call.input_json, limits.max_input_bytes, limits.max_input_depth
+        )
+        if problem is not None:
+            return str(InvalidArgumentError(problem)), True
+        try:
+            with anyio.move_on_after(limits.tool_timeout):
+                return await self.handle.call_tool(call.name, call.input_json), False
+        except ToolExecutionError as exc:
+            logger.info("Tool %r failed: %s", call.name, exc.detail, exc_info=exc)
+            return exc.detail, True
+        except ToolNotFoundError as exc:
+            return str(exc), True
+        except Exception as exc:
+            logger.exception("Tool %r raised %s", call.name, type(exc).__name__)
+            return UNEXPECTED.format(name=call.name, kind=type(exc).__name__), True
+        # Only the timeout scope can end the block without a return.
+        return TIMED_OUT.format(name=call.name, seconds=limits.tool_timeout or 0.0), True
 
     def close_batch(self, batch: _Batch, text: str, reason: str) -> None:
         """Give every call without a result ``text``, then append all results in call order."""
@@ -333,6 +362,11 @@ class _WorkerBase:
         return self._session.max_turns
 
     @property
+    def limits(self) -> Limits:
+        """What each tool call is allowed (sizes, depth, timeout, result size, concurrency)."""
+        return self._session.limits
+
+    @property
     def is_paused(self) -> bool:
         """Whether a hook paused the last run; ``resume()`` continues it."""
         return self._session.phase is _Phase.PAUSED
@@ -391,11 +425,16 @@ class Worker(_WorkerBase):
     __slots__ = ()
 
     def __init__(
-        self, client: LlmClient, *, system_prompt: str | None = None, max_turns: int = 10
+        self,
+        client: LlmClient,
+        *,
+        system_prompt: str | None = None,
+        max_turns: int = 10,
+        limits: Limits | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
-        self._session = _Session(client, system_prompt, max_turns)
+        self._session = _Session(client, system_prompt, max_turns, limits or Limits())
         self._session.owner = self
 
     def register_tool(self, definition: ToolDefinition) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .._limits import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_INPUT_DEPTH
 from .._types import ToolDefinition
 from .introspect import REQUIRED, ParameterSpec
 from .plan import RegistryPlan, ToolPlan
@@ -81,12 +82,17 @@ def _build_tool_class(
 ) -> type[GeneratedTool]:
     spec = tool_plan.spec
     qualname = f"{cls.__qualname__}.{tool_plan.tool_class_name}"
+    options = spec.options
     execute = make_execute(
         func=spec.func,
         args_model=args_model,
+        tool_name=spec.tool_name,
         is_async=spec.is_async,
-        thread=spec.options.thread,
-        strict=spec.options.strict,
+        thread=options.thread,
+        strict=options.strict is not False,
+        timeout=options.timeout,
+        max_input_bytes=options.max_input_bytes or DEFAULT_MAX_INPUT_BYTES,
+        max_input_depth=options.max_input_depth or DEFAULT_MAX_INPUT_DEPTH,
     )
     execute.__qualname__ = f"{qualname}.execute"
     execute.__module__ = cls.__module__

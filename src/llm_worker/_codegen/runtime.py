@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
 from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
+from .._limits import input_limit_problem, model_safe_text
 from .._meta import ToolMeta
 from .._types import Tool
 from .schema import input_schema_of
@@ -145,15 +146,21 @@ def make_execute(
     *,
     func: Callable[..., Any],
     args_model: type[BaseModel],
+    tool_name: str,
     is_async: bool,
     thread: bool,
     strict: bool,
+    timeout: float | None,
+    max_input_bytes: int,
+    max_input_depth: int,
 ) -> Callable[[GeneratedTool, str], Awaitable[str]]:
     """Build the ``execute`` method of one generated tool class."""
     field_names = tuple(args_model.model_fields)
     # The model's validator is built on first use (pydantic's defer_build), so
     # importing a module of tools stays cheap; it is fetched on the first call.
     validate_json: Callable[..., Any] | None = None
+    # Inputs this short can be neither too big nor too deep: skip the checks.
+    always_within_limits = min(max_input_bytes // 4, max_input_depth)
 
     async def execute(self: GeneratedTool, input_json: str) -> str:
         nonlocal validate_json
@@ -161,28 +168,61 @@ def make_execute(
             validate_json = args_model.__pydantic_validator__.validate_json
         if not input_json or input_json.isspace():
             input_json = "{}"
+        elif len(input_json) > always_within_limits:
+            problem = input_limit_problem(input_json, max_input_bytes, max_input_depth)
+            if problem is not None:
+                raise InvalidArgumentError(problem)
         try:
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
         try:
-            if is_async:
+            if timeout is not None:
+                result = await _call_with_timeout(
+                    func, self.ctx, args.__dict__, is_async, thread, timeout, tool_name
+                )
+            elif is_async:
                 result = await func(self.ctx, **args.__dict__)
             elif thread:
                 result = await anyio.to_thread.run_sync(
-                    functools.partial(func, self.ctx, **args.__dict__)
+                    functools.partial(func, self.ctx, **args.__dict__), abandon_on_cancel=True
                 )
             else:
                 result = func(self.ctx, **args.__dict__)
         except ToolError:
             raise
         except Exception as exc:
-            raise ExecutionFailedError(str(exc) or type(exc).__name__) from exc
+            raise ExecutionFailedError(model_safe_text(exc)) from exc
         if type(result) is str:
             return result
         return serialize_result(result)
 
     return execute
+
+
+async def _call_with_timeout(
+    func: Callable[..., Any],
+    ctx: object,
+    kwargs: dict[str, Any],
+    is_async: bool,
+    thread: bool,
+    timeout: float,
+    tool_name: str,
+) -> Any:
+    result: Any = None
+    with anyio.move_on_after(timeout) as scope:
+        if is_async:
+            result = await func(ctx, **kwargs)
+        elif thread:
+            # Threads cannot be interrupted: abandon it; it may still finish on its own.
+            result = await anyio.to_thread.run_sync(
+                functools.partial(func, ctx, **kwargs), abandon_on_cancel=True
+            )
+        else:
+            result = func(ctx, **kwargs)
+    if scope.cancelled_caught:
+        raise ExecutionFailedError(f"tool '{tool_name}' timed out after {timeout:g}s")
+    return result
 
 
 def serialize_result(result: object) -> str:

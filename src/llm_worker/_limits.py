@@ -1,0 +1,112 @@
+"""Limits on what a model can make a tool do, and the texts that tell it so.
+
+A model's tool call is untrusted input. Sizes and depths are checked before
+any parsing work that grows with the input; results are capped before they
+reach the model; and failure texts are scrubbed of what a model should never
+see (file paths, object reprs, tracebacks).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
+    "DEFAULT_MAX_INPUT_DEPTH",
+    "Limits",
+    "cap_result",
+    "input_limit_problem",
+    "model_safe_text",
+]
+
+DEFAULT_MAX_INPUT_BYTES = 1_000_000
+DEFAULT_MAX_INPUT_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a ``Worker`` allows each tool call; every field has a safe default.
+
+    - ``max_input_bytes`` / ``max_input_depth``: larger or deeper argument JSON
+      is refused with ``Invalid argument: ...`` before it is parsed.
+    - ``tool_timeout``: seconds a call may take (``None``: no limit). ``@tool(timeout=)``
+      sets a tighter one per tool.
+    - ``max_result_bytes``: longer results are cut at a UTF-8 boundary and the
+      model is told how much was dropped.
+    - ``max_concurrent_calls``: how many calls of one response run at once.
+    """
+
+    max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
+    max_input_depth: int = DEFAULT_MAX_INPUT_DEPTH
+    tool_timeout: float | None = 300.0
+    max_result_bytes: int = 100_000
+    max_concurrent_calls: int = 16
+
+    def __post_init__(self) -> None:
+        for name in ("max_input_bytes", "max_input_depth", "max_result_bytes"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"Limits.{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_concurrent_calls < 1:
+            raise ValueError(
+                f"Limits.max_concurrent_calls must be at least 1, got {self.max_concurrent_calls}"
+            )
+        if self.tool_timeout is not None and self.tool_timeout <= 0:
+            raise ValueError(f"Limits.tool_timeout must be positive, got {self.tool_timeout}")
+
+
+# A JSON string literal, escapes included (the unrolled form: linear, no backtracking).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def input_limit_problem(input_json: str, max_bytes: int, max_depth: int) -> str | None:
+    """Why ``input_json`` is over a limit, or ``None``. Cheap for ordinary inputs."""
+    # A character is at most 4 UTF-8 bytes: short inputs need no encoding.
+    if len(input_json) * 4 > max_bytes:
+        size = len(input_json.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            return f"input is {size} bytes, over the limit of {max_bytes} bytes"
+    # Fewer brackets than the limit cannot nest deeper than it.
+    if input_json.count("{") + input_json.count("[") > max_depth:
+        depth = 0
+        for bracket in _BRACKET.findall(_JSON_STRING.sub("", input_json)):
+            depth += 1 if bracket in "[{" else -1
+            if depth > max_depth:
+                return f"input nests deeper than the limit of {max_depth} levels"
+    return None
+
+
+def cap_result(text: str, max_bytes: int) -> str:
+    """``text``, or its first bytes (cut at a UTF-8 boundary) and a note of what was dropped."""
+    if len(text) * 4 <= max_bytes:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text
+    # The note's length depends on the count it reports; a generous bound fits both.
+    note_room = 120 + 2 * len(str(len(data)))
+    kept = data[: max(0, max_bytes - note_room)].decode("utf-8", "ignore")
+    dropped = len(data) - len(kept.encode("utf-8", "surrogatepass"))
+    note = (
+        f"\n[truncated: {dropped} of {len(data)} bytes dropped; "
+        f"narrow the request (filter, paginate or ask for less) to see the rest]"
+    )
+    return kept + note
+
+
+# An absolute path, not the tail of a URL or of a word ("https://x/y", "a/b").
+_ABSOLUTE_PATH = re.compile(r"""(?<![\w:/.])(?:[A-Za-z]:\\|/)(?:[^\s'"/\\:]+[/\\])+[^\s'"/\\:]*""")
+_OBJECT_REPR = re.compile(r"<([\w.]+?\.)?(\w+) object at 0x[0-9a-fA-F]+>")
+_MAX_ERROR_TEXT = 500
+
+
+def model_safe_text(exc: BaseException) -> str:
+    """A short text for the model about ``exc``: no paths, reprs or tracebacks."""
+    text = str(exc).strip() or type(exc).__name__
+    text = _ABSOLUTE_PATH.sub("<path>", text)
+    text = _OBJECT_REPR.sub(r"<\2 object>", text)
+    text = text.splitlines()[0] if "Traceback (most recent call last)" in text else text
+    if len(text) > _MAX_ERROR_TEXT:
+        text = text[: _MAX_ERROR_TEXT - 1] + "…"
+    return text
