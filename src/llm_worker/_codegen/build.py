@@ -84,7 +84,6 @@ def _build_tool_class(
     qualname = f"{cls.__qualname__}.{tool_plan.tool_class_name}"
     options = spec.options
     execute = make_execute(
-        func=spec.func,
         args_model=args_model,
         tool_name=spec.tool_name,
         is_async=spec.is_async,
@@ -105,6 +104,10 @@ def _build_tool_class(
         "args_model": args_model,
         "tool_name": spec.tool_name,
         "execute": execute,
+        "_owner": cls,
+        "_attr_name": spec.attr_name,
+        "_func": spec.func,
+        "_is_async": spec.is_async,
     }
     return type(tool_plan.tool_class_name, (GeneratedTool,), namespace)
 

@@ -9,9 +9,10 @@ once validation has failed.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
@@ -87,13 +88,21 @@ class BuiltTool:
 class GeneratedTool:
     """Base of every generated ``Tool<Pascal>`` class: holds the app instance as ``ctx``."""
 
-    __slots__ = ("ctx",)
+    __slots__ = ("_method", "ctx")
 
     args_model: ClassVar[type[BaseModel]]
     tool_name: ClassVar[str]
+    _owner: ClassVar[type]
+    _attr_name: ClassVar[str]
+    _func: ClassVar[Callable[..., Any]]
+    _is_async: ClassVar[bool]
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
+        # A subclass of the app may override the method: call what `ctx.method` would.
+        cls = type(self)
+        app_type: type[object] = type(ctx)  # pyright: ignore[reportUnknownVariableType]
+        self._method = cls._func if app_type is cls._owner else _resolve_method(cls, app_type)
 
     async def execute(self, input_json: str) -> str:  # replaced in every generated class
         raise NotImplementedError
@@ -104,6 +113,26 @@ class GeneratedTool:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.ctx,))
+
+
+def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable[..., Any]:
+    from .._decorators import ToolMethod
+
+    name = tool_class._attr_name
+    found: object = inspect.getattr_static(app_type, name, None)
+    if isinstance(found, ToolMethod):
+        found = cast("ToolMethod[Any, ..., Any]", found).__func__
+    if not inspect.isfunction(found) or found is tool_class._func:
+        return tool_class._func
+    if inspect.iscoroutinefunction(found) != tool_class._is_async:
+        kinds = ("an async def", "a plain def")
+        tool_kind, override_kind = kinds if tool_class._is_async else kinds[::-1]
+        raise TypeError(
+            f"{app_type.__qualname__}.{name} overrides the tool "
+            f"{tool_class._owner.__qualname__}.{name} ({tool_kind}) with {override_kind}; "
+            f"keep the same kind"
+        )
+    return found
 
 
 class ToolFactory:
@@ -144,7 +173,6 @@ def _factory_for(owner: type, attr_name: str, app: object) -> ToolFactory:
 
 def make_execute(
     *,
-    func: Callable[..., Any],
     args_model: type[BaseModel],
     tool_name: str,
     is_async: bool,
@@ -179,16 +207,17 @@ def make_execute(
         try:
             if timeout is not None:
                 result = await _call_with_timeout(
-                    func, self.ctx, args.__dict__, is_async, thread, timeout, tool_name
+                    self._method, self.ctx, args.__dict__, is_async, thread, timeout, tool_name
                 )
             elif is_async:
-                result = await func(self.ctx, **args.__dict__)
+                result = await self._method(self.ctx, **args.__dict__)
             elif thread:
                 result = await anyio.to_thread.run_sync(
-                    functools.partial(func, self.ctx, **args.__dict__), abandon_on_cancel=True
+                    functools.partial(self._method, self.ctx, **args.__dict__),
+                    abandon_on_cancel=True,
                 )
             else:
-                result = func(self.ctx, **args.__dict__)
+                result = self._method(self.ctx, **args.__dict__)
         except ToolError:
             raise
         except Exception as exc:
@@ -228,7 +257,8 @@ async def _call_with_timeout(
 def serialize_result(result: object) -> str:
     """Compact JSON by pydantic; ``repr()`` for what pydantic cannot serialise."""
     try:
-        return to_json(result).decode()
+        # NaN and infinities are not JSON; "NaN" as a string still tells the model.
+        return to_json(result, inf_nan_mode="strings").decode()
     except (PydanticSerializationError, ValueError, TypeError, UnicodeDecodeError):
         return repr(result)
 
