@@ -321,7 +321,10 @@ def _process_class(cls: type, defaults: ToolOptions) -> None:
         setattr(cls, attr_name, value)
     for (_, method), record in zip(own, records, strict=True):
         method._built = record
-    setattr(cls, _TOOLS_ATTR, (*kept, *records))
+    # An override keeps its base tool's place; new tools follow, in declaration order.
+    by_attr = {record.attr_name: record for record in records}
+    ordered = [by_attr.pop(b.attr_name, b) for b in inherited]
+    setattr(cls, _TOOLS_ATTR, (*ordered, *by_attr.values()))
 
 
 def _built_tools(cls: type, caller: str) -> tuple[BuiltTool, ...]:

@@ -24,6 +24,25 @@ _SECTION_MARKERS = re.compile(
 )
 
 
+_GOOGLE_HEADER = re.compile(r"[A-Z][A-Za-z ]*:[ \t]*$", re.MULTILINE)
+_PLACEHOLDER = "(summary)"
+
+
+def _parse_google_without_summary(cleaned: str) -> docstring_parser.Docstring:
+    """A docstring that opens with ``Args:``: docstring-parser needs a summary first.
+
+    ``cleandoc`` also took away the entries' indentation under that first line
+    (it is measured from the lines below it), so it is restored when no other
+    section follows.
+    """
+    header, _, body = cleaned.partition("\n")
+    if not _GOOGLE_HEADER.search(body):
+        body = "\n".join(f"    {line}" if line else line for line in body.splitlines())
+    parsed = docstring_parser.parse(f"{_PLACEHOLDER}\n\n{header}\n{body}")
+    parsed.short_description = None
+    return parsed
+
+
 def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     """Return the prose description (``None`` if there is none) and ``{param: description}``."""
     if not doc or doc.isspace():
@@ -31,7 +50,10 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     cleaned = inspect.cleandoc(doc)
     if not _SECTION_MARKERS.search(cleaned):
         return cleaned, {}
-    parsed = docstring_parser.parse(cleaned)
+    if _GOOGLE_HEADER.match(cleaned):
+        parsed = _parse_google_without_summary(cleaned)
+    else:
+        parsed = docstring_parser.parse(cleaned)
     parts = [p for p in (parsed.short_description, parsed.long_description) if p]
     separator = "\n\n" if parsed.blank_after_short_description else "\n"
     description = separator.join(parts).strip() or None

@@ -9,6 +9,7 @@ be ``async def`` or plain functions.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -115,6 +116,10 @@ async def run_pre_hooks(hooks: list[PreToolCallHook], ctx: ToolCallContext) -> P
     """Run hooks in order until one decides something other than ``Continue``."""
     for hook in hooks:
         decision = await _call(hook, ctx, "pre_tool_call", _PRE_DECISIONS)
+        if not isinstance(ctx.call, ToolCall):
+            raise HookError(
+                _hook_name(hook), "pre_tool_call", f"set ctx.call to {ctx.call!r}, not a ToolCall"
+            )
         if not isinstance(decision, Continue):
             return decision
     return Continue()
@@ -123,9 +128,23 @@ async def run_pre_hooks(hooks: list[PreToolCallHook], ctx: ToolCallContext) -> P
 async def run_post_hooks(
     hooks: list[PostToolCallHook], ctx: PostToolCallContext
 ) -> PostToolCallDecision:
-    """Run hooks in order until one returns ``Abort``."""
+    """Run hooks in order until one returns ``Abort``.
+
+    A hook may change the result's content and ``is_error``; the result keeps
+    answering the model's call id whatever the hook does to it.
+    """
+    call_id = ctx.result.call_id
     for hook in hooks:
         decision = await _call(hook, ctx, "post_tool_call", _POST_DECISIONS)
+        result: object = ctx.result
+        if not isinstance(result, ToolResult):
+            raise HookError(
+                _hook_name(hook),
+                "post_tool_call",
+                f"set ctx.result to {result!r}, not a ToolResult",
+            )
+        if result.call_id != call_id:
+            ctx.result = dataclasses.replace(result, call_id=call_id)
         if isinstance(decision, Abort):
             return decision
     return Continue()

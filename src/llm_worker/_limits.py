@@ -51,7 +51,7 @@ class Limits:
             raise ValueError(
                 f"Limits.max_concurrent_calls must be at least 1, got {self.max_concurrent_calls}"
             )
-        if self.tool_timeout is not None and self.tool_timeout <= 0:
+        if self.tool_timeout is not None and not self.tool_timeout > 0:  # NaN too
             raise ValueError(f"Limits.tool_timeout must be positive, got {self.tool_timeout}")
 
 
@@ -97,7 +97,8 @@ def cap_result(text: str, max_bytes: int) -> str:
 
 # An absolute path, not the tail of a URL or of a word ("https://x/y", "a/b").
 _ABSOLUTE_PATH = re.compile(r"""(?<![\w:/.])(?:[A-Za-z]:\\|/)(?:[^\s'"/\\:]+[/\\])+[^\s'"/\\:]*""")
-_OBJECT_REPR = re.compile(r"<([\w.]+?\.)?(\w+) object at 0x[0-9a-fA-F]+>")
+# `<mod.Thing object at 0x7f...>`, `<function helper at 0x7f...>`: keep the words only.
+_OBJECT_REPR = re.compile(r"<(?:[\w.]+\.)?([^<>]*?) at 0x[0-9a-fA-F]+>")
 _MAX_ERROR_TEXT = 500
 
 
@@ -105,7 +106,7 @@ def model_safe_text(exc: BaseException) -> str:
     """A short text for the model about ``exc``: no paths, reprs or tracebacks."""
     text = str(exc).strip() or type(exc).__name__
     text = _ABSOLUTE_PATH.sub("<path>", text)
-    text = _OBJECT_REPR.sub(r"<\2 object>", text)
+    text = _OBJECT_REPR.sub(r"<\1>", text)
     text = text.splitlines()[0] if "Traceback (most recent call last)" in text else text
     if len(text) > _MAX_ERROR_TEXT:
         text = text[: _MAX_ERROR_TEXT - 1] + "…"

@@ -151,8 +151,14 @@ def _dump(owner: _ToolSpec, schema: Mapping[str, Any]) -> str:
             f"not {type(schema).__name__}"
         )
     try:
-        return json.dumps(schema, ensure_ascii=False, allow_nan=False)
+        return json.dumps(schema, ensure_ascii=False, allow_nan=False, default=_plain_mapping)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"{type(owner).__name__} input_schema must be JSON-serialisable: {exc}"
         ) from exc
+
+
+def _plain_mapping(value: object) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        return dict(value)  # pyright: ignore[reportUnknownArgumentType]
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")

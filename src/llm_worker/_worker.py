@@ -74,6 +74,7 @@ ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
 CANCELLED = "Tool call '{name}' was cancelled before it finished"
 NOT_RUN = "Tool call '{name}' did not run: the run stopped with an error"
 UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
+NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
 
 _HookT = TypeVar("_HookT", PreToolCallHook, PostToolCallHook)
 
@@ -167,7 +168,14 @@ class _Session:
         return await _collect_response(self.client.stream(request))
 
     async def handle_batch(self, batch: _Batch) -> WorkerResult | None:
-        """Pre-hooks, concurrent execution, post-hooks; then append every result in order."""
+        """Pre-hooks, concurrent execution, post-hooks; then append every result in order.
+
+        When there are post-hooks, a result reaches the history only after they
+        have seen it (they may redact it); if the batch ends first, that call
+        gets the closing text.
+        """
+        allowed: list[tuple[int, ToolCallContext]] = []
+        reviewed = 0  # allowed[:reviewed] went through the post-hooks
         try:
             allowed, stop = await self.decide(batch)
             await self.execute(allowed, batch)
@@ -177,16 +185,19 @@ class _Session:
                 post_ctx = PostToolCallContext(ctx.call, result, ctx.meta, ctx.tool)
                 decision = await run_post_hooks(self.post_hooks, post_ctx)
                 batch.results[index] = post_ctx.result
+                reviewed += 1
                 if isinstance(decision, Abort):
                     stop = decision
                     break
         except BaseException as exc:
             # Cancelled, a hook failed, or worse: close the batch so the history stays valid.
             text = CANCELLED if isinstance(exc, anyio.get_cancelled_exc_class()) else NOT_RUN
-            self.close_batch(batch, text, "")
+            unreviewed = allowed[reviewed:] if self.post_hooks else ()
+            self.close_batch(batch, text, "", unreviewed=unreviewed)
             raise
         if isinstance(stop, Abort):
-            self.close_batch(batch, ABORTED, stop.reason)
+            unreviewed = allowed[reviewed:] if self.post_hooks else ()
+            self.close_batch(batch, ABORTED, stop.reason, unreviewed=unreviewed)
             raise WorkerAbortedError(stop.reason)
         if isinstance(stop, Pause):
             self.paused_batch = batch
@@ -252,7 +263,11 @@ class _Session:
             return str(InvalidArgumentError(problem)), True
         try:
             with anyio.move_on_after(limits.tool_timeout):
-                return await self.handle.call_tool(call.name, call.input_json), False
+                content: object = await self.handle.call_tool(call.name, call.input_json)
+                if type(content) is not str:
+                    logger.error("Tool %r returned %r, not a str", call.name, content)
+                    return NOT_TEXT.format(name=call.name, kind=type(content).__name__), True
+                return content, False
         except ToolExecutionError as exc:
             logger.info("Tool %r failed: %s", call.name, exc.detail, exc_info=exc)
             return exc.detail, True
@@ -264,8 +279,16 @@ class _Session:
         # Only the timeout scope can end the block without a return.
         return TIMED_OUT.format(name=call.name, seconds=limits.tool_timeout or 0.0), True
 
-    def close_batch(self, batch: _Batch, text: str, reason: str) -> None:
-        """Give every call without a result ``text``, then append all results in call order."""
+    def close_batch(
+        self,
+        batch: _Batch,
+        text: str,
+        reason: str,
+        unreviewed: Sequence[tuple[int, ToolCallContext]] = (),
+    ) -> None:
+        """Give every call without a (reviewed) result ``text``; append all in call order."""
+        for index, _ in unreviewed:
+            batch.results[index] = None
         for index, call in enumerate(batch.calls):
             result = batch.results[index]
             if result is None:

@@ -32,8 +32,11 @@ def generate(
     specs: list[MethodSpec] = []
     for attr_name, func, options in methods:
         spec = introspect_method(cls, attr_name, func, options, errors)
-        if spec is not None:
-            specs.append(spec)
+        if spec is None:
+            # Still plan its names, so name clashes are reported along with the rest.
+            tool_name = options.name if options.name is not None else attr_name
+            spec = MethodSpec(attr_name, tool_name, func, (), "", False, options)
+        specs.append(spec)
     plan = plan_registry(cls, specs, inherited, errors)
     if errors:
         raise declaration_error(cls, errors)

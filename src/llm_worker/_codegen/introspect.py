@@ -246,7 +246,7 @@ def _is_union_type(annotation: Any) -> bool:
 def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__qualname__
-    return repr(annotation).replace("typing.", "")
+    return repr(annotation).replace("typing.", "").replace("collections.abc.", "")
 
 
 def _first_line(text: str) -> str:

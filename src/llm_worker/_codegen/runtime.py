@@ -256,6 +256,8 @@ async def _call_with_timeout(
 
 def serialize_result(result: object) -> str:
     """Compact JSON by pydantic; ``repr()`` for what pydantic cannot serialise."""
+    if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
+        return str.__str__(result)
     try:
         # NaN and infinities are not JSON; "NaN" as a string still tells the model.
         return to_json(result, inf_nan_mode="strings").decode()

@@ -1,0 +1,304 @@
+"""``_codegen.introspect``: one ``@tool`` method read into a ``MethodSpec``, or its problems."""
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+import pytest
+from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
+
+from llm_worker import Description
+from llm_worker._codegen.introspect import REQUIRED, MethodSpec, ParameterSpec, introspect_method
+from llm_worker._options import ToolOptions
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+class Unsupported:
+    pass
+
+
+def _introspect(cls: type, attr_name: str, options: ToolOptions | None = None):
+    errors: list[str] = []
+    func = cls.__dict__[attr_name]
+    spec = introspect_method(cls, attr_name, func, options or ToolOptions(), errors)
+    return spec, errors
+
+
+class App:
+    async def search(
+        self,
+        query: Annotated[str, Description("what to find")],
+        limit: Annotated[int, Field(ge=1, description="how many")] = 10,
+        near: Point | None = None,
+        *,
+        mode: Literal["fast", "exact"] = "fast",
+    ) -> list[str]:
+        """Search things.
+
+        Args:
+            query: ignored, Description wins
+            limit: ignored, Field wins
+            near: close to this point
+        """
+        return []
+
+    def plain(self) -> str:
+        return ""
+
+    def string_annotations(self, p: "Point", n: "int") -> str:
+        return ""
+
+    def class_local(self, kind: "Kind") -> str:
+        return ""
+
+    Kind = Literal["a", "b"]
+
+
+class TestIntrospectMethod:
+    def test_spec_of_a_full_method(self):
+        """Name, parameters, defaults, descriptions, async-ness and options are read."""
+        options = ToolOptions(name="find")
+        spec, errors = _introspect(App, "search", options)
+        assert errors == []
+        assert isinstance(spec, MethodSpec)
+        assert spec.attr_name == "search"
+        assert spec.tool_name == "find"
+        assert spec.func is App.__dict__["search"]
+        assert spec.is_async is True
+        assert spec.options is options
+        assert spec.description == "Search things."
+        assert [p.name for p in spec.parameters] == ["query", "limit", "near", "mode"]
+
+    def test_description_is_taken_out_of_annotated(self):
+        """Description text moves to the spec and leaves the annotation."""
+        spec, _ = _introspect(App, "search")
+        assert spec.parameters[0] == ParameterSpec("query", str, REQUIRED, "what to find")
+
+    def test_field_metadata_is_kept_in_annotated(self):
+        """Field(...) stays in the annotation; its description is used."""
+        spec, _ = _introspect(App, "search")
+        limit = spec.parameters[1]
+        assert (limit.name, limit.default, limit.description) == ("limit", 10, "how many")
+        assert get_origin(limit.annotation) is Annotated
+        base, field = get_args(limit.annotation)
+        assert base is int
+        assert isinstance(field, FieldInfo)
+
+    def test_docstring_fills_in_missing_descriptions(self):
+        """Without Description or Field text, the docstring's entry is used."""
+        spec, _ = _introspect(App, "search")
+        assert spec.parameters[2] == ParameterSpec(
+            "near", Point | None, None, "close to this point"
+        )
+        assert spec.parameters[3] == ParameterSpec("mode", Literal["fast", "exact"], "fast", None)
+
+    def test_plain_method(self):
+        """A plain def without docstring: not async, no parameters, fallback description."""
+        spec, errors = _introspect(App, "plain")
+        assert errors == []
+        assert spec.is_async is False
+        assert spec.parameters == ()
+        assert spec.description == "Tool: plain"
+
+    def test_fallback_uses_the_tool_name(self):
+        """The fallback description names the tool, not the method."""
+        spec, _ = _introspect(App, "plain", ToolOptions(name="renamed"))
+        assert spec.description == "Tool: renamed"
+
+    def test_string_annotations_resolve(self):
+        """String annotations resolve against the function's module."""
+        spec, errors = _introspect(App, "string_annotations")
+        assert errors == []
+        assert [(p.name, p.annotation) for p in spec.parameters] == [("p", Point), ("n", int)]
+
+    def test_class_body_names_resolve(self):
+        """String annotations may name things defined in the class body."""
+        spec, errors = _introspect(App, "class_local")
+        assert errors == []
+        assert spec.parameters[0].annotation == Literal["a", "b"]
+
+
+def _problems(*methods: Callable[..., Any], options: ToolOptions | None = None) -> list[str]:
+    cls = type("Holder", (), {m.__name__: m for m in methods})
+    errors: list[str] = []
+    for method in methods:
+        spec = introspect_method(cls, method.__name__, method, options or ToolOptions(), errors)
+        assert (spec is None) == bool(errors)
+    return errors
+
+
+class TestProblems:
+    def test_var_positional(self):
+        """*args is reported."""
+
+        def f(self, *items: int) -> str:
+            return ""
+
+        assert _problems(f) == ["f: *items is not supported; a tool takes named arguments only"]
+
+    def test_var_keyword(self):
+        """**kwargs is reported."""
+
+        def f(self, **options: int) -> str:
+            return ""
+
+        assert _problems(f) == ["f: **options is not supported; a tool takes named arguments only"]
+
+    def test_missing_annotation(self):
+        """Each unannotated parameter is reported, with an example fix."""
+
+        def f(self, a, b: int, c) -> str:
+            return ""
+
+        assert _problems(f) == [
+            "f: parameter 'a' has no type annotation (add one, e.g. a: str)",
+            "f: parameter 'c' has no type annotation (add one, e.g. c: str)",
+        ]
+
+    def test_positional_only(self):
+        """Positional-only parameters are reported."""
+
+        def f(self, a: int, /, b: int) -> str:
+            return ""
+
+        assert _problems(f) == ["f: parameter 'a' is positional-only; tools pass arguments by name"]
+
+    @pytest.mark.parametrize("name", ["_private", "model_config"])
+    def test_reserved_parameter_names(self, name):
+        """Names pydantic reserves are reported."""
+        namespace: dict[str, Any] = {}
+        exec(f"def f(self, {name}: int) -> str:\n    return ''", namespace)
+        assert _problems(namespace["f"]) == [
+            f"f: parameter {name!r} cannot be an argument name (pydantic reserves it); rename it"
+        ]
+
+    def test_unresolvable_forward_reference(self):
+        """An annotation naming something undefined names the missing name."""
+
+        def f(self, a: "NotDefinedAnywhere", b: int) -> str:  # noqa: F821
+            return ""
+
+        assert _problems(f) == [
+            "f: cannot resolve the annotation of parameter 'a' (NameError: name "
+            "'NotDefinedAnywhere' is not defined); define or import it before the class"
+        ]
+
+    def test_unsupported_type(self):
+        """A type pydantic cannot handle is reported with pydantic's reason."""
+
+        def f(self, a: Unsupported) -> str:
+            return ""
+
+        [problem] = _problems(f)
+        assert problem.startswith(
+            "f: parameter 'a' has type Unsupported, which pydantic cannot validate or "
+            "describe in JSON Schema (Unable to generate pydantic-core schema for "
+        )
+
+    def test_unsupported_type_inside_a_container(self):
+        """An unsupported type nested in list/dict/union is found."""
+
+        def f(self, a: dict[str, list[Unsupported | None]]) -> str:
+            return ""
+
+        [problem] = _problems(f)
+        assert problem.startswith("f: parameter 'a' has type dict[str, list[")
+        assert "which pydantic cannot validate or describe in JSON Schema" in problem
+
+    def test_callable(self):
+        """A Callable has no JSON Schema."""
+
+        def f(self, a: Callable[[], int]) -> str:
+            return ""
+
+        [problem] = _problems(f)
+        assert problem.endswith(
+            "which pydantic cannot validate or describe in JSON Schema "
+            "(Cannot generate a JsonSchema for core_schema.CallableSchema)"
+        )
+
+    def test_no_self(self):
+        """A method without a first positional parameter is reported."""
+
+        def f() -> str:
+            return ""
+
+        def g(*, x: int) -> str:
+            return ""
+
+        assert _problems(f, g) == [
+            "f: a tool method must take 'self' as its first parameter",
+            "g: a tool method must take 'self' as its first parameter",
+        ]
+
+    def test_invalid_tool_name(self):
+        """A tool name providers would refuse is reported."""
+
+        def f(self) -> str:
+            return ""
+
+        assert _problems(f, options=ToolOptions(name="no spaces")) == [
+            "f: tool name 'no spaces' is not valid; use 1-64 letters, digits, '_' or '-' "
+            "(what model providers accept)"
+        ]
+
+    def test_generators(self):
+        """Generator and async generator methods are reported."""
+
+        def f(self) -> Any:
+            yield 1
+
+        async def g(self) -> Any:
+            yield 1
+
+        assert _problems(f, g) == [
+            "f: generator methods cannot be tools; return a list instead",
+            "g: generator methods cannot be tools; return a list instead",
+        ]
+
+    def test_all_problems_of_one_method(self):
+        """Every problem of a method is reported, not just the first."""
+
+        def f(self, *a: int, b, c: "Nowhere", **d: int) -> str:  # noqa: F821
+            return ""
+
+        assert _problems(f, options=ToolOptions(name="bad name")) == [
+            "f: tool name 'bad name' is not valid; use 1-64 letters, digits, '_' or '-' "
+            "(what model providers accept)",
+            "f: cannot resolve the annotation of parameter 'c' (NameError: name 'Nowhere' is "
+            "not defined); define or import it before the class",
+            "f: *a is not supported; a tool takes named arguments only",
+            "f: parameter 'b' has no type annotation (add one, e.g. b: str)",
+            "f: **d is not supported; a tool takes named arguments only",
+        ]
+
+    @pytest.mark.parametrize(
+        "annotation",
+        [
+            str,
+            int,
+            float,
+            bool,
+            list[int],
+            dict[str, float],
+            tuple[int, ...],
+            set[str],
+            Literal[1, 2],
+            int | None,
+            Any,
+            Point,
+            list[Point],
+        ],
+    )
+    def test_supported_types(self, annotation):
+        """Ordinary JSON-able types and models are accepted."""
+
+        def f(self, a: int) -> str:
+            return ""
+
+        f.__annotations__["a"] = annotation
+        assert _problems(f) == []

@@ -1,0 +1,453 @@
+"""``_codegen.runtime``: what a generated tool does per call (validate → call → serialise)."""
+
+import dataclasses
+import datetime
+import re
+from typing import Annotated, Any
+
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from llm_worker import (
+    Description,
+    ExecutionFailedError,
+    InvalidArgumentError,
+    Tool,
+    ToolError,
+    ToolMeta,
+    tool,
+    tool_registry,
+)
+from llm_worker._codegen.runtime import serialize_result
+
+pytestmark = pytest.mark.anyio
+
+
+class Tag(BaseModel):
+    name: str
+    weight: float = 1.0
+
+
+@dataclasses.dataclass
+class Pair:
+    left: int
+    right: str
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "<Opaque thing>"
+
+
+class Stop(BaseException):
+    """Stands in for KeyboardInterrupt / SystemExit: not an Exception."""
+
+
+class Refused(ToolError):
+    """A user-defined ToolError."""
+
+
+RESULTS: dict[str, Any] = {
+    "str": 'already "text", {not json}',
+    "empty": "",
+    "model": Tag(name="a", weight=2.5),
+    "dataclass": Pair(left=1, right="r"),
+    "dict": {"b": [1, 2], "a": {"c": None}},
+    "list": [1, "two", 3.5, True, None],
+    "int": 42,
+    "float": 1.5,
+    "true": True,
+    "false": False,
+    "none": None,
+    "datetime": datetime.datetime(2024, 1, 2, 3, 4, 5),
+    "date": datetime.date(2024, 1, 2),
+    "opaque": Opaque(),
+    "nested_opaque": {"x": [Opaque()]},
+}
+
+
+@tool_registry
+class App:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @tool
+    async def search(
+        self,
+        query: Annotated[str, Description("what")],
+        limit: int = 10,
+        tags: list[Tag] = [],  # noqa: B006
+    ) -> str:
+        return f"{query}/{limit}/{','.join(t.name for t in tags)}"
+
+    @tool
+    async def noargs(self) -> str:
+        return "ok"
+
+    @tool
+    async def many(
+        self,
+        a1: int,
+        a2: int,
+        a3: int,
+        a4: int,
+        a5: int,
+        a6: int,
+        a7: int,
+        a8: int,
+        a9: int,
+        a10: int,
+        a11: int,
+        a12: int,
+    ) -> str:
+        return "ok"
+
+    @tool
+    async def result(self, kind: str) -> object:
+        return RESULTS[kind]
+
+    @tool
+    def sync_result(self, kind: str) -> object:
+        return RESULTS[kind]
+
+    @tool
+    async def fail(self, message: str) -> str:
+        raise ValueError(message)
+
+    @tool
+    def sync_fail(self, message: str) -> str:
+        raise ValueError(message)
+
+    @tool
+    async def refuse(self) -> str:
+        raise Refused("not allowed")
+
+    @tool
+    async def stop_async(self) -> str:
+        raise Stop("stop")
+
+    @tool
+    def stop_thread(self) -> str:
+        raise Stop("stop")
+
+    @tool(thread=False)
+    def stop_inline(self) -> str:
+        raise Stop("stop")
+
+    @tool
+    async def interrupt(self) -> str:
+        raise KeyboardInterrupt
+
+    @tool
+    async def wait(self) -> str:
+        self.calls += 1
+        self.started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    @tool
+    async def rendezvous(self, name: str) -> str:
+        self.calls += 1
+        if self.calls == 2:
+            self.both_started.set()
+        await self.both_started.wait()
+        return name
+
+
+async def _invalid(tool_name: str, input_json: str) -> str:
+    """The message of the InvalidArgumentError that input_json causes."""
+    tool_class = next(b.tool_class for b in App.__llm_worker_tools__ if b.name == tool_name)
+    with pytest.raises(InvalidArgumentError) as excinfo:
+        await tool_class(App()).execute(input_json)
+    return excinfo.value.message
+
+
+class TestValidationMessages:
+    async def test_wrong_type(self):
+        """A wrong type names the argument, pydantic's reason and the value."""
+        assert await _invalid("search", '{"query": 5}') == (
+            "'query': Input should be a valid string (got 5)"
+        )
+
+    async def test_missing(self):
+        """A missing argument is named."""
+        assert await _invalid("search", "{}") == "'query': missing required argument"
+
+    async def test_unexpected(self):
+        """An unknown argument is named, with the arguments the tool takes."""
+        assert await _invalid("search", '{"query": "q", "zzz": 1}') == (
+            "'zzz': unexpected argument (this tool takes: query, limit, tags)"
+        )
+
+    async def test_unexpected_for_a_tool_without_arguments(self):
+        """A tool without parameters says it takes none."""
+        assert await _invalid("noargs", '{"x": 1}') == (
+            "'x': unexpected argument (this tool takes: no arguments)"
+        )
+
+    async def test_several_problems_joined(self):
+        """Every failing argument is named, joined with '; '."""
+        assert await _invalid("search", '{"limit": "x", "other": null}') == (
+            "'query': missing required argument; "
+            "'limit': Input should be a valid integer (got \"x\"); "
+            "'other': unexpected argument (this tool takes: query, limit, tags)"
+        )
+
+    async def test_nested_location(self):
+        """Nested problems are located with dots and indexes."""
+        assert await _invalid("search", '{"query": "q", "tags": [{"name": "a"}, {"name": 1}]}') == (
+            "'tags[1].name': Input should be a valid string (got 1)"
+        )
+
+    async def test_nested_missing_and_extra(self):
+        """Inside nested values, missing and unknown fields are reported as such."""
+        message = await _invalid("search", '{"query": "q", "tags": [{"weight": 1}]}')
+        assert message == "'tags[0].name': missing"
+
+    async def test_at_most_ten_errors(self):
+        """Past ten problems the rest are counted."""
+        assert await _invalid("many", "{}") == "; ".join(
+            [f"'a{i}': missing required argument" for i in range(1, 11)] + ["and 2 more errors"]
+        )
+
+    async def test_long_values_are_cut(self):
+        """A long offending value is shown cut short."""
+        message = await _invalid("search", '{"query": "q", "limit": "' + "x" * 200 + '"}')
+        assert message == ("'limit': Input should be a valid integer (got \"" + "x" * 58 + "…)")
+
+    @pytest.mark.parametrize(
+        ("input_json", "kind"),
+        [
+            ("[1]", "array"),
+            ("5", "number"),
+            ("1.5", "number"),
+            ('"s"', "string"),
+            ("null", "null"),
+            ("true", "boolean"),
+        ],
+    )
+    async def test_not_an_object(self, input_json, kind):
+        """Input that is JSON but not an object says what it is."""
+        assert await _invalid("search", input_json) == f"input must be a JSON object, got {kind}"
+
+    @pytest.mark.parametrize(
+        ("input_json", "detail"),
+        [
+            ("{", "EOF while parsing an object at line 1 column 1"),
+            ('{"query": "q",}', "trailing comma at line 1 column 15"),
+            ("nope", "expected ident at line 1 column 2"),
+            ('{"query": "q"} x', "trailing characters at line 1 column 16"),
+        ],
+    )
+    async def test_not_json(self, input_json, detail):
+        """Input that is not JSON says so, with the parser's position."""
+        assert await _invalid("search", input_json) == f"input is not valid JSON ({detail})"
+
+    @pytest.mark.parametrize("input_json", ["\ud800", '{"query": "\udfff"}', '{"\ud83d": 1}'])
+    async def test_lone_surrogates(self, input_json):
+        """Lone surrogates are invalid input, not a crash."""
+        assert await _invalid("search", input_json) == "input is not valid Unicode text"
+
+    @pytest.mark.parametrize(
+        "input_json",
+        ["[" * 100_000 + "]" * 100_000, '{"a":' * 100_000 + "1" + "}" * 100_000],
+        ids=["arrays", "objects"],
+    )
+    async def test_deep_nesting(self, input_json):
+        """Absurdly deep JSON is invalid input, not a RecursionError."""
+        message = await _invalid("search", input_json)
+        assert message.startswith("input ")
+        assert "Traceback" not in message
+
+    async def test_no_traceback_or_urls(self):
+        """Messages carry no traceback text and no pydantic documentation links."""
+        message = await _invalid("search", '{"query": [1], "tags": "x"}')
+        assert "Traceback" not in message
+        assert "errors.pydantic.dev" not in message
+        assert "\n" not in message
+
+    @pytest.mark.parametrize("input_json", ["", " ", "\n", "\t\r\n "])
+    async def test_empty_input_means_empty_object(self, input_json):
+        """Empty or whitespace input is '{}'."""
+        assert await _invalid("search", input_json) == "'query': missing required argument"
+        assert await App.ToolNoargs(App()).execute(input_json) == "ok"
+
+    async def test_valid_input_with_defaults(self):
+        """Defaults fill in what the input leaves out; nested models are built."""
+        tool_instance = App.ToolSearch(App())
+        assert await tool_instance.execute('{"query": "q"}') == "q/10/"
+        assert (
+            await tool_instance.execute('{"query": "q", "limit": 1, "tags": [{"name": "t"}]}')
+            == "q/1/t"
+        )
+
+
+class TestExecutionErrors:
+    @pytest.mark.parametrize("name", ["fail", "sync_fail"])
+    async def test_exception_becomes_execution_failed(self, name):
+        """Any Exception becomes ExecutionFailedError(str(exc)), chained to it."""
+        tool_class = App.ToolFail if name == "fail" else App.ToolSyncFail
+        with pytest.raises(ExecutionFailedError) as excinfo:
+            await tool_class(App()).execute('{"message": "disk full"}')
+        assert str(excinfo.value) == "Execution failed: disk full"
+        assert type(excinfo.value.__cause__) is ValueError
+
+    async def test_empty_exception_message_uses_the_type(self):
+        """An exception without text is named by its type."""
+        with pytest.raises(ExecutionFailedError) as excinfo:
+            await App.ToolFail(App()).execute('{"message": ""}')
+        assert str(excinfo.value) == "Execution failed: ValueError"
+
+    async def test_tool_error_passes_unchanged(self):
+        """A ToolError from the method is raised as it is, not wrapped."""
+        with pytest.raises(Refused) as excinfo:
+            await App.ToolRefuse(App()).execute("")
+        assert str(excinfo.value) == "not allowed"
+        assert excinfo.value.__cause__ is None
+
+    @pytest.mark.parametrize("name", ["stop_async", "stop_thread", "stop_inline"])
+    async def test_base_exceptions_propagate_untouched(self, name):
+        """A BaseException that is not an Exception is neither wrapped nor chained."""
+        tool_class = next(b.tool_class for b in App.__llm_worker_tools__ if b.name == name)
+        with pytest.raises(Stop) as excinfo:
+            await tool_class(App()).execute("")
+        assert type(excinfo.value) is Stop
+        assert excinfo.value.__cause__ is None
+
+    async def test_keyboard_interrupt_propagates(self):
+        """KeyboardInterrupt is not turned into a tool error."""
+        with pytest.raises(KeyboardInterrupt):
+            await App.ToolInterrupt(App()).execute("")
+
+    async def test_cancellation_propagates(self):
+        """Cancelling a running tool cancels it; nothing is turned into a ToolError."""
+        app = App()
+        app.started = anyio.Event()
+        seen: list[type[BaseException]] = []
+
+        async def call() -> None:
+            try:
+                await App.ToolWait(app).execute("")
+            except BaseException as exc:
+                seen.append(type(exc))
+                raise
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await app.started.wait()
+            tg.cancel_scope.cancel()
+        assert seen == [anyio.get_cancelled_exc_class()]
+
+
+class TestResults:
+    @pytest.mark.parametrize("name", ["result", "sync_result"])
+    @pytest.mark.parametrize(
+        ("kind", "expected"),
+        [
+            ("str", 'already "text", {not json}'),
+            ("empty", ""),
+            ("model", '{"name":"a","weight":2.5}'),
+            ("dataclass", '{"left":1,"right":"r"}'),
+            ("dict", '{"b":[1,2],"a":{"c":null}}'),
+            ("list", '[1,"two",3.5,true,null]'),
+            ("int", "42"),
+            ("float", "1.5"),
+            ("true", "true"),
+            ("false", "false"),
+            ("none", "null"),
+            ("datetime", '"2024-01-02T03:04:05"'),
+            ("date", '"2024-01-02"'),
+            ("opaque", "<Opaque thing>"),
+            ("nested_opaque", "{'x': [<Opaque thing>]}"),
+        ],
+    )
+    async def test_serialisation(self, name, kind, expected):
+        """str is returned unchanged; other values become compact JSON, or repr()."""
+        tool_class = App.ToolResult if name == "result" else App.ToolSyncResult
+        assert await tool_class(App()).execute(f'{{"kind": "{kind}"}}') == expected
+
+    def test_serialize_result_directly(self):
+        """serialize_result is compact JSON with a repr() fallback."""
+        assert serialize_result({"a": (1, 2)}) == '{"a":[1,2]}'
+        assert serialize_result(Opaque()) == "<Opaque thing>"
+
+
+class TestGeneratedTool:
+    def test_is_a_tool(self):
+        """A generated tool satisfies the Tool protocol."""
+        assert isinstance(App.ToolSearch(App()), Tool)
+
+    def test_has_no_instance_dict(self):
+        """Generated tools are slotted: ctx is their only state."""
+        tool_instance = App.ToolSearch(App())
+        with pytest.raises(AttributeError):
+            tool_instance.other = 1  # type: ignore[attr-defined]
+
+    def test_ctx_is_kept(self):
+        """The app given to the constructor is ctx."""
+        app = App()
+        assert App.ToolSearch(app).ctx is app
+
+    def test_repr(self):
+        """repr shows the tool's qualname and ctx by class and id."""
+        app = App()
+        assert repr(App.ToolSearch(app)) == f"<App.ToolSearch ctx=<App at {id(app):#x}>>"
+
+    async def test_concurrent_calls_on_one_instance(self):
+        """One instance serves overlapping calls."""
+        app = App()
+        app.both_started = anyio.Event()
+        tool_instance = App.ToolRendezvous(app)
+        results: dict[str, str] = {}
+
+        async def call(name: str) -> None:
+            results[name] = await tool_instance.execute(f'{{"name": "{name}"}}')
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "first")
+            tg.start_soon(call, "second")
+        assert results == {"first": "first", "second": "second"}
+
+
+class TestToolFactory:
+    def test_call_makes_meta_and_new_tool(self):
+        """Each call gives the same meta and a new tool bound to the app."""
+        app = App()
+        factory = app.search_definition()
+        meta_one, tool_one = factory()
+        meta_two, tool_two = factory()
+        assert isinstance(meta_one, ToolMeta)
+        assert meta_one == meta_two
+        assert tool_one is not tool_two
+        assert tool_one.ctx is tool_two.ctx is app
+
+    def test_name(self):
+        """The factory knows the name it will register under."""
+        assert App().search_definition().name == "search"
+
+    def test_repr(self):
+        """repr names the tool and the app by class and id."""
+        app = App()
+        assert repr(app.search_definition()) == (
+            f"<ToolDefinition 'search' of <App at {id(app):#x}>>"
+        )
+
+
+class TestBuiltTool:
+    def test_record(self):
+        """The per-tool record names its owner, method, tool name and generated classes."""
+        record = App.__llm_worker_tools__[0]
+        assert (record.owner, record.attr_name, record.name) == (App, "search", "search")
+        assert record.args_model is App.SearchArgs
+        assert record.tool_class is App.ToolSearch
+        assert re.fullmatch(r"<BuiltTool 'search' of .*\.App>", repr(record))
+
+    def test_meta_is_made_once(self):
+        """The meta (and its schema) is built on first use and then reused."""
+        record = App.__llm_worker_tools__[0]
+        assert record.meta() is record.meta()
+        assert record.meta().input_schema["properties"]["query"] == {
+            "type": "string",
+            "description": "what",
+        }

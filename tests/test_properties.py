@@ -1,0 +1,199 @@
+"""Properties of generated tools: whatever the input, execute() answers or says why not."""
+
+import json
+from typing import Annotated, Any
+
+import anyio
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_jsonschema import from_schema
+from pydantic import BaseModel
+
+from llm_worker import Description, InvalidArgumentError, tool, tool_registry
+from llm_worker._codegen.runtime import BuiltTool
+
+# JSON values as json.loads would return them (no NaN / infinities).
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=10), children, max_size=5)
+    ),
+    max_leaves=10,
+)
+
+# Objects whose keys are mostly the tools' own argument names, so validation goes deep.
+argument_names = st.sampled_from(["a", "b", "query", "limit", "tags", "tag", "name", "weight"])
+json_objects = st.dictionaries(argument_names | st.text(max_size=5), json_values, max_size=5)
+
+# Text with lone surrogates mixed in: not encodable as UTF-8.
+surrogate_text = st.text(
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.sampled_from('{}[]":, a1'),
+    min_size=1,
+).filter(lambda s: any(0xD800 <= ord(c) <= 0xDFFF for c in s))
+
+PROPERTY_SETTINGS = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+class Tag(BaseModel):
+    name: str
+    weight: float = 1.0
+
+
+@tool_registry
+class Example:
+    @tool
+    async def nothing(self) -> str:
+        """Takes no arguments."""
+        return "nothing"
+
+    @tool
+    async def add(self, a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool(thread=False)
+    def rich(
+        self,
+        query: Annotated[str, Description("what to look for")],
+        limit: int = 10,
+        tags: list[str] = [],  # noqa: B006
+        tag: Tag | None = None,
+    ) -> dict[str, Any]:
+        """A bit of everything."""
+        return {"query": query, "limit": limit, "tags": tags, "tag": tag}
+
+
+RECORDS: list[BuiltTool] = list(Example.__llm_worker_tools__)
+RECORD_IDS = [record.name for record in RECORDS]
+VALIDATORS = {
+    record.name: jsonschema.Draft202012Validator(record.meta().input_schema) for record in RECORDS
+}
+
+
+def _execute(record: BuiltTool, input_json: str) -> str:
+    """Run one call on asyncio; return its text or raise what it raised."""
+    return anyio.run(record.tool_class(Example()).execute, input_json, backend="asyncio")
+
+
+def _answers_or_rejects(record: BuiltTool, input_json: str) -> bool:
+    """Run one call: True if it answered with a str, False if it was rejected as invalid."""
+    try:
+        result = _execute(record, input_json)
+    except InvalidArgumentError as exc:
+        message = exc.message
+    else:
+        assert type(result) is str
+        return True
+    assert message
+    assert "Traceback" not in message
+    return False
+
+
+class TestArbitraryInput:
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    @PROPERTY_SETTINGS
+    @given(text=st.text())
+    def test_any_text(self, record, text):
+        """For any text, execute returns a str or raises InvalidArgumentError."""
+        _answers_or_rejects(record, text)
+
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    @PROPERTY_SETTINGS
+    @given(value=json_values)
+    def test_any_json_value(self, record, value):
+        """For any JSON value, execute returns a str or raises InvalidArgumentError."""
+        _answers_or_rejects(record, json.dumps(value))
+
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    @PROPERTY_SETTINGS
+    @given(value=json_objects)
+    def test_any_json_object(self, record, value):
+        """For any JSON object, execute answers (and the schema agrees) or rejects it."""
+        accepted = _answers_or_rejects(record, json.dumps(value))
+        if accepted:
+            assert VALIDATORS[record.name].is_valid(value), value
+
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    @settings(max_examples=50, deadline=None)
+    @given(text=surrogate_text)
+    def test_lone_surrogates(self, record, text):
+        """Input containing lone surrogates is rejected as invalid."""
+        with pytest.raises(InvalidArgumentError):
+            _execute(record, text)
+
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    @pytest.mark.parametrize(
+        "input_json",
+        [
+            "[" * 100_000 + "]" * 100_000,
+            '{"a":' * 100_000 + "1" + "}" * 100_000,
+            '{"tags": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            '{"query": "q", "tag": ' + '{"name":' * 100_000 + '"x"' + "}" * 100_000 + "}",
+        ],
+        ids=["arrays", "objects", "in-argument", "in-nested-model"],
+    )
+    def test_deep_nesting(self, record, input_json):
+        """100 000-deep JSON gives InvalidArgumentError, not a crash."""
+        with pytest.raises(InvalidArgumentError):
+            _execute(record, input_json)
+
+
+class TestSchemaAgreesWithValidation:
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    def test_schema_is_valid_json_schema(self, record):
+        """Each input_schema is valid against the JSON Schema 2020-12 metaschema."""
+        schema = record.meta().input_schema
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    def test_unknown_argument_rejected_by_both(self, record):
+        """An unknown argument is invalid for the schema and for execute alike."""
+        assert not VALIDATORS[record.name].is_valid({"unexpected": 1})
+        with pytest.raises(InvalidArgumentError):
+            _execute(record, '{"unexpected": 1}')
+
+    @pytest.mark.parametrize(
+        "value",
+        [{"a": "5", "b": 1}, {"a": 1.5, "b": 1}, {"a": True, "b": 1}, {"a": None, "b": 1}],
+    )
+    def test_no_lax_coercion(self, value):
+        """What the schema calls a wrong type, execute rejects too: no lax coercion."""
+        assert not VALIDATORS["add"].is_valid(value)
+        with pytest.raises(InvalidArgumentError):
+            _execute(RECORDS[1], json.dumps(value))
+
+    @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
+    def test_schema_instances_are_accepted(self, record):
+        """Every instance generated from input_schema passes execute's validation."""
+        schema = record.meta().input_schema
+
+        @settings(
+            max_examples=100,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        )
+        @given(instance=from_schema(schema))
+        def check(instance: Any) -> None:
+            try:
+                result = _execute(record, json.dumps(instance))
+            except InvalidArgumentError as exc:
+                raise AssertionError(
+                    f"schema-valid input {instance!r} was rejected: {exc}"
+                ) from exc
+            assert type(result) is str
+
+        check()
+
+    def test_the_examples(self):
+        """The properties above run over these three tools."""
+        assert [record.meta().name for record in RECORDS] == ["nothing", "add", "rich"]

@@ -1,0 +1,67 @@
+"""Wrong uses that mypy --strict and pyright strict must both reject, each on its marked line.
+
+A comment ``# expect: mypy[code] pyright[rule]`` marks the NEXT line: each checker must
+report an error there, with (at least) the listed codes. tests/test_typing.py also checks
+that no other line of this file gets a diagnostic.
+"""
+
+from __future__ import annotations
+
+from llm_worker import ToolMeta, ToolServer, tool, tool_registry
+
+
+@tool_registry
+class Shop:
+    @tool
+    async def search(self, query: str, limit: int = 10) -> str:
+        return f"{query} {limit}"
+
+    @tool
+    def add(self, a: int, b: int) -> int:
+        return a + b
+
+
+def register_through_handle(shop: Shop) -> None:
+    handle = ToolServer().handle()
+    # expect: mypy[attr-defined] pyright[reportAttributeAccessIssue]
+    handle.register_tool(shop.search.definition())
+    # expect: mypy[attr-defined] pyright[reportAttributeAccessIssue]
+    handle.register_tools([shop.add.definition()])
+
+
+async def call_with_wrong_arguments(shop: Shop) -> None:
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    await shop.search(5)
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    await shop.search("cats", limit="ten")
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    shop.add(1, "2")
+    # expect: mypy[call-arg] pyright[reportCallIssue]
+    shop.add(1)
+    # expect: mypy[call-arg] pyright[reportCallIssue]
+    await shop.search(query="cats", page=2)
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    await Shop.search(shop, 5)
+
+
+def register_non_definitions(shop: Shop) -> None:
+    server = ToolServer()
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    server.register_tool("search")
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    server.register_tool(ToolMeta(name="search"))
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    server.register_tool(shop.search)
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    server.register_tool(Shop.search.definition)
+    # expect: mypy[list-item] pyright[reportArgumentType]
+    server.register_tools([shop.search.meta()])
+
+
+async def misuse_the_core() -> None:
+    handle = ToolServer().handle()
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    await handle.call_tool("search", {"query": "cats"})
+    # expect: mypy[call-arg] pyright[reportCallIssue]
+    meta = ToolMeta("search")
+    print(meta)
