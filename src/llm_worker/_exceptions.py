@@ -15,7 +15,8 @@
     ├── WorkerAbortedError         a hook returned Abort(reason)
     ├── MaxTurnsExceededError      the model kept calling tools for max_turns requests
     ├── HookError                  a hook raised or returned something it may not
-    └── LlmClientError             the LlmClient broke the event protocol
+    ├── LlmClientError             the LlmClient broke the event protocol
+    └── ProviderError              the model provider refused or failed the request
 
 Each class builds its own message from its fields, so every raiser words it
 the same way. Texts that reach a model never carry tracebacks or reprs of
@@ -33,6 +34,7 @@ __all__ = [
     "InvalidArgumentError",
     "LlmClientError",
     "MaxTurnsExceededError",
+    "ProviderError",
     "ToolError",
     "ToolExecutionError",
     "ToolNotFoundError",
@@ -163,3 +165,36 @@ class HookError(WorkerError):
 
 class LlmClientError(WorkerError):
     """The model client sent events that do not make a valid response."""
+
+
+class ProviderError(WorkerError):
+    """The model provider answered with an error, or the connection to it failed.
+
+    ``provider`` names it (``"openai"``, ``"anthropic"``...), ``status`` is the
+    HTTP status when there was one (429 rate limit, 529 overloaded, 401 auth,
+    400 bad request...), ``message`` the provider's own words, and
+    ``retryable`` whether trying again later can help. Nothing of the failed
+    response enters the history.
+    """
+
+    def __init__(
+        self, provider: str, message: str, *, status: int | None = None, retryable: bool = False
+    ) -> None:
+        super().__init__(provider, message, status, retryable)
+        self.provider = provider
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_provider_error, (self.provider, self.message, self.status, self.retryable))
+
+    def __str__(self) -> str:
+        status = f" (HTTP {self.status})" if self.status is not None else ""
+        return f"{self.provider} request failed{status}: {self.message}"
+
+
+def _provider_error(
+    provider: str, message: str, status: int | None, retryable: bool
+) -> ProviderError:
+    return ProviderError(provider, message, status=status, retryable=retryable)
