@@ -44,6 +44,7 @@ from ._exceptions import (
     WorkerError,
     WorkerStateError,
 )
+from ._formats import FORMATS, FormatName, export_tools
 from ._hooks import (
     Abort,
     Continue,
@@ -74,6 +75,8 @@ __all__ = [
     "Description",
     "DuplicateToolError",
     "ExecutionFailedError",
+    "FORMATS",
+    "FormatName",
     "HookError",
     "InternalToolError",
     "InvalidArgumentError",
@@ -118,6 +121,7 @@ __all__ = [
     "WorkerError",
     "WorkerResult",
     "WorkerStateError",
+    "export_tools",
     "tool",
     "tool_definitions",
     "tool_metas",

@@ -316,6 +316,7 @@ async def _collect_response(stream: AsyncIterator[LlmEvent]) -> AssistantMessage
     text: list[str] = []
     starts: dict[int, ToolUseStart] = {}
     fragments: dict[int, list[str]] = {}
+    stopped: set[int] = set()
     completion: Completion | None = None
     try:
         async for event in stream:
@@ -329,6 +330,11 @@ async def _collect_response(stream: AsyncIterator[LlmEvent]) -> AssistantMessage
                         f"LlmClient sent input for tool call index {event.index} before its "
                         f"ToolUseStart"
                     )
+                if event.index in stopped:
+                    raise LlmClientError(
+                        f"LlmClient sent input for tool call index {event.index} after its "
+                        f"ToolUseStop"
+                    )
                 fragments[event.index].append(event.fragment)
             elif isinstance(event, ToolUseStart):
                 if event.index in starts:
@@ -340,6 +346,7 @@ async def _collect_response(stream: AsyncIterator[LlmEvent]) -> AssistantMessage
                     raise LlmClientError(
                         f"LlmClient stopped tool call index {event.index}, which never started"
                     )
+                stopped.add(event.index)
             elif isinstance(event, Completion):
                 completion = event
             else:

@@ -8,6 +8,7 @@ cost tokens on every request, so they are left out.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,6 +27,17 @@ class _ToolJsonSchema(GenerateJsonSchema):
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    def encode_default(self, dft: Any) -> Any:
+        # Pydantic builds a TypeAdapter for every default; JSON scalars need none.
+        if dft is None or type(dft) in _JSON_SCALARS:
+            return dft
+        if type(dft) is float and math.isfinite(dft):
+            return dft
+        return super().encode_default(dft)
+
+
+_JSON_SCALARS = (str, int, bool)
 
 
 def input_schema_of(model: type[BaseModel]) -> dict[str, Any]:

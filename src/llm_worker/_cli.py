@@ -1,0 +1,272 @@
+"""``llm-worker schema``: the tool schemas of registry classes, as stable JSON, and a CI check.
+
+    llm-worker schema TARGET... [--format FMT] [--strict] [-o FILE | --check FILE]
+
+TARGET is ``package.module:Class`` (``Class`` may be dotted, ``Outer.Inner``) or
+``package.module`` (every ``@tool_registry`` class defined at the top level of
+that module). The classes are imported, never instantiated: the schemas come
+from ``tool_metas(cls)``. The current directory is importable, as with
+``python -m``.
+
+Output: the tools of all targets sorted by name, in ``--format`` (see
+``llm_worker._formats``), as ``json.dumps(sort_keys=True, indent=2,
+ensure_ascii=False)`` plus a newline, so the same tools give the same bytes.
+
+Exit status: 0 done (or, with ``--check``, the file is up to date); 1 the
+``--check`` file is out of date or missing (a unified diff and the command that
+regenerates it are printed); 2 a bad target or usage error, explained in one
+line on stderr.
+
+Imported only by the ``llm-worker`` console script and ``python -m llm_worker``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import cast
+
+from ._decorators import tool_metas
+from ._formats import FORMATS, FormatName, export_tools
+from ._meta import ToolMeta
+
+__all__ = ["main", "render_schema"]
+
+_TOOLS_ATTR = "__llm_worker_tools__"
+_DEFAULT_PROG = "llm-worker"
+_STRICT_FORMATS = ("openai", "openai-responses")
+
+
+class _UsageError(Exception):
+    """A problem the user can fix: reported as one line, exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    prog = prog or _DEFAULT_PROG
+    args = _parser(prog).parse_args(argv)
+    # Targets are imported like `python -m` would: with the current directory importable.
+    cwd = os.getcwd()
+    add_cwd = cwd not in sys.path and "" not in sys.path
+    if add_cwd:
+        sys.path.insert(0, cwd)
+    try:
+        return _schema(args, prog)
+    except _UsageError as exc:
+        print(f"{prog} schema: error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        if add_cwd and cwd in sys.path:
+            sys.path.remove(cwd)
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Tools of llm-worker registry classes, as provider tool schemas."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    schema = commands.add_parser(
+        "schema",
+        help="print or check the tool schemas of registry classes",
+        description=(
+            "Print the tools of the given @tool_registry classes, sorted by name, as stable "
+            "JSON; or check that a file holds exactly that (exit 1 and a diff if not)."
+        ),
+    )
+    schema.add_argument(
+        "targets",
+        nargs="+",
+        metavar="TARGET",
+        help="package.module:Class, or package.module for every registry class in it",
+    )
+    schema.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="neutral",
+        help="the provider's tool format (default: neutral)",
+    )
+    schema.add_argument(
+        "--strict",
+        action="store_true",
+        help="OpenAI strict mode (only with --format openai or openai-responses)",
+    )
+    output = schema.add_mutually_exclusive_group()
+    output.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    output.add_argument(
+        "--check",
+        metavar="FILE",
+        help="exit 1 with a diff if FILE differs from what would be written (for CI)",
+    )
+    return parser
+
+
+def _schema(args: argparse.Namespace, prog: str) -> int:
+    if args.strict and args.format not in _STRICT_FORMATS:
+        raise _UsageError("--strict applies only to --format openai and --format openai-responses")
+    text = render_schema(args.targets, args.format, strict=args.strict)
+    data = text.encode("utf-8")
+    if args.check is not None:
+        return _check(args.check, data, _regenerate_command(args, prog))
+    if args.output is not None:
+        try:
+            with open(args.output, "wb") as file:
+                file.write(data)
+        except OSError as exc:
+            raise _UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
+        return 0
+    # Bytes, not text: the same bytes as -o, whatever stdout's encoding and newline mode.
+    stdout = getattr(sys.stdout, "buffer", None)
+    if stdout is None:
+        sys.stdout.write(text)
+    else:
+        sys.stdout.flush()
+        stdout.write(data)
+        stdout.flush()
+    return 0
+
+
+def render_schema(targets: Sequence[str], format: str, *, strict: bool = False) -> str:
+    """The text ``llm-worker schema`` writes for ``targets``: the one renderer of -o and --check.
+
+    Raises ``_UsageError`` for a bad target, a tool name defined twice, or a
+    schema the format cannot express.
+    """
+    metas = _collect(targets)
+    definitions = [meta.to_llm_definition() for meta in sorted(metas, key=lambda m: m.name)]
+    try:
+        tools = export_tools(definitions, cast("FormatName", format), strict=strict)
+    except ValueError as exc:
+        raise _UsageError(_one_line(str(exc))) from exc
+    return json.dumps(tools, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def _collect(targets: Sequence[str]) -> list[ToolMeta]:
+    """The metas of every class of every target; one per tool name."""
+    classes: list[type] = []
+    for target in targets:
+        for cls in _load(target):
+            if cls not in classes:
+                classes.append(cls)
+    metas: dict[str, tuple[ToolMeta, type]] = {}
+    for cls in classes:
+        try:
+            class_metas = tool_metas(cls)
+        except TypeError as exc:  # a schema pydantic cannot generate
+            raise _UsageError(_one_line(str(exc))) from exc
+        for meta in class_metas:
+            seen = metas.get(meta.name)
+            if seen is None:
+                metas[meta.name] = (meta, cls)
+            elif seen[0] != meta:  # the same tool, inherited by two classes, is one tool
+                raise _UsageError(
+                    f"two tools are named {meta.name!r}: one in {_qualname(seen[1])}, "
+                    f"one in {_qualname(cls)} (tool names must be unique)"
+                )
+    return [meta for meta, _ in metas.values()]
+
+
+def _load(target: str) -> list[type]:
+    module_name, colon, attr_path = target.partition(":")
+    if not _is_dotted_name(module_name) or (colon and not _is_dotted_name(attr_path)):
+        raise _UsageError(
+            f"invalid target {target!r} (expected package.module or package.module:Class)"
+        )
+    module = _import(module_name)
+    if not colon:
+        namespace: dict[str, object] = vars(module)
+        found = [
+            value
+            for value in namespace.values()
+            if isinstance(value, type)
+            and value.__module__ == module.__name__
+            and _TOOLS_ATTR in value.__dict__
+        ]
+        if not found:
+            raise _UsageError(f"module {module_name!r} defines no @tool_registry class")
+        return found
+    value: object = module
+    for part in attr_path.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise _UsageError(f"module {module_name!r} has no class {attr_path!r}") from None
+    if not isinstance(value, type):
+        raise _UsageError(f"{target!r} is not a class (it is a {type(value).__name__})")
+    if getattr(value, _TOOLS_ATTR, None) is None:
+        raise _UsageError(f"{target!r} is not a @tool_registry class")
+    return [value]
+
+
+def _import(module_name: str) -> ModuleType:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing == module_name or module_name.startswith(missing + "."):
+            raise _UsageError(f"no module named {module_name!r}") from None
+        raise _UsageError(f"importing {module_name!r} failed: {_describe(exc)}") from None
+    except Exception as exc:  # the target's own code raised: say what, in one line
+        raise _UsageError(f"importing {module_name!r} failed: {_describe(exc)}") from None
+
+
+def _check(path: str, expected: bytes, command: str) -> int:
+    try:
+        with open(path, "rb") as file:
+            actual = file.read()
+    except FileNotFoundError:
+        print(f"{path} does not exist; create it with:\n  {command}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if actual == expected:
+        return 0
+    import difflib  # only a failed check pays for it
+
+    diff = difflib.unified_diff(
+        actual.decode("utf-8", errors="replace").splitlines(keepends=True),
+        expected.decode("utf-8").splitlines(keepends=True),
+        fromfile=path,
+        tofile=f"{path} (regenerated)",
+    )
+    for line in diff:
+        sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    sys.stdout.flush()
+    print(f"{path} is out of date; regenerate it with:\n  {command}", file=sys.stderr)
+    return 1
+
+
+def _regenerate_command(args: argparse.Namespace, prog: str) -> str:
+    words = [*shlex.split(prog), "schema", *args.targets]
+    if args.format != "neutral":
+        words += ["--format", args.format]
+    if args.strict:
+        words.append("--strict")
+    words += ["-o", args.check]
+    return shlex.join(words)
+
+
+def _is_dotted_name(text: str) -> bool:
+    return bool(text) and all(part.isidentifier() for part in text.split("."))
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {_one_line(str(exc))}" if str(exc) else type(exc).__name__
+
+
+def _one_line(text: str) -> str:
+    """A multi-line message (a heading, then indented items) as one line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    result = lines[0] if lines else ""
+    for line in lines[1:]:
+        result += (" " if result.endswith(":") else "; ") + line
+    return result

@@ -1,0 +1,383 @@
+"""Tests for ``llm_worker._cli`` (``llm-worker schema`` / ``python -m llm_worker schema``).
+
+The targets are the modules in ``tests/cli_targets/``. In-process tests call
+``_cli.main(argv)`` (pytest puts ``tests/`` on ``sys.path``); the process tests
+run ``python -m llm_worker`` with ``PYTHONPATH=tests``. The expected output is
+the golden files of ``test_formats.py``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_worker import _cli
+
+TESTS_DIR = Path(__file__).parent
+GOLDEN_DIR = TESTS_DIR / "golden"
+EXAMPLES = "cli_targets.example_tools"
+GOLDEN_CASES = [
+    ("neutral", False),
+    ("openai", False),
+    ("openai-responses", False),
+    ("anthropic", False),
+    ("gemini", False),
+    ("mcp", False),
+    ("openai", True),
+    ("openai-responses", True),
+]
+GOLDEN_IDS = [fmt + ("-strict" if strict else "") for fmt, strict in GOLDEN_CASES]
+
+
+def golden(fmt: str = "neutral", strict: bool = False) -> str:
+    return (GOLDEN_DIR / f"{fmt}{'-strict' if strict else ''}.json").read_text(encoding="utf-8")
+
+
+def format_args(fmt: str, strict: bool) -> list[str]:
+    return ["--format", fmt, *(["--strict"] if strict else [])]
+
+
+def run(*argv: str, seed: str = "0", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m llm_worker ARGV`` in a fresh process that can import ``cli_targets``."""
+    env = {**os.environ, "PYTHONPATH": str(TESTS_DIR), "PYTHONHASHSEED": seed}
+    return subprocess.run(
+        [sys.executable, "-m", "llm_worker", *argv],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=cwd,
+        check=False,
+        timeout=120,
+    )
+
+
+class TestOutput:
+    @pytest.mark.parametrize(("fmt", "strict"), GOLDEN_CASES, ids=GOLDEN_IDS)
+    def test_prints_the_golden_file(self, capsys, fmt, strict):
+        """stdout is exactly the golden file of the format, and exit status 0."""
+        assert _cli.main(["schema", EXAMPLES, *format_args(fmt, strict)]) == 0
+        out, err = capsys.readouterr()
+        assert (out, err) == (golden(fmt, strict), "")
+
+    def test_default_format_is_neutral(self, capsys):
+        """Without --format the output is the neutral format."""
+        assert _cli.main(["schema", EXAMPLES]) == 0
+        assert capsys.readouterr().out == golden("neutral")
+
+    def test_classes_and_module_give_the_same_output(self, capsys):
+        """Naming each class of a module gives what naming the module gives, in any order."""
+        _cli.main(["schema", f"{EXAMPLES}:Shelter", f"{EXAMPLES}:Library"])
+        assert capsys.readouterr().out == golden("neutral")
+
+    def test_a_class_named_twice_counts_once(self, capsys):
+        """A class reached through two targets (module and Module:Class) is not a duplicate."""
+        assert _cli.main(["schema", EXAMPLES, f"{EXAMPLES}:Library"]) == 0
+        assert capsys.readouterr().out == golden("neutral")
+
+    def test_tools_are_sorted_by_name_across_targets(self, capsys):
+        """Tools of several targets come out as one list sorted by name."""
+        import json
+
+        assert _cli.main(["schema", "cli_targets.other_tools:Archive", EXAMPLES]) == 0
+        names = [tool["name"] for tool in json.loads(capsys.readouterr().out)]
+        assert names == ["add_book", "adopt", "archive_book", "file_under", "ping", "search"]
+
+    def test_no_instance_is_created(self, capsys):
+        """A registry class whose __init__ raises still exports: no instance is made."""
+        assert _cli.main(["schema", "cli_targets.other_tools:Archive"]) == 0
+        assert '"name": "archive_book"' in capsys.readouterr().out
+
+    def test_nested_class_target(self, capsys):
+        """Module:Outer.Inner names a nested registry class."""
+        assert _cli.main(["schema", "cli_targets.other_tools:Outer.Inner"]) == 0
+        assert '"name": "nested_tool"' in capsys.readouterr().out
+
+    def test_module_target_takes_only_top_level_classes(self, capsys):
+        """A module target takes the registry classes defined at its top level."""
+        import json
+
+        assert _cli.main(["schema", "cli_targets.other_tools"]) == 0
+        assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["archive_book"]
+
+    def test_inherited_tool_is_one_tool(self, capsys):
+        """A tool a registry subclass inherits unchanged is listed once, not a clash."""
+        import json
+
+        assert _cli.main(["schema", "cli_targets.inherit"]) == 0
+        assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["own", "shared"]
+
+    def test_output_file(self, capsys, tmp_path):
+        """-o FILE writes the bytes stdout would get, and prints nothing."""
+        path = tmp_path / "tools.json"
+        assert _cli.main(["schema", EXAMPLES, "--format", "gemini", "-o", str(path)]) == 0
+        assert capsys.readouterr() == ("", "")
+        assert path.read_bytes() == golden("gemini").encode("utf-8")
+
+    def test_current_directory_is_importable(self, capsys, tmp_path, monkeypatch):
+        """A module in the current directory is a valid target; sys.path is restored after."""
+        (tmp_path / "cwd_tools_for_cli_test.py").write_text(
+            "from llm_worker import tool, tool_registry\n\n"
+            "@tool_registry\n"
+            "class Here:\n"
+            "    @tool\n"
+            "    async def here(self) -> str:\n"
+            "        return ''\n",
+            encoding="utf-8",
+        )
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+        before = list(sys.path)
+        assert _cli.main(["schema", "cwd_tools_for_cli_test"]) == 0
+        assert '"name": "here"' in capsys.readouterr().out
+        assert sys.path == before
+
+
+class TestCheck:
+    def test_up_to_date(self, capsys):
+        """--check on a file holding exactly the output: exit 0, nothing printed."""
+        path = GOLDEN_DIR / "openai-strict.json"
+        assert (
+            _cli.main(["schema", EXAMPLES, *format_args("openai", True), "--check", str(path)]) == 0
+        )
+        assert capsys.readouterr() == ("", "")
+
+    def test_out_of_date(self, capsys, tmp_path):
+        """--check on a stale file: exit 1, a unified diff on stdout, the fix on stderr."""
+        path = tmp_path / "tools.json"
+        stale = golden("mcp").replace('"name": "ping"', '"name": "pong"')
+        path.write_text(stale, encoding="utf-8")
+        assert _cli.main(["schema", EXAMPLES, "--format", "mcp", "--check", str(path)]) == 1
+        out, err = capsys.readouterr()
+        assert out.startswith(f"--- {path}\n+++ {path} (regenerated)\n@@ ")
+        assert '\n-    "name": "pong"\n+    "name": "ping"\n' in out
+        assert err == (
+            f"{path} is out of date; regenerate it with:\n"
+            f"  llm-worker schema {EXAMPLES} --format mcp -o {path}\n"
+        )
+        assert path.read_text(encoding="utf-8") == stale  # --check never writes
+
+    def test_missing_file(self, capsys, tmp_path):
+        """--check on a file that does not exist: exit 1 and the command that creates it."""
+        path = tmp_path / "tools.json"
+        argv = ["schema", EXAMPLES, "--format", "openai", "--strict", "--check", str(path)]
+        assert _cli.main(argv) == 1
+        assert capsys.readouterr() == (
+            "",
+            f"{path} does not exist; create it with:\n"
+            f"  llm-worker schema {EXAMPLES} --format openai --strict -o {path}\n",
+        )
+        assert not path.exists()
+
+    def test_regenerate_command_fixes_the_file(self, capsys, tmp_path):
+        """Running the printed command makes the next --check pass."""
+        path = tmp_path / "tools.json"
+        path.write_text("[]\n", encoding="utf-8")
+        argv = ["schema", EXAMPLES, "--format", "gemini", "--check", str(path)]
+        assert _cli.main(argv) == 1
+        command = capsys.readouterr().err.splitlines()[-1].strip()
+        assert _cli.main(shlex.split(command)[1:]) == 0
+        assert _cli.main(argv) == 0
+
+    def test_missing_final_newline_is_a_difference(self, capsys, tmp_path):
+        """A file that differs only by its last newline is out of date, and the diff says so."""
+        path = tmp_path / "tools.json"
+        path.write_text(golden("neutral").rstrip("\n"), encoding="utf-8")
+        assert _cli.main(["schema", EXAMPLES, "--check", str(path)]) == 1
+        assert "\\ No newline at end of file\n" in capsys.readouterr().out
+
+    def test_output_and_check_exclude_each_other(self, capsys, tmp_path):
+        """-o and --check together are a usage error (exit 2)."""
+        with pytest.raises(SystemExit) as info:
+            _cli.main(["schema", EXAMPLES, "-o", "a.json", "--check", "b.json"])
+        assert info.value.code == 2
+        assert "not allowed with argument" in capsys.readouterr().err
+
+
+BAD_TARGETS = [
+    (["cli_targets.nope"], "no module named 'cli_targets.nope'"),
+    (["no_such_package_xyz.tools"], "no module named 'no_such_package_xyz.tools'"),
+    ([f"{EXAMPLES}:Nope"], f"module '{EXAMPLES}' has no class 'Nope'"),
+    ([f"{EXAMPLES}:Library.nope"], f"module '{EXAMPLES}' has no class 'Library.nope'"),
+    (["cli_targets.plain:Plain"], "'cli_targets.plain:Plain' is not a @tool_registry class"),
+    (["cli_targets.plain:helper"], "'cli_targets.plain:helper' is not a class (it is a function)"),
+    (["cli_targets.plain"], "module 'cli_targets.plain' defines no @tool_registry class"),
+    (
+        ["cli_targets.needs_missing"],
+        "importing 'cli_targets.needs_missing' failed: ModuleNotFoundError: "
+        "No module named 'llm_worker_test_missing_dependency'",
+    ),
+    (
+        [EXAMPLES, "cli_targets.clash"],
+        "two tools are named 'search': one in cli_targets.example_tools.Library, "
+        "one in cli_targets.clash.Clash (tool names must be unique)",
+    ),
+    (
+        [EXAMPLES, "--strict"],
+        "--strict applies only to --format openai and --format openai-responses",
+    ),
+    (
+        ["cli_targets.freeform", "--format", "openai", "--strict"],
+        "Cannot make strict OpenAI schemas: free: at properties/meta: an object with keys "
+        "not named in advance (such as dict[str, ...]) has no strict form (strict mode "
+        "needs additionalProperties false)",
+    ),
+    *(
+        ([target], f"invalid target {target!r} (expected package.module or package.module:Class)")
+        for target in ("a:b:c", "pkg.mod:", ":Class", "pkg..mod", "1pkg.mod", "pkg.mod:Cls-1")
+    ),
+]
+
+
+class TestBadTargets:
+    @pytest.mark.parametrize(("argv", "message"), BAD_TARGETS, ids=[m for _, m in BAD_TARGETS])
+    def test_one_line_and_exit_2(self, capsys, argv, message):
+        """A bad target exits 2 with one line on stderr naming the problem, and no output."""
+        assert _cli.main(["schema", *argv]) == 2
+        assert capsys.readouterr() == ("", f"llm-worker schema: error: {message}\n")
+
+    def test_import_error_in_the_target(self, capsys):
+        """A target whose import raises is reported in one line with the exception's text."""
+        assert _cli.main(["schema", "cli_targets.broken"]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err == (
+            "llm-worker schema: error: importing 'cli_targets.broken' failed: TypeError: "
+            "Cannot build tools for cli_targets.broken.Broken: search: parameter 'query' "
+            "has no type annotation (add one, e.g. query: str)\n"
+        )
+
+    def test_no_file_is_written_for_a_bad_target(self, capsys, tmp_path):
+        """A bad target leaves -o's file alone."""
+        path = tmp_path / "tools.json"
+        path.write_text("keep\n", encoding="utf-8")
+        assert _cli.main(["schema", "cli_targets.plain", "-o", str(path)]) == 2
+        assert path.read_text(encoding="utf-8") == "keep\n"
+
+    def test_unwritable_output(self, capsys, tmp_path):
+        """An -o path that cannot be written exits 2 with one line."""
+        path = tmp_path / "missing-dir" / "tools.json"
+        assert _cli.main(["schema", EXAMPLES, "-o", str(path)]) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"llm-worker schema: error: cannot write {path}: No such file or directory\n",
+        )
+
+
+class TestProcess:
+    @pytest.mark.parametrize(
+        ("fmt", "strict"), [("gemini", False), ("openai", True)], ids=["gemini", "openai-strict"]
+    )
+    def test_byte_identical_across_hash_seeds(self, fmt, strict):
+        """Two processes with different PYTHONHASHSEED print the same bytes: the golden file."""
+        first = run("schema", EXAMPLES, *format_args(fmt, strict), seed="1")
+        second = run("schema", EXAMPLES, *format_args(fmt, strict), seed="4242")
+        assert (first.returncode, first.stderr) == (0, "")
+        assert first.stdout == second.stdout == golden(fmt, strict)
+
+    def test_stdout_bytes_do_not_depend_on_its_encoding(self):
+        """Non-ASCII text reaches stdout as UTF-8 even when stdout's encoding is ASCII."""
+        env = {**os.environ, "PYTHONPATH": str(TESTS_DIR), "PYTHONIOENCODING": "ascii"}
+        result = subprocess.run(
+            [sys.executable, "-m", "llm_worker", "schema", EXAMPLES],
+            capture_output=True,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+        assert (result.returncode, result.stderr) == (0, b"")
+        assert "«quoted»".encode() in result.stdout
+        assert result.stdout == golden("neutral").encode("utf-8")
+
+    def test_check_in_a_process(self, tmp_path):
+        """python -m llm_worker schema --check exits 0 on the golden file, 1 on a stale one."""
+        assert run("schema", EXAMPLES, "--check", str(GOLDEN_DIR / "neutral.json")).returncode == 0
+        stale = tmp_path / "stale.json"
+        stale.write_text("[]\n", encoding="utf-8")
+        result = run("schema", EXAMPLES, "--check", str(stale))
+        assert result.returncode == 1
+        assert result.stderr.endswith(f"  python -m llm_worker schema {EXAMPLES} -o {stale}\n")
+
+    def test_bad_target_has_no_traceback(self):
+        """A bad target in a real process: exit 2, one stderr line, no traceback."""
+        result = run("schema", "cli_targets.broken")
+        assert result.returncode == 2
+        assert result.stdout == ""
+        assert len(result.stderr.splitlines()) == 1
+        assert "Traceback" not in result.stderr
+        assert result.stderr.startswith(
+            "python -m llm_worker schema: error: importing 'cli_targets.broken' failed: "
+        )
+
+    def test_console_script_style_entry(self, tmp_path):
+        """main() called as a console script does (cwd not on sys.path) imports from the cwd."""
+        code = (
+            "import os, sys\n"
+            "sys.path[:] = [p for p in sys.path if p not in ('', os.getcwd())]\n"
+            "from llm_worker._cli import main\n"
+            f"sys.exit(main(['schema', '{EXAMPLES}', '--format', 'anthropic']))\n"
+        )
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        result = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            cwd=TESTS_DIR,
+            check=False,
+            timeout=120,
+        )
+        assert (result.returncode, result.stderr) == (0, "")
+        assert result.stdout == golden("anthropic")
+
+    def test_installed_console_script(self):
+        """If the llm-worker console script is installed, it points at _cli.main and works."""
+        [*scripts] = importlib.metadata.entry_points(group="console_scripts", name="llm-worker")
+        if not scripts:  # the entry point is declared in pyproject.toml by the packaging step
+            assert callable(_cli.main)
+            return
+        assert scripts[0].value == "llm_worker._cli:main"
+        script = Path(sys.executable).with_name("llm-worker")
+        env = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}
+        result = subprocess.run(
+            [str(script), "schema", EXAMPLES],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            check=False,
+            timeout=120,
+        )
+        assert (result.returncode, result.stdout) == (0, golden("neutral"))
+
+    def test_importing_llm_worker_does_not_load_the_cli(self):
+        """import llm_worker loads neither _cli nor argparse's parser for it."""
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys, llm_worker; print('llm_worker._cli' in sys.modules)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        assert result.stdout == "False\n"
+
+
+class TestPreCommitHook:
+    def test_hook_runs_the_schema_command(self):
+        """The published pre-commit hook runs `llm-worker schema` once, without file names."""
+        text = (TESTS_DIR.parent / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+        assert text.count("- id: ") == 1
+        assert "- id: llm-worker-schema\n" in text
+        assert "  entry: llm-worker schema\n" in text
+        assert "  pass_filenames: false\n" in text

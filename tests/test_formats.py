@@ -1,0 +1,744 @@
+"""Tests for ``llm_worker._formats``: provider tool formats and OpenAI strict mode.
+
+Golden files: ``tests/golden/<format>[-strict].json`` hold the exact output (the
+bytes ``llm-worker schema cli_targets.example_tools --format <format>`` prints)
+for the tools in ``tests/cli_targets/example_tools.py``. After an intended change
+to a format or to the example tools, regenerate them and review the diff:
+
+    UPDATE_GOLDEN=1 .venv/bin/pytest tests/test_formats.py -k golden
+    git diff tests/golden/
+
+With ``UPDATE_GOLDEN=1`` the golden tests write the files instead of failing.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anthropic.types
+import jsonschema
+import mcp.types
+import openai
+import pydantic
+import pytest
+from cli_targets import example_tools
+from google.genai import types as genai_types
+from hypothesis import HealthCheck, given, settings
+from hypothesis_jsonschema import from_schema
+from openai.types.chat import ChatCompletionFunctionToolParam
+from openai.types.responses import FunctionToolParam
+
+from llm_worker import Description, LlmToolDefinition, ToolMeta, tool, tool_metas, tool_registry
+from llm_worker._formats import _FORMATTERS, FORMATS, export_tools
+
+GOLDEN_DIR = Path(__file__).parent / "golden"
+EXAMPLE_CLASSES = (example_tools.Library, example_tools.Shelter)
+
+
+def example_definitions() -> list[LlmToolDefinition]:
+    metas = [meta for cls in EXAMPLE_CLASSES for meta in tool_metas(cls)]
+    return [meta.to_llm_definition() for meta in sorted(metas, key=lambda m: m.name)]
+
+
+def render(tools: list[dict[str, Any]]) -> str:
+    """The CLI's rendering rule (``llm-worker schema``): sorted keys, 2-space indent, newline."""
+    return json.dumps(tools, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def definition(schema: dict[str, Any], name: str = "t") -> LlmToolDefinition:
+    return ToolMeta(name=name, description="d", input_schema=schema).to_llm_definition()
+
+
+def strict_parameters(schema: dict[str, Any]) -> dict[str, Any]:
+    [tool_] = export_tools([definition(schema)], "openai", strict=True)
+    return tool_["function"]["parameters"]
+
+
+def gemini_parameters(schema: dict[str, Any]) -> dict[str, Any]:
+    [declaration] = export_tools([definition(schema)], "gemini")
+    return declaration["parameters"]
+
+
+def walk(schema: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every schema node (path, node), following the keywords that hold subschemas."""
+    if not isinstance(schema, dict):
+        return
+    yield path, schema
+    for key in ("properties", "$defs", "patternProperties"):
+        for name, sub in schema.get(key, {}).items():
+            yield from walk(sub, f"{path}/{key}/{name}")
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(schema.get(key), dict):
+            yield from walk(schema[key], f"{path}/{key}")
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for i, sub in enumerate(schema.get(key, [])):
+            yield from walk(sub, f"{path}/{key}/{i}")
+
+
+def resolve(root: dict[str, Any], ref: str) -> dict[str, Any]:
+    node: Any = root
+    for part in ref.removeprefix("#/").split("/"):
+        node = node[part]
+    return node
+
+
+# A registry for the strict-mode rules: optional, nested, list, enum, literal, union, recursive.
+
+
+class Tree(pydantic.BaseModel):
+    label: str
+    children: list[Tree] = []
+
+
+class Point(pydantic.BaseModel):
+    x: int
+    y: int = 0
+
+
+@tool_registry
+class StrictCase:
+    @tool
+    async def everything(
+        self,
+        name: str,
+        nickname: str | None = None,
+        limit: int = 10,
+        point: Point | None = None,
+        points: list[Point] = [],  # noqa: B006 - pydantic copies defaults
+        tags: list[str] | None = None,
+        color: example_tools.Color = example_tools.Color.RED,
+        mode: Literal["fast", "slow"] = "fast",
+        key: int | str = 0,
+        tree: Annotated[Tree | None, Description("A tree of labels")] = None,
+    ) -> str:
+        """Take every kind of field."""
+        return name
+
+
+@tool_registry
+class FlatCase:
+    """Like StrictCase without recursion, for generating inputs from the strict schema."""
+
+    @tool
+    async def flat(
+        self,
+        name: str,
+        nickname: str | None = None,
+        limit: int = 10,
+        point: Point | None = None,
+        points: list[Point] = [],  # noqa: B006
+        color: example_tools.Color = example_tools.Color.RED,
+        mode: Literal["fast", "slow"] = "fast",
+        key: int | str = 0,
+    ) -> str:
+        return name
+
+
+@tool_registry
+class LooseCase:
+    @tool
+    async def loose(self, meta: dict[str, int], anything: Any, ok: int = 1) -> str:
+        return ""
+
+
+STRICT_KEYWORDS = {
+    "$ref",
+    "$defs",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "enum",
+    "const",
+    "description",
+    "title",
+    "pattern",
+    "format",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "minItems",
+    "maxItems",
+}
+
+
+def everything_strict() -> dict[str, Any]:
+    [meta] = tool_metas(StrictCase)
+    [tool_] = export_tools([meta.to_llm_definition()], "openai", strict=True)
+    return tool_["function"]["parameters"]
+
+
+class TestExportTools:
+    def test_formats_names_every_format(self):
+        """FORMATS lists the six formats, neutral first, each with its formatter."""
+        assert FORMATS == ("neutral", "openai", "openai-responses", "anthropic", "gemini", "mcp")
+        assert set(_FORMATTERS) == set(FORMATS)
+
+    def test_unknown_format(self):
+        """An unknown format raises ValueError naming the choices."""
+        with pytest.raises(ValueError, match=r"^unknown format 'claude'; choose one of: ") as info:
+            export_tools(example_definitions(), "claude")  # type: ignore[arg-type]
+        assert str(info.value).endswith("neutral, openai, openai-responses, anthropic, gemini, mcp")
+
+    @pytest.mark.parametrize("fmt", ["neutral", "anthropic", "gemini", "mcp"])
+    def test_strict_only_for_openai(self, fmt):
+        """strict=True with a format other than the two OpenAI ones raises ValueError."""
+        with pytest.raises(ValueError, match=r"^strict=True applies only") as info:
+            export_tools(example_definitions(), fmt, strict=True)
+        assert str(info.value) == (
+            f"strict=True applies only to the openai and openai-responses formats, not {fmt!r}"
+        )
+
+    def test_single_definition_is_rejected(self):
+        """A bare definition (not in a list) raises TypeError saying to wrap it."""
+        with pytest.raises(TypeError) as info:
+            export_tools(example_definitions()[0], "neutral")  # type: ignore[arg-type]
+        assert str(info.value) == (
+            "export_tools() takes a list of definitions; wrap a single one in [...]"
+        )
+
+    def test_non_definition_item_is_rejected(self):
+        """An item that is not a definition raises TypeError naming its type."""
+        with pytest.raises(TypeError) as info:
+            export_tools([{"name": "x"}], "neutral")  # type: ignore[list-item]
+        assert str(info.value) == "export_tools() takes LlmToolDefinition objects, not dict"
+
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_order_is_kept(self, fmt):
+        """Tools come out in the order given (sorting is the caller's choice)."""
+        definitions = list(reversed(example_definitions()))
+        tools = export_tools(definitions, fmt)
+        names = [t["function"]["name"] if fmt == "openai" else t["name"] for t in tools]
+        assert names == [d.name for d in definitions]
+
+    @pytest.mark.parametrize(("fmt", "strict"), [(f, False) for f in FORMATS] + [("openai", True)])
+    def test_input_is_not_changed(self, fmt, strict):
+        """Exporting leaves the definitions as they were, and the output is not shared with them."""
+        definitions = example_definitions()
+        before = [copy.deepcopy(d.to_dict()) for d in definitions]
+        tools = export_tools(definitions, fmt, strict=strict)
+        assert [d.to_dict() for d in definitions] == before
+        for tool_ in tools:  # mutate everything we got back
+            tool_.clear()
+        assert [d.to_dict() for d in definitions] == before
+
+    def test_tool_meta_is_accepted(self):
+        """A ToolMeta exports like its LlmToolDefinition."""
+        meta = ToolMeta(name="ping", description="Ping.")
+        assert export_tools([meta], "mcp") == export_tools([meta.to_llm_definition()], "mcp")
+
+    def test_neutral_is_to_dict(self):
+        """neutral: each tool is LlmToolDefinition.to_dict()."""
+        definitions = example_definitions()
+        assert export_tools(definitions, "neutral") == [d.to_dict() for d in definitions]
+
+    def test_anthropic_shape(self):
+        """anthropic: {name, description, input_schema} with the schema unchanged."""
+        [d] = example_definitions()[:1]
+        assert export_tools([d], "anthropic") == [
+            {"name": d.name, "description": d.description, "input_schema": d.input_schema}
+        ]
+
+    def test_mcp_shape(self):
+        """mcp: {name, description, inputSchema} with the schema unchanged."""
+        [d] = example_definitions()[:1]
+        assert export_tools([d], "mcp") == [
+            {"name": d.name, "description": d.description, "inputSchema": d.input_schema}
+        ]
+
+    def test_openai_shape(self):
+        """openai: a function tool whose parameters are the schema, with no strict key."""
+        [d] = example_definitions()[:1]
+        assert export_tools([d], "openai") == [
+            {
+                "type": "function",
+                "function": {
+                    "name": d.name,
+                    "description": d.description,
+                    "parameters": d.input_schema,
+                },
+            }
+        ]
+
+    def test_openai_strict_shape(self):
+        """openai with strict=True: the function says strict: true."""
+        [tool_] = export_tools(example_definitions()[:1], "openai", strict=True)
+        assert tool_["type"] == "function"
+        assert tool_["function"]["strict"] is True
+        assert set(tool_["function"]) == {"name", "description", "parameters", "strict"}
+
+    @pytest.mark.parametrize("strict", [False, True])
+    def test_openai_responses_shape(self, strict):
+        """openai-responses: a flat function tool that always says whether it is strict."""
+        [d] = example_definitions()[:1]
+        [tool_] = export_tools([d], "openai-responses", strict=strict)
+        assert set(tool_) == {"type", "name", "description", "parameters", "strict"}
+        assert (tool_["type"], tool_["name"], tool_["strict"]) == ("function", d.name, strict)
+        if not strict:
+            assert tool_["parameters"] == d.input_schema
+
+    def test_strict_parameters_are_the_same_in_both_openai_formats(self):
+        """Chat Completions and Responses get the same strict parameters."""
+        definitions = example_definitions()
+        chat = export_tools(definitions, "openai", strict=True)
+        responses = export_tools(definitions, "openai-responses", strict=True)
+        assert [t["function"]["parameters"] for t in chat] == [t["parameters"] for t in responses]
+
+    @pytest.mark.parametrize("fmt", ["neutral", "openai", "anthropic", "mcp"])
+    def test_schemas_are_valid_json_schema(self, fmt):
+        """Every exported schema is a valid JSON Schema (2020-12)."""
+        for tool_ in export_tools(example_definitions(), fmt):
+            schema = tool_.get("input_schema") or tool_.get("inputSchema")
+            schema = schema or tool_["function"]["parameters"]
+            jsonschema.Draft202012Validator.check_schema(schema)
+
+
+GOLDEN_CASES = [(fmt, False) for fmt in FORMATS] + [
+    ("openai", True),
+    ("openai-responses", True),
+]
+
+
+class TestGolden:
+    @pytest.mark.parametrize(
+        ("fmt", "strict"), GOLDEN_CASES, ids=[f + ("-strict" if s else "") for f, s in GOLDEN_CASES]
+    )
+    def test_golden(self, fmt, strict):
+        """The example tools export byte for byte as in tests/golden/."""
+        path = GOLDEN_DIR / f"{fmt}{'-strict' if strict else ''}.json"
+        text = render(export_tools(example_definitions(), fmt, strict=strict))
+        if os.environ.get("UPDATE_GOLDEN") == "1":
+            path.write_bytes(text.encode("utf-8"))
+        assert path.read_bytes() == text.encode("utf-8")
+
+    def test_golden_files_are_all_known(self):
+        """tests/golden/ holds exactly the golden files the tests check."""
+        expected = {f"{fmt}{'-strict' if strict else ''}.json" for fmt, strict in GOLDEN_CASES}
+        assert {p.name for p in GOLDEN_DIR.iterdir()} == expected
+
+
+class TestStrictMode:
+    def test_every_object_is_closed_and_fully_required(self):
+        """Every object node has additionalProperties false and requires all its properties."""
+        objects = 0
+        for tool_ in export_tools(
+            [*example_definitions(), *(m.to_llm_definition() for m in tool_metas(StrictCase))],
+            "openai",
+            strict=True,
+        ):
+            for path, node in walk(tool_["function"]["parameters"]):
+                if node.get("type") == "object" or "properties" in node:
+                    objects += 1
+                    assert node["additionalProperties"] is False, path
+                    assert node["required"] == list(node["properties"]), path
+        assert objects > 10
+
+    def test_no_default_and_only_supported_keywords(self):
+        """No node keeps a default or a keyword outside OpenAI's documented strict subset."""
+        for tool_ in export_tools(example_definitions(), "openai", strict=True):
+            for path, node in walk(tool_["function"]["parameters"]):
+                assert set(node) <= STRICT_KEYWORDS, (path, set(node) - STRICT_KEYWORDS)
+
+    def test_optional_fields(self):
+        """A None default stays nullable; another default stays non-null, noted in the text."""
+        properties = everything_strict()["properties"]
+        assert properties["nickname"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
+        assert properties["tags"] == {
+            "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]
+        }
+        assert properties["limit"] == {"type": "integer", "description": "(default: 10)"}
+        assert properties["name"] == {"type": "string"}
+
+    def test_nested_and_list_fields(self):
+        """A nested model stays a $ref, optional or in a list; its own object is made strict."""
+        parameters = everything_strict()
+        properties = parameters["properties"]
+        assert properties["point"] == {"anyOf": [{"$ref": "#/$defs/Point"}, {"type": "null"}]}
+        assert properties["points"] == {
+            "type": "array",
+            "items": {"$ref": "#/$defs/Point"},
+            "description": "(default: [])",
+        }
+        assert parameters["$defs"]["Point"] == {
+            "type": "object",
+            "title": "Point",
+            "properties": {
+                "x": {"type": "integer"},
+                "y": {"type": "integer", "description": "(default: 0)"},
+            },
+            "required": ["x", "y"],
+            "additionalProperties": False,
+        }
+
+    def test_enum_literal_and_union_fields(self):
+        """An enum with a default is inlined (its note is a sibling); literal and union stay."""
+        properties = everything_strict()["properties"]
+        assert properties["color"] == {
+            "type": "string",
+            "enum": ["red", "green", "blue"],
+            "title": "Color",
+            "description": 'A label colour. (default: "red")',
+        }
+        assert properties["mode"] == {
+            "type": "string",
+            "enum": ["fast", "slow"],
+            "description": '(default: "fast")',
+        }
+        assert properties["key"] == {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "description": "(default: 0)",
+        }
+
+    def test_recursive_field(self):
+        """A recursive model keeps its $defs entry and refers to itself with $ref."""
+        parameters = everything_strict()
+        assert parameters["properties"]["tree"] == {
+            "anyOf": [{"$ref": "#/$defs/Tree"}, {"type": "null"}],
+            "description": "A tree of labels",
+        }
+        tree = parameters["$defs"]["Tree"]
+        assert tree["properties"]["children"]["items"] == {"$ref": "#/$defs/Tree"}
+        assert tree["required"] == ["label", "children"]
+        for _, node in walk(parameters):
+            if "$ref" in node:
+                assert set(node) == {"$ref"}
+                resolve(parameters, node["$ref"])  # every reference resolves
+
+    def test_ref_with_siblings_is_inlined(self):
+        """A $ref with a description beside it becomes the referenced schema plus the text."""
+        [meta] = [m for m in tool_metas(example_tools.Library) if m.name == "file_under"]
+        [tool_] = export_tools([meta.to_llm_definition()], "openai", strict=True)
+        category = tool_["function"]["parameters"]["properties"]["category"]
+        assert category["description"] == "Where the book goes"
+        assert category["title"] == "Category"
+        assert category["required"] == ["name", "children", "parent"]
+        assert category["properties"]["children"]["items"] == {"$ref": "#/$defs/Category"}
+
+    def test_recursive_ref_with_siblings_is_wrapped(self):
+        """A self-reference with siblings cannot be inlined: it becomes anyOf [ref] + siblings."""
+        schema = {
+            "type": "object",
+            "properties": {"node": {"$ref": "#/$defs/Node"}},
+            "required": ["node"],
+            "$defs": {
+                "Node": {
+                    "type": "object",
+                    "properties": {
+                        "next": {"$ref": "#/$defs/Node", "description": "the next node"},
+                    },
+                    "required": ["next"],
+                }
+            },
+        }
+        node = strict_parameters(schema)["$defs"]["Node"]
+        assert node["properties"]["next"] == {
+            "type": "object",
+            "properties": {
+                "next": {"anyOf": [{"$ref": "#/$defs/Node"}], "description": "the next node"}
+            },
+            "required": ["next"],
+            "additionalProperties": False,
+            "description": "the next node",
+        }
+
+    def test_rewrites(self):
+        """oneOf becomes anyOf, one-entry allOf merges, prefixItems becomes items, notes appear."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "pet": {
+                    "oneOf": [{"type": "string"}, {"type": "integer"}],
+                    "discriminator": {"propertyName": "kind"},
+                },
+                "merged": {"allOf": [{"type": "string", "pattern": "^a"}], "description": "m"},
+                "pair": {
+                    "type": "array",
+                    "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+                "word": {"type": "string", "minLength": 1, "maxLength": 5, "format": "uri"},
+                "day": {"type": "string", "format": "date", "examples": ["2026-01-01"]},
+            },
+            "required": ["pet", "merged", "pair", "word", "day"],
+        }
+        properties = strict_parameters(schema)["properties"]
+        assert properties == {
+            "pet": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "merged": {"type": "string", "pattern": "^a", "description": "m"},
+            "pair": {
+                "type": "array",
+                "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+            "word": {"type": "string", "description": "(minLength: 1; maxLength: 5; format: uri)"},
+            "day": {"type": "string", "format": "date"},
+        }
+
+    def test_inexpressible_schemas_raise_one_error(self):
+        """dict and Any parameters, and several-entry allOf, are reported at once, per tool."""
+        definitions = [m.to_llm_definition() for m in tool_metas(LooseCase)]
+        definitions.append(
+            definition(
+                {
+                    "type": "object",
+                    "properties": {"both": {"allOf": [{"type": "string"}, {"minLength": 1}]}},
+                },
+                name="merge",
+            )
+        )
+        with pytest.raises(ValueError, match=r"^Cannot make strict OpenAI schemas:") as info:
+            export_tools(definitions, "openai", strict=True)
+        assert str(info.value) == (
+            "Cannot make strict OpenAI schemas:\n"
+            "  loose: at properties/meta: an object with keys not named in advance (such as "
+            "dict[str, ...]) has no strict form (strict mode needs additionalProperties false)\n"
+            "  loose: at properties/anything: a value of any type (no 'type') has no strict form\n"
+            "  merge: at properties/both: allOf with several schemas has no strict form"
+        )
+
+    def test_non_strict_keeps_what_strict_rejects(self):
+        """Without strict, a dict parameter exports as it is."""
+        definitions = [m.to_llm_definition() for m in tool_metas(LooseCase)]
+        [tool_] = export_tools(definitions, "openai")
+        assert tool_["function"]["parameters"] == definitions[0].input_schema
+
+    @settings(
+        max_examples=60,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        data=from_schema(
+            export_tools(
+                [m.to_llm_definition() for m in tool_metas(FlatCase)], "openai", strict=True
+            )[0]["function"]["parameters"]
+        )
+    )
+    def test_strict_inputs_pass_validation(self, data):
+        """Every input the strict schema allows is accepted by the tool's own validation."""
+        FlatCase.FlatArgs.model_validate_json(json.dumps(data))
+
+
+class TestGemini:
+    def test_declarations_validate_with_google_genai(self):
+        """Each declaration validates as google-genai's FunctionDeclaration (no extra keys)."""
+        for declaration in export_tools(example_definitions(), "gemini"):
+            parsed = genai_types.FunctionDeclaration.model_validate(declaration)
+            dumped = parsed.model_dump(mode="json", by_alias=True, exclude_none=True)
+            # exclude_none cannot tell "default": null from no default, so compare without them.
+            assert dumped == _without_none(declaration)
+
+    def test_only_the_openapi_subset(self):
+        """Only Gemini Schema keywords survive ($ref, const... do not); types are upper case."""
+        gemini_keys = {
+            "type", "format", "description", "nullable", "enum", "items", "properties",
+            "required", "anyOf", "minimum", "maximum", "minItems", "maxItems", "minLength",
+            "maxLength", "pattern", "minProperties", "maxProperties", "default",
+        }  # fmt: skip
+        for declaration in export_tools(example_definitions(), "gemini"):
+            for path, node in walk(declaration.get("parameters")):
+                assert set(node) <= gemini_keys, (declaration["name"], path)
+                if "type" in node:
+                    assert node["type"] in {
+                        "STRING", "NUMBER", "INTEGER", "BOOLEAN", "ARRAY", "OBJECT",
+                    }  # fmt: skip
+
+    def test_no_parameters_for_a_tool_without_arguments(self):
+        """A tool without parameters has no parameters key at all."""
+        declarations = {d["name"]: d for d in export_tools(example_definitions(), "gemini")}
+        assert declarations["ping"] == {"name": "ping", "description": "Tool: ping"}
+
+    def test_refs_are_inlined_and_recursion_is_cut(self):
+        """A model is inlined where it is used; its recursive field becomes any value."""
+        declarations = {d["name"]: d for d in export_tools(example_definitions(), "gemini")}
+        category = declarations["file_under"]["parameters"]["properties"]["category"]
+        assert category == {
+            "type": "OBJECT",
+            "description": "Where the book goes",
+            "properties": {
+                "name": {"type": "STRING"},
+                "children": {"type": "ARRAY", "items": {}, "default": []},
+                "parent": {"nullable": True, "default": None},
+            },
+            "required": ["name"],
+        }
+
+    def test_nullable_enum_and_notes(self):
+        """null branches become nullable; enums become strings; lost constraints become notes."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "n": {"anyOf": [{"type": "integer", "exclusiveMinimum": 0}, {"type": "null"}]},
+                "level": {"enum": [1, 2, None]},
+                "tag": {"const": "x"},
+                "either": {"type": ["string", "integer", "null"]},
+                "flag": {"type": ["boolean", "null"], "description": "on?"},
+                "url": {"type": "string", "format": "uri", "description": "Link"},
+                "when": {"type": "string", "format": "date-time"},
+                "pair": {
+                    "type": "array",
+                    "prefixItems": [{"type": "integer"}],
+                    "uniqueItems": True,
+                },
+            },
+            "required": ["n"],
+            "additionalProperties": False,
+            "title": "Args",
+        }
+        assert gemini_parameters(schema) == {
+            "type": "OBJECT",
+            "properties": {
+                "n": {"type": "INTEGER", "nullable": True, "description": "(exclusiveMinimum: 0)"},
+                "level": {
+                    "type": "INTEGER",
+                    "enum": ["1", "2"],
+                    "format": "enum",
+                    "nullable": True,
+                },
+                "tag": {"type": "STRING", "enum": ["x"], "format": "enum"},
+                "either": {"anyOf": [{"type": "STRING"}, {"type": "INTEGER"}], "nullable": True},
+                "flag": {"type": "BOOLEAN", "nullable": True, "description": "on?"},
+                "url": {"type": "STRING", "description": "Link (format: uri)"},
+                "when": {"type": "STRING", "format": "date-time"},
+                "pair": {
+                    "type": "ARRAY",
+                    "items": {"type": "INTEGER"},
+                    "description": "(uniqueItems: true)",
+                },
+            },
+            "required": ["n"],
+        }
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
+
+
+def _strip_titles(schema: Any) -> Any:
+    """``schema`` without any ``title`` keyword (a property named "title" stays)."""
+    if isinstance(schema, list):
+        return [_strip_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    result = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in ("properties", "$defs"):
+            result[key] = {name: _strip_titles(sub) for name, sub in value.items()}
+        else:
+            result[key] = _strip_titles(value)
+    return result
+
+
+def _sdk_as_ours(schema: Any) -> Any:
+    """The openai SDK's strict schema with llm_worker's intended differences applied.
+
+    Each difference, and why:
+    - ``default``: the SDK keeps a default other than None; strict mode does not
+      support ``default``, so llm_worker drops it and writes "(default: X)" into
+      the description instead.
+    - ``minLength``/``maxLength``: not among OpenAI's documented strict keywords;
+      llm_worker moves them into the description as "(minLength: 1)".
+    - ``oneOf`` + ``discriminator`` (a discriminated union): the SDK passes them
+      on; strict mode documents ``anyOf`` only, so llm_worker writes ``anyOf`` and
+      drops the OpenAPI ``discriminator``.
+    - ``prefixItems`` (a tuple): not a documented strict keyword; llm_worker
+      writes ``items`` accepting any of the distinct item schemas.
+    (Titles and the root description are compared apart, see the test.)
+    """
+    if isinstance(schema, list):
+        return [_sdk_as_ours(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    notes = []
+    result: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "default":
+            notes.append(f"default: {json.dumps(value)}")
+        elif key in ("minLength", "maxLength"):
+            notes.append(f"{key}: {json.dumps(value)}")
+        elif key == "discriminator":
+            continue
+        elif key == "oneOf":
+            result["anyOf"] = _sdk_as_ours(value)
+        elif key == "prefixItems":
+            distinct = [v for i, v in enumerate(value) if v not in value[:i]]
+            result["items"] = distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+        elif key in ("properties", "$defs"):
+            result[key] = {name: _sdk_as_ours(sub) for name, sub in value.items()}
+        else:
+            result[key] = _sdk_as_ours(value)
+    if notes:
+        note = f"({'; '.join(notes)})"
+        result["description"] = (
+            f"{result['description']} {note}" if "description" in result else note
+        )
+    return result
+
+
+class TestSdkCrossChecks:
+    @pytest.mark.parametrize(
+        "method",
+        [
+            example_tools.Library.search,
+            example_tools.Library.add_book,
+            example_tools.Library.file_under,
+            example_tools.Shelter.adopt_pet,
+            example_tools.Shelter.ping,
+            StrictCase.everything,
+        ],
+        ids=lambda m: m.__name__,
+    )
+    def test_openai_pydantic_function_tool(self, method):
+        """Strict parameters equal openai.pydantic_function_tool's, but for documented changes."""
+        sdk = openai.pydantic_function_tool(method.args_model)["function"]["parameters"]
+        [tool_] = export_tools([method.meta().to_llm_definition()], "openai", strict=True)
+        ours = tool_["function"]["parameters"]
+        # The root description: the SDK sends the Args model's docstring ("Generated by
+        # llm_worker for ..."); llm_worker's input_schema leaves it out (_codegen/schema.py).
+        assert sdk.pop("description").startswith("Generated by llm_worker for ")
+        # Titles: pydantic titles every property and the root ("Query", "SearchArgs");
+        # llm_worker's input_schema leaves those out, keeping only the $defs titles. Titles
+        # document, they never validate, so both sides are compared without them...
+        assert _strip_titles(_sdk_as_ours(sdk)) == _strip_titles(ours)
+        # ... and the titles llm_worker keeps are the SDK's.
+        for name, sub in ours.get("$defs", {}).items():
+            assert sub["title"] == sdk["$defs"][name]["title"]
+
+    def test_openai_param_types(self):
+        """Both OpenAI formats validate as the SDK's tool param types."""
+        chat = pydantic.TypeAdapter(ChatCompletionFunctionToolParam)
+        responses = pydantic.TypeAdapter(FunctionToolParam)
+        for strict in (False, True):
+            for tool_ in export_tools(example_definitions(), "openai", strict=strict):
+                assert chat.validate_python(tool_) == tool_
+            for tool_ in export_tools(example_definitions(), "openai-responses", strict=strict):
+                assert responses.validate_python(tool_) == tool_
+
+    def test_anthropic_tool_param(self):
+        """anthropic output validates as anthropic.types.ToolParam, nothing dropped."""
+        adapter = pydantic.TypeAdapter(anthropic.types.ToolParam)
+        for tool_ in export_tools(example_definitions(), "anthropic"):
+            assert adapter.validate_python(tool_) == tool_
+
+    def test_mcp_tool(self):
+        """mcp output validates as mcp.types.Tool and dumps back unchanged."""
+        for tool_ in export_tools(example_definitions(), "mcp"):
+            parsed = mcp.types.Tool.model_validate(tool_)
+            assert parsed.model_dump(by_alias=True, exclude_none=True) == tool_

@@ -1,0 +1,254 @@
+"""``llm_worker.testing.ScriptedClient``: the public test double that replays a script."""
+
+from __future__ import annotations
+
+import pytest
+from test_worker import Lab
+
+from llm_worker import (
+    Completion,
+    LlmClient,
+    LlmEvent,
+    LlmRequest,
+    TextDelta,
+    ToolInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+    Usage,
+    UserMessage,
+    Worker,
+    tool_definitions,
+)
+from llm_worker.testing import (
+    ScriptedCall,
+    ScriptedClient,
+    ScriptedResponse,
+    ScriptExhaustedError,
+)
+
+REQUEST = LlmRequest(system_prompt=None, messages=(UserMessage("hi"),), tools=())
+
+
+async def events_of(client: ScriptedClient, request: LlmRequest = REQUEST) -> list[LlmEvent]:
+    return [event async for event in client.stream(request)]
+
+
+class TestScriptedCall:
+    def test_string_arguments_are_sent_as_they_are(self):
+        """String arguments are the input JSON, byte for byte (even if not valid JSON)."""
+        assert ScriptedCall("x", '{"a" : 1 }').input_json == '{"a" : 1 }'
+        assert ScriptedCall("x", "not json").input_json == "not json"
+
+    def test_mapping_arguments_are_dumped(self):
+        """Mapping arguments become JSON text, non-ASCII kept as is."""
+        assert ScriptedCall("x", {"q": "café", "n": [1, None]}).input_json == (
+            '{"q": "café", "n": [1, null]}'
+        )
+
+    def test_defaults(self):
+        """A call defaults to "{}" arguments and no fixed id."""
+        call = ScriptedCall("x")
+        assert call.input_json == "{}"
+        assert call.id is None
+
+
+class TestScriptedClient:
+    def test_is_an_llm_client(self):
+        """ScriptedClient satisfies the LlmClient protocol."""
+        assert isinstance(ScriptedClient(), LlmClient)
+
+    @pytest.mark.anyio
+    async def test_plain_string_step(self):
+        """A str step is a text answer: one TextDelta, then Completion("end_turn")."""
+        client = ScriptedClient(["Hello there"])
+        assert await events_of(client) == [TextDelta("Hello there"), Completion("end_turn")]
+
+    @pytest.mark.anyio
+    async def test_response_with_text_and_calls(self):
+        """A response streams its text, then each call's start, input and stop, then Completion."""
+        client = ScriptedClient(
+            [
+                ScriptedResponse(
+                    "Looking.",
+                    [ScriptedCall("search", {"q": "cats"}), ScriptedCall("ping", id="mine")],
+                )
+            ]
+        )
+        assert await events_of(client) == [
+            TextDelta("Looking."),
+            ToolUseStart(0, "call_0_0", "search"),
+            ToolInputDelta(0, '{"q": "cats"}'),
+            ToolUseStop(0),
+            ToolUseStart(1, "mine", "ping"),
+            ToolInputDelta(1, "{}"),
+            ToolUseStop(1),
+            Completion("tool_use"),
+        ]
+
+    @pytest.mark.anyio
+    async def test_empty_response(self):
+        """An empty response is just a Completion."""
+        client = ScriptedClient([ScriptedResponse()])
+        assert await events_of(client) == [Completion("end_turn")]
+
+    @pytest.mark.anyio
+    async def test_ids_number_requests_and_calls(self):
+        """Default call ids are call_<request number>_<call index>; explicit ids are kept."""
+        one = ScriptedResponse(tool_calls=[ScriptedCall("a"), ScriptedCall("b")])
+        client = ScriptedClient(
+            [one, one, ScriptedResponse(tool_calls=[ScriptedCall("a", id="z")])]
+        )
+        ids = []
+        for _ in range(3):
+            ids.append([e.call_id for e in await events_of(client) if isinstance(e, ToolUseStart)])
+        assert ids == [["call_0_0", "call_0_1"], ["call_1_0", "call_1_1"], ["z"]]
+
+    @pytest.mark.anyio
+    async def test_stop_reason_and_usage(self):
+        """A response's stop_reason and usage go into its Completion."""
+        usage = Usage(10, 2)
+        client = ScriptedClient([ScriptedResponse("x", stop_reason="max_tokens", usage=usage)])
+        events = await events_of(client)
+        assert events[-1] == Completion("max_tokens", usage)
+
+    @pytest.mark.anyio
+    async def test_records_every_request(self):
+        """Every request is recorded in order, as the very object the caller sent."""
+        client = ScriptedClient(["a", "b"])
+        second = LlmRequest("sys", (), ())
+        await events_of(client)
+        await events_of(client, second)
+        assert client.requests == [REQUEST, second]
+        assert client.requests[1] is second
+
+    @pytest.mark.anyio
+    async def test_callable_step_receives_the_request(self):
+        """A callable step is called with the request and may return a str or a response."""
+        seen: list[LlmRequest] = []
+
+        def by_request(request: LlmRequest) -> str:
+            seen.append(request)
+            return f"{len(request.messages)} messages"
+
+        def as_response(request: LlmRequest) -> ScriptedResponse:
+            return ScriptedResponse(tool_calls=[ScriptedCall("echo", {"text": "x"})])
+
+        client = ScriptedClient([by_request, as_response])
+        assert await events_of(client) == [TextDelta("1 messages"), Completion("end_turn")]
+        assert seen == [REQUEST]
+        assert (await events_of(client))[0] == ToolUseStart(0, "call_1_0", "echo")
+
+    @pytest.mark.anyio
+    async def test_exhausted_script(self):
+        """A request past the end raises ScriptExhaustedError (a RuntimeError), still recorded."""
+        client = ScriptedClient(["only"])
+        await events_of(client)
+        with pytest.raises(ScriptExhaustedError) as info:
+            await events_of(client)
+        assert str(info.value) == "ScriptedClient got request #2 but its script has 1 responses"
+        assert isinstance(info.value, RuntimeError)
+        assert len(client.requests) == 2
+
+    @pytest.mark.anyio
+    async def test_exhausted_script_through_a_worker(self):
+        """A Worker whose script runs out raises ScriptExhaustedError from run()."""
+        client = ScriptedClient(
+            [ScriptedResponse(tool_calls=[ScriptedCall("echo", {"text": "a"})])]
+        )
+        worker = Worker(client)
+        worker.register_tools(tool_definitions(Lab()))
+        with pytest.raises(
+            ScriptExhaustedError, match=r"^ScriptedClient got request #2 but its script has 1 "
+        ):
+            await worker.run("go")
+
+    @pytest.mark.anyio
+    async def test_add_and_remaining(self):
+        """add() appends steps; remaining counts the unused ones."""
+        client = ScriptedClient(["a"])
+        assert client.remaining == 1
+        client.add("b", ScriptedResponse("c"))
+        assert client.remaining == 3
+        await events_of(client)
+        assert client.remaining == 2
+        assert [e for e in await events_of(client) if isinstance(e, TextDelta)] == [TextDelta("b")]
+
+    def test_repr(self):
+        """repr shows requests made and steps remaining."""
+        assert repr(ScriptedClient(["a", "b"])) == "<ScriptedClient requests=0 remaining=2>"
+
+
+class TestChunking:
+    @pytest.mark.anyio
+    async def test_response_chunk_size_splits_text_and_arguments(self):
+        """chunk_size splits the text and each argument JSON into pieces of that many chars."""
+        client = ScriptedClient(
+            [ScriptedResponse("abcdefg", [ScriptedCall("t", '{"a":1}')], chunk_size=3)]
+        )
+        assert await events_of(client) == [
+            TextDelta("abc"),
+            TextDelta("def"),
+            TextDelta("g"),
+            ToolUseStart(0, "call_0_0", "t"),
+            ToolInputDelta(0, '{"a'),
+            ToolInputDelta(0, '":1'),
+            ToolInputDelta(0, "}"),
+            ToolUseStop(0),
+            Completion("tool_use"),
+        ]
+
+    @pytest.mark.anyio
+    async def test_client_chunk_size_applies_to_every_step(self):
+        """ScriptedClient(chunk_size=n) splits plain str steps too."""
+        client = ScriptedClient(["héllo"], chunk_size=2)
+        assert await events_of(client) == [
+            TextDelta("hé"),
+            TextDelta("ll"),
+            TextDelta("o"),
+            Completion("end_turn"),
+        ]
+
+    @pytest.mark.anyio
+    async def test_response_chunk_size_wins_over_the_clients(self):
+        """A response's own chunk_size overrides the client's."""
+        client = ScriptedClient([ScriptedResponse("abcd", chunk_size=2)], chunk_size=1)
+        assert await events_of(client) == [TextDelta("ab"), TextDelta("cd"), Completion("end_turn")]
+
+    @pytest.mark.anyio
+    async def test_interleave_alternates_fragments(self):
+        """interleave=True alternates the calls' fragments after all starts, then all stops."""
+        client = ScriptedClient(
+            [
+                ScriptedResponse(
+                    tool_calls=[ScriptedCall("a", "1234"), ScriptedCall("b", "56")],
+                    chunk_size=1,
+                    interleave=True,
+                )
+            ]
+        )
+        assert await events_of(client) == [
+            ToolUseStart(0, "call_0_0", "a"),
+            ToolUseStart(1, "call_0_1", "b"),
+            ToolInputDelta(0, "1"),
+            ToolInputDelta(1, "5"),
+            ToolInputDelta(0, "2"),
+            ToolInputDelta(1, "6"),
+            ToolInputDelta(0, "3"),
+            ToolInputDelta(0, "4"),
+            ToolUseStop(0),
+            ToolUseStop(1),
+            Completion("tool_use"),
+        ]
+
+    @pytest.mark.anyio
+    async def test_chunks_rejoin_to_the_original(self):
+        """For any chunk size, the fragments of a call join back to its input JSON."""
+        arguments = r'{"q": "caf\u00e9 \ud83d\ude00 ü"}'
+        for size in range(1, len(arguments) + 2):
+            client = ScriptedClient(
+                [ScriptedResponse(tool_calls=[ScriptedCall("t", arguments)], chunk_size=size)]
+            )
+            pieces = [e.fragment for e in await events_of(client) if isinstance(e, ToolInputDelta)]
+            assert "".join(pieces) == arguments
+            assert all(len(p) <= size for p in pieces)
+            assert len(pieces) == -(-len(arguments) // size)

@@ -1,0 +1,1064 @@
+"""Worker and LockedWorker (``_worker.py``): registration, locking, the turn loop, cancellation.
+
+Every run goes through ``llm_worker.testing.ScriptedClient`` (or a tiny hand-written
+``LlmClient`` where a test needs a stream that blocks); nothing is monkeypatched.
+``assert_history_valid`` is the history invariant shared by the worker and hook tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+
+import anyio
+import pytest
+
+from llm_worker import (
+    AssistantMessage,
+    Completion,
+    DuplicateToolError,
+    LlmEvent,
+    LlmRequest,
+    LockedWorker,
+    MaxTurnsExceededError,
+    Message,
+    Pause,
+    Skip,
+    TextDelta,
+    ToolCall,
+    ToolMeta,
+    ToolResult,
+    ToolServerHandle,
+    ToolUseStart,
+    UserMessage,
+    Worker,
+    WorkerResult,
+    WorkerStateError,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+LOCKED = (
+    "This Worker is locked; use the LockedWorker that lock() returned, "
+    "or call its unlock() to get this Worker back"
+)
+UNLOCKED = "This LockedWorker was unlocked; use the Worker that unlock() returned"
+CANCELLED = "Tool call '{}' was cancelled before it finished"
+
+
+# -- the history invariant -----------------------------------------------------------------
+
+
+def assert_history_valid(history: Sequence[Message]) -> None:
+    """Every assistant message's tool calls are followed by exactly one ToolResult per call,
+    in call order, with matching call ids, before the next assistant or user message."""
+    items = list(history)
+    position = 0
+    while position < len(items):
+        item = items[position]
+        position += 1
+        if isinstance(item, ToolResult):
+            raise AssertionError(
+                f"history[{position - 1}] {item!r} answers no tool call of the message before it"
+            )
+        if not isinstance(item, AssistantMessage):
+            continue
+        for call in item.tool_calls:
+            if position >= len(items):
+                raise AssertionError(f"tool call {call.id!r} ({call.name}) has no result")
+            result = items[position]
+            if not isinstance(result, ToolResult) or result.call_id != call.id:
+                raise AssertionError(
+                    f"history[{position}] should be the result of call {call.id!r} "
+                    f"({call.name}), found {result!r}"
+                )
+            position += 1
+
+
+def results_of(history: Sequence[Message]) -> list[ToolResult]:
+    return [m for m in history if isinstance(m, ToolResult)]
+
+
+def calls(*pairs: tuple[str, str | dict[str, object]]) -> ScriptedResponse:
+    """A scripted response calling each ``(tool name, arguments)`` in order."""
+    return ScriptedResponse(tool_calls=[ScriptedCall(name, args) for name, args in pairs])
+
+
+# -- tools ---------------------------------------------------------------------------------
+
+
+@tool_registry
+class Lab:
+    """Tools that record what happened to them."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+        self.count: Counter[str] = Counter()
+        self.all_started: anyio.Event | None = None
+        self.expected_starts = 0
+
+    @tool
+    async def echo(self, text: str) -> str:
+        """Return the text."""
+        self.count[f"echo {text}"] += 1
+        self.log.append(f"echo {text}")
+        return text
+
+    @tool
+    async def nap(self, name: str, seconds: float) -> str:
+        """Sleep, then say so."""
+        self.count[f"nap {name}"] += 1
+        self.log.append(f"start {name}")
+        if self.all_started is not None and self.count.total() >= self.expected_starts:
+            self.all_started.set()
+        try:
+            await anyio.sleep(seconds)
+            self.log.append(f"woke {name}")
+        finally:
+            self.log.append(f"exit {name}")
+        return f"{name} rested"
+
+    @tool
+    async def fail(self, why: str) -> str:
+        """Always fails."""
+        raise ValueError(why)
+
+
+@tool_registry
+class Threads:
+    """A plain-def tool that blocks its worker thread until the test releases it."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.finished = threading.Event()
+
+    @tool
+    def block(self) -> str:
+        """Blocks until released."""
+        self.started.set()
+        try:
+            self.release.wait(10)
+            return "late result"
+        finally:
+            self.finished.set()
+
+
+class BrokenTool:
+    """A hand-written Tool with a bug: it raises something that is not a ToolError."""
+
+    async def execute(self, input_json: str) -> str:
+        raise RuntimeError("oops")
+
+
+def broken_definition() -> tuple[ToolMeta, BrokenTool]:
+    return ToolMeta(name="broken", description="Has a bug."), BrokenTool()
+
+
+def make_worker(
+    client: ScriptedClient, *, system_prompt: str | None = None, max_turns: int = 10
+) -> tuple[Worker, Lab]:
+    lab = Lab()
+    worker = Worker(client, system_prompt=system_prompt, max_turns=max_turns)
+    worker.register_tools(tool_definitions(lab))
+    return worker, lab
+
+
+# -- the invariant helper can fail ---------------------------------------------------------
+
+
+class TestAssertHistoryValid:
+    def test_accepts_complete_history(self):
+        """A history whose calls each have one result in order passes."""
+        call_a, call_b = ToolCall("a", "echo", "{}"), ToolCall("b", "echo", "{}")
+        assert_history_valid(
+            [
+                UserMessage("hi"),
+                AssistantMessage("", (call_a, call_b)),
+                ToolResult("a", "x"),
+                ToolResult("b", "y"),
+                AssistantMessage("done"),
+                UserMessage("again"),
+            ]
+        )
+
+    @pytest.mark.parametrize(
+        "tail",
+        [
+            pytest.param([ToolResult("a", "x")], id="missing"),
+            pytest.param([ToolResult("b", "y"), ToolResult("a", "x")], id="out-of-order"),
+            pytest.param(
+                [ToolResult("a", "x"), ToolResult("b", "y"), ToolResult("b", "y")], id="extra"
+            ),
+            pytest.param([ToolResult("a", "x"), UserMessage("?"), ToolResult("b", "y")], id="gap"),
+        ],
+    )
+    def test_rejects_broken_history(self, tail):
+        """Missing, reordered, extra or interrupted results fail the check."""
+        call_a, call_b = ToolCall("a", "echo", "{}"), ToolCall("b", "echo", "{}")
+        with pytest.raises(AssertionError):
+            assert_history_valid([UserMessage("hi"), AssistantMessage("", (call_a, call_b)), *tail])
+
+
+# -- ported from the Rust crate's worker tests ---------------------------------------------
+
+
+class TestPortedFromRust:
+    @pytest.mark.anyio
+    async def test_three_tools_run_in_parallel_in_one_turn(self):
+        """Three 100 ms tools called in one response finish in one turn in well under 250 ms."""
+        client = ScriptedClient(
+            [
+                calls(*[("nap", {"name": n, "seconds": 0.1}) for n in "abc"]),
+                "All rested.",
+            ]
+        )
+        worker, lab = make_worker(client)
+        start = time.monotonic()
+        result = await worker.run("rest")
+        elapsed = time.monotonic() - start
+        assert result is WorkerResult.FINISHED
+        assert elapsed < 0.25, f"took {elapsed:.3f} s: the tools did not run concurrently"
+        assert len(client.requests) == 2  # one turn with tools, one answer
+        assert lab.log[:3] == ["start a", "start b", "start c"]  # all started before any woke
+        assert [r.content for r in results_of(worker.history)] == [
+            "a rested",
+            "b rested",
+            "c rested",
+        ]
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_pre_hook_skip_keeps_tool_from_running(self):
+        """A pre-hook Skip() keeps the tool from running; the model still gets an error result."""
+        client = ScriptedClient(
+            [calls(("echo", {"text": "allowed"}), ("echo", {"text": "blocked"})), "ok"]
+        )
+        worker, lab = make_worker(client)
+
+        def block(ctx):
+            return Skip() if "blocked" in ctx.call.input_json else None
+
+        worker.add_pre_tool_call_hook(block)
+        await worker.run("go")
+        assert lab.log == ["echo allowed"]  # the skipped call never ran
+        assert client.requests[1].messages[-2:] == (
+            ToolResult("call_0_0", "allowed", False),
+            ToolResult(
+                "call_0_1", "Tool call 'echo' was skipped by the application; it did not run", True
+            ),
+        )
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_post_hook_edit_is_what_the_next_request_carries(self):
+        """A post-hook's edited result is exactly what the next request sends the model."""
+        client = ScriptedClient([calls(("echo", {"text": "secret 42"})), "ok"])
+        worker, lab = make_worker(client)
+
+        async def redact(ctx):
+            ctx.result = dataclasses.replace(ctx.result, content="[redacted]")
+
+        worker.add_post_tool_call_hook(redact)
+        await worker.run("go")
+        assert lab.log == ["echo secret 42"]
+        assert client.requests[1].messages == (
+            UserMessage("go"),
+            AssistantMessage(
+                "", (ToolCall("call_0_0", "echo", '{"text": "secret 42"}'),), "tool_use"
+            ),
+            ToolResult("call_0_0", "[redacted]", False),
+        )
+        assert worker.history[2] == ToolResult("call_0_0", "[redacted]", False)
+
+    @pytest.mark.anyio
+    async def test_registration_in_mutable_state(self):
+        """A Worker registers tools one by one and in batches; the model sees them all, sorted."""
+        lab = Lab()
+        client = ScriptedClient(["ok"])
+        worker = Worker(client)
+        echo, fail, nap = tool_definitions(lab)
+        worker.register_tool(nap)
+        worker.register_tools([echo, fail])
+        worker.register_tool(broken_definition)
+        handle = worker.tool_server_handle()
+        assert len(handle) == 4
+        assert "echo" in handle
+        await worker.run("hi")
+        assert [d.name for d in client.requests[0].tools] == ["broken", "echo", "fail", "nap"]
+
+    def test_registration_rejects_duplicates(self):
+        """Registering a taken name raises DuplicateToolError; a batch is all or none."""
+        lab = Lab()
+        worker = Worker(ScriptedClient())
+        echo, fail, nap = tool_definitions(lab)
+        worker.register_tool(echo)
+        with pytest.raises(DuplicateToolError, match=r"^Tool with name 'echo' already registered$"):
+            worker.register_tool(echo)
+        with pytest.raises(DuplicateToolError, match="'echo'"):
+            worker.register_tools([fail, nap, echo])
+        handle = worker.tool_server_handle()
+        assert len(handle) == 1
+        assert "fail" not in handle
+        assert "nap" not in handle
+
+    @pytest.mark.anyio
+    async def test_lock_unlock_keeps_system_prompt_and_history(self):
+        """lock() and unlock() keep the system prompt and the history; runs on either append."""
+        client = ScriptedClient(["first", "second", "third"])
+        worker, _ = make_worker(client, system_prompt="Be brief.")
+        await worker.run("one")
+        before = worker.history
+        locked = worker.lock()
+        assert locked.system_prompt == "Be brief."
+        assert locked.history == before
+        await locked.run("two")
+        assert locked.history[: len(before)] == before
+        assert len(locked.history) == len(before) + 2
+        after_locked_run = locked.history
+        again = locked.unlock()
+        assert again.system_prompt == "Be brief."
+        assert again.history == after_locked_run
+        await again.run("three")
+        assert [r.system_prompt for r in client.requests] == ["Be brief."] * 3
+        assert [m.text for m in again.history] == [
+            "one",
+            "first",
+            "two",
+            "second",
+            "three",
+            "third",
+        ]
+
+    @pytest.mark.anyio
+    async def test_locked_worker_object_refuses_every_mutation(self):
+        """A Worker that has been locked raises WorkerStateError on every mutating call."""
+        worker, _ = make_worker(ScriptedClient(["never"]))
+        worker.lock()
+        attempts = {
+            "register_tool": lambda: worker.register_tool(broken_definition),
+            "register_tools": lambda: worker.register_tools([broken_definition]),
+            "set_history": lambda: worker.set_history([UserMessage("x")]),
+            "clear_history": worker.clear_history,
+            "system_prompt": lambda: setattr(worker, "system_prompt", "x"),
+            "lock": worker.lock,
+            "add_pre_tool_call_hook": lambda: worker.add_pre_tool_call_hook(lambda ctx: None),
+            "add_post_tool_call_hook": lambda: worker.add_post_tool_call_hook(lambda ctx: None),
+        }
+        for name, attempt in attempts.items():
+            with pytest.raises(WorkerStateError) as info:
+                attempt()
+            assert str(info.value) == LOCKED, name
+        with pytest.raises(WorkerStateError) as info:
+            await worker.run("x")
+        assert str(info.value) == LOCKED
+        with pytest.raises(WorkerStateError) as info:
+            await worker.resume()
+        assert str(info.value) == LOCKED
+        assert worker.system_prompt is None
+        assert worker.history == ()
+        assert len(worker.tool_server_handle()) == 3
+
+    @pytest.mark.anyio
+    async def test_locked_worker_after_unlock_is_stale(self):
+        """A LockedWorker raises WorkerStateError once unlock() gave the Worker back."""
+        worker, _ = make_worker(ScriptedClient(["never"]))
+        locked = worker.lock()
+        locked.unlock()
+        for attempt in (
+            locked.unlock,
+            lambda: locked.add_pre_tool_call_hook(lambda ctx: None),
+            lambda: locked.add_post_tool_call_hook(lambda ctx: None),
+        ):
+            with pytest.raises(WorkerStateError) as info:
+                attempt()
+            assert str(info.value) == UNLOCKED
+        with pytest.raises(WorkerStateError) as info:
+            await locked.run("x")
+        assert str(info.value) == UNLOCKED
+        with pytest.raises(WorkerStateError) as info:
+            await locked.resume()
+        assert str(info.value) == UNLOCKED
+        assert worker.history == ()
+
+    def test_unlock_returns_the_same_worker(self):
+        """unlock() returns the very Worker object that lock() was called on."""
+        worker, _ = make_worker(ScriptedClient())
+        assert worker.lock().unlock() is worker
+        assert worker.lock().unlock() is worker  # and again
+
+    def test_tool_server_handle_is_the_same_in_both_states(self):
+        """tool_server_handle() works on Worker and LockedWorker and gives the same handle."""
+        worker, _ = make_worker(ScriptedClient())
+        handle = worker.tool_server_handle()
+        locked = worker.lock()
+        assert isinstance(handle, ToolServerHandle)
+        assert locked.tool_server_handle() is handle
+        assert worker.tool_server_handle() is handle  # even on the locked Worker object
+        assert locked.unlock().tool_server_handle() is handle
+        assert len(handle) == 3
+
+
+# -- Worker construction and state ---------------------------------------------------------
+
+
+class TestWorkerState:
+    def test_defaults(self):
+        """A new Worker has no system prompt, no history, max_turns 10 and is not paused."""
+        worker = Worker(ScriptedClient())
+        assert worker.system_prompt is None
+        assert worker.history == ()
+        assert worker.max_turns == 10
+        assert worker.is_paused is False
+        assert worker.final_text is None
+
+    def test_max_turns_must_be_positive(self):
+        """max_turns below 1 is refused."""
+        with pytest.raises(ValueError, match=r"^max_turns must be at least 1, got 0$"):
+            Worker(ScriptedClient(), max_turns=0)
+
+    def test_locked_worker_has_no_public_constructor(self):
+        """LockedWorker() raises TypeError naming Worker.lock()."""
+        with pytest.raises(
+            TypeError, match=r"^LockedWorker has no public constructor; use Worker.lock\(\)$"
+        ):
+            LockedWorker()
+
+    def test_locked_worker_cannot_register_or_edit(self):
+        """A LockedWorker has no register_*, set_history, clear_history or prompt setter."""
+        locked = Worker(ScriptedClient(), system_prompt="p").lock()
+        for name in ("register_tool", "register_tools", "set_history", "clear_history"):
+            assert not hasattr(locked, name), name
+        with pytest.raises(AttributeError):
+            locked.system_prompt = "x"  # type: ignore[misc]
+        assert locked.system_prompt == "p"
+
+    def test_system_prompt_and_history_editing(self):
+        """An unlocked Worker's system prompt and history can be set and cleared."""
+        worker = Worker(ScriptedClient(), system_prompt="a")
+        worker.system_prompt = "b"
+        assert worker.system_prompt == "b"
+        messages = [UserMessage("x"), AssistantMessage("y")]
+        worker.set_history(messages)
+        messages.append(UserMessage("not seen"))  # the worker keeps its own copy
+        assert worker.history == (UserMessage("x"), AssistantMessage("y"))
+        assert worker.final_text == "y"
+        worker.clear_history()
+        assert worker.history == ()
+
+    @pytest.mark.anyio
+    async def test_set_history_is_what_the_model_gets(self):
+        """A restored history is sent before the new user message."""
+        client = ScriptedClient(["ok"])
+        worker = Worker(client)
+        worker.set_history([UserMessage("earlier"), AssistantMessage("noted")])
+        await worker.run("now")
+        assert client.requests[0].messages == (
+            UserMessage("earlier"),
+            AssistantMessage("noted"),
+            UserMessage("now"),
+        )
+
+    @pytest.mark.anyio
+    async def test_no_run_or_edit_while_running(self):
+        """While a run is in progress, run(), set_history() and lock() raise WorkerStateError."""
+        worker, lab = make_worker(
+            ScriptedClient([calls(("nap", {"name": "a", "seconds": 10})), "done"])
+        )
+        lab.all_started, lab.expected_starts = anyio.Event(), 1
+        messages: list[str] = []
+        async with anyio.create_task_group() as group:
+            group.start_soon(worker.run, "go")
+            await lab.all_started.wait()
+            for attempt in (
+                lambda: worker.set_history([]),
+                worker.lock,
+            ):
+                with pytest.raises(WorkerStateError) as info:
+                    attempt()
+                messages.append(str(info.value))
+            with pytest.raises(WorkerStateError) as info:
+                await worker.run("again")
+            messages.append(str(info.value))
+            group.cancel_scope.cancel()
+        assert messages == [
+            "Cannot call set_history(): a run is in progress",
+            "Cannot call lock(): a run is in progress",
+            "Cannot call run(): a run is in progress",
+        ]
+        assert_history_valid(worker.history)
+
+    def test_repr(self):
+        """repr shows the tool count, message count, phase and lock state."""
+        worker, _ = make_worker(ScriptedClient())
+        assert repr(worker) == "<Worker tools=3 messages=0 idle>"
+        locked = worker.lock()
+        assert repr(locked) == "<LockedWorker tools=3 messages=0 idle>"
+        assert repr(worker) == "<Worker tools=3 messages=0 idle locked>"
+
+
+# -- the turn loop -------------------------------------------------------------------------
+
+
+class TestTurnLoop:
+    @pytest.mark.anyio
+    async def test_answer_without_tools_ends_the_run(self):
+        """A response without tool calls ends the run with FINISHED after one request."""
+        client = ScriptedClient(["Hello!"])
+        worker, _ = make_worker(client)
+        assert await worker.run("hi") is WorkerResult.FINISHED
+        assert worker.history == (
+            UserMessage("hi"),
+            AssistantMessage("Hello!", (), "end_turn"),
+        )
+        assert worker.final_text == "Hello!"
+        assert client.remaining == 0
+
+    @pytest.mark.anyio
+    async def test_every_request_carries_prompt_history_and_sorted_tools(self):
+        """Each request has the system prompt, the full history so far and the sorted tools."""
+        client = ScriptedClient(
+            [
+                calls(("echo", {"text": "one"})),
+                calls(("echo", {"text": "two"}), ("echo", {"text": "three"})),
+                "done",
+            ]
+        )
+        worker, _ = make_worker(client, system_prompt="sys")
+        worker.register_tool(broken_definition)
+        await worker.run("go")
+        expected_tools = tuple(worker.tool_server_handle().tool_definitions_sorted())
+        assert [d.name for d in expected_tools] == ["broken", "echo", "fail", "nap"]
+        history = worker.history
+        # request k carries the history up to (not including) the k-th assistant message
+        assistant_positions = [i for i, m in enumerate(history) if isinstance(m, AssistantMessage)]
+        assert len(client.requests) == len(assistant_positions) == 3
+        for request, position in zip(client.requests, assistant_positions, strict=True):
+            assert request.system_prompt == "sys"
+            assert request.messages == history[:position]
+            assert tuple(request.tools) == expected_tools
+        assert_history_valid(history)
+
+    @pytest.mark.anyio
+    async def test_results_are_appended_in_call_order(self):
+        """Results go to history in call order, whatever order the tools finish in."""
+        client = ScriptedClient(
+            [
+                calls(
+                    ("nap", {"name": "slow", "seconds": 0.05}),
+                    ("nap", {"name": "fast", "seconds": 0}),
+                    ("echo", {"text": "instant"}),
+                ),
+                "done",
+            ]
+        )
+        worker, lab = make_worker(client)
+        await worker.run("go")
+        assert lab.log.index("exit fast") < lab.log.index("exit slow")
+        assert [r.content for r in results_of(worker.history)] == [
+            "slow rested",
+            "fast rested",
+            "instant",
+        ]
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_several_turns_in_one_run(self):
+        """Tool calls on several responses in a row all get answered before the final text."""
+        client = ScriptedClient(
+            [calls(("echo", {"text": str(i)})) for i in range(4)] + ["finished"]
+        )
+        worker, lab = make_worker(client)
+        assert await worker.run("go") is WorkerResult.FINISHED
+        assert lab.log == ["echo 0", "echo 1", "echo 2", "echo 3"]
+        assert worker.final_text == "finished"
+        assert len(client.requests) == 5
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_max_turns_stops_a_runaway_loop(self):
+        """After max_turns requests that all call tools, MaxTurnsExceededError; history valid."""
+        client = ScriptedClient([calls(("echo", {"text": str(i)})) for i in range(5)])
+        worker, lab = make_worker(client, max_turns=3)
+        with pytest.raises(MaxTurnsExceededError) as info:
+            await worker.run("loop")
+        assert str(info.value) == (
+            "The model was still calling tools after 3 requests (max_turns=3); the run was stopped"
+        )
+        assert info.value.max_turns == 3
+        assert len(client.requests) == 3
+        assert lab.log == ["echo 0", "echo 1", "echo 2"]  # the last batch still ran
+        assert_history_valid(worker.history)
+        assert isinstance(worker.history[-1], ToolResult)
+        assert worker.is_paused is False
+
+    @pytest.mark.anyio
+    async def test_max_turns_counts_per_run(self):
+        """The turn limit applies to each run separately."""
+        client = ScriptedClient([calls(("echo", {"text": "a"})), "one", "two"])
+        worker, _ = make_worker(client, max_turns=2)
+        await worker.run("first")  # two requests: at the limit, not over it
+        assert await worker.run("second") is WorkerResult.FINISHED
+        assert worker.final_text == "two"
+
+    @pytest.mark.anyio
+    async def test_worker_usable_after_max_turns(self):
+        """After MaxTurnsExceededError the next run() sends a valid history and finishes."""
+        client = ScriptedClient([calls(("echo", {"text": "a"})), "fine"])
+        worker, _ = make_worker(client, max_turns=1)
+        with pytest.raises(MaxTurnsExceededError):
+            await worker.run("loop")
+        assert await worker.run("stop") is WorkerResult.FINISHED
+        assert_history_valid(client.requests[-1].messages)
+        assert client.requests[-1].messages[-1] == UserMessage("stop")
+
+    @pytest.mark.anyio
+    async def test_text_and_tool_calls_in_one_response(self):
+        """An assistant message keeps both its text and its tool calls."""
+        client = ScriptedClient(
+            [
+                ScriptedResponse("Let me look.", [ScriptedCall("echo", {"text": "x"}, id="c1")]),
+                "Done.",
+            ]
+        )
+        worker, _ = make_worker(client)
+        await worker.run("go")
+        assert worker.history[1] == AssistantMessage(
+            "Let me look.", (ToolCall("c1", "echo", '{"text": "x"}'),), "tool_use"
+        )
+        assert worker.history[2] == ToolResult("c1", "x", False)
+
+
+# -- failures become results ---------------------------------------------------------------
+
+
+class TestToolFailures:
+    @pytest.mark.anyio
+    async def test_unknown_tool_gets_not_found_result(self):
+        """A call to an unregistered tool gets the error result "Tool 'x' not found"."""
+        client = ScriptedClient([calls(("x", {}), ("echo", {"text": "still runs"})), "ok"])
+        worker, lab = make_worker(client)
+        await worker.run("go")
+        assert lab.log == ["echo still runs"]
+        assert results_of(worker.history) == [
+            ToolResult("call_0_0", "Tool 'x' not found", True),
+            ToolResult("call_0_1", "still runs", False),
+        ]
+        assert client.requests[1].messages[-2:] == tuple(results_of(worker.history))
+
+    @pytest.mark.anyio
+    async def test_tool_raising_gets_execution_failed_result(self):
+        """A @tool method raising ValueError gives "Execution failed: ..." and the run goes on."""
+        client = ScriptedClient([calls(("fail", {"why": "disk full"})), "sorry"])
+        worker, _ = make_worker(client)
+        assert await worker.run("go") is WorkerResult.FINISHED
+        assert results_of(worker.history) == [
+            ToolResult("call_0_0", "Execution failed: disk full", True)
+        ]
+
+    @pytest.mark.anyio
+    async def test_invalid_arguments_get_invalid_argument_result(self):
+        """Arguments the tool rejects give an "Invalid argument: ..." error result."""
+        client = ScriptedClient([calls(("echo", {"text": 5})), "sorry"])
+        worker, lab = make_worker(client)
+        await worker.run("go")
+        assert results_of(worker.history) == [
+            ToolResult(
+                "call_0_0", "Invalid argument: 'text': Input should be a valid string (got 5)", True
+            )
+        ]
+        assert lab.log == []
+
+    @pytest.mark.anyio
+    async def test_unexpected_exception_gets_internal_error_result(self, caplog):
+        """A Tool raising a non-ToolError gives "Internal error: ..." (logged) and the run goes
+        on."""
+        client = ScriptedClient([calls(("broken", {}), ("echo", {"text": "fine"})), "carried on"])
+        worker, _ = make_worker(client)
+        worker.register_tool(broken_definition)
+        with caplog.at_level(logging.ERROR, logger="llm_worker"):
+            assert await worker.run("go") is WorkerResult.FINISHED
+        assert results_of(worker.history) == [
+            ToolResult(
+                "call_0_0", "Internal error: tool 'broken' failed unexpectedly (RuntimeError)", True
+            ),
+            ToolResult("call_0_1", "fine", False),
+        ]
+        assert worker.final_text == "carried on"
+        [record] = caplog.records
+        assert record.exc_info is not None
+        assert isinstance(record.exc_info[1], RuntimeError)
+        assert "oops" not in results_of(worker.history)[0].content
+
+    @pytest.mark.parametrize("copies", [1, 2])
+    @pytest.mark.anyio
+    async def test_tool_returning_non_str_gets_internal_error_result(self, copies):
+        """A hand-written Tool that returns something other than a str (a bug in the tool)
+        gets an "Internal error: ..." result like a raising tool; run() neither raises nor
+        leaks an ExceptionGroup."""
+
+        class NoneTool:
+            async def execute(self, input_json: str) -> str:
+                return None  # type: ignore[return-value]
+
+        client = ScriptedClient(
+            [ScriptedResponse(tool_calls=[ScriptedCall("none")] * copies), "carried on"]
+        )
+        worker = Worker(client)
+        worker.register_tool(lambda: (ToolMeta(name="none"), NoneTool()))
+        assert await worker.run("go") is WorkerResult.FINISHED
+        results = results_of(worker.history)
+        assert len(results) == copies
+        assert results == [
+            ToolResult(
+                f"call_0_{i}", "Internal error: tool 'none' returned NoneType, not text", True
+            )
+            for i in range(copies)
+        ]
+        assert worker.final_text == "carried on"
+
+
+# -- pause and resume ----------------------------------------------------------------------
+
+
+class TestPauseResume:
+    @pytest.mark.anyio
+    async def test_pause_then_resume_finishes_without_rerunning(self):
+        """Pause() returns PAUSED; resume() finishes and completed tools are not run again."""
+        client = ScriptedClient(
+            [
+                calls(("echo", {"text": "a"}), ("echo", {"text": "b"}), ("echo", {"text": "c"})),
+                "all done",
+            ]
+        )
+        worker, lab = make_worker(client)
+        asked: list[str] = []
+        approved: set[str] = set()
+
+        def gate(ctx):
+            asked.append(ctx.call.id)
+            if ctx.call.id == "call_0_1" and ctx.call.id not in approved:
+                approved.add(ctx.call.id)
+                return Pause()
+            return None
+
+        worker.add_pre_tool_call_hook(gate)
+        assert await worker.run("go") is WorkerResult.PAUSED
+        assert worker.is_paused
+        assert lab.count == {"echo a": 1}  # the call before the pause ran
+        assert len(client.requests) == 1
+        # while paused the calls are pending: no results in history yet
+        assert isinstance(worker.history[-1], AssistantMessage)
+        assert worker.history[-1].tool_calls
+
+        assert await worker.resume() is WorkerResult.FINISHED
+        assert not worker.is_paused
+        assert lab.count == {"echo a": 1, "echo b": 1, "echo c": 1}
+        assert asked == ["call_0_0", "call_0_1", "call_0_1", "call_0_2"]  # pausing call re-asked
+        assert [r.content for r in results_of(worker.history)] == ["a", "b", "c"]
+        assert worker.final_text == "all done"
+        assert_history_valid(worker.history)
+        assert_history_valid(client.requests[1].messages)
+
+    @pytest.mark.anyio
+    async def test_run_while_paused_is_refused(self):
+        """run() on a paused worker raises WorkerStateError; the pause survives it."""
+        client = ScriptedClient([calls(("echo", {"text": "a"})), "done"])
+        worker, lab = make_worker(client)
+        paused_once: list[bool] = []
+
+        def gate(ctx):
+            if not paused_once:
+                paused_once.append(True)
+                return Pause()
+            return None
+
+        worker.add_pre_tool_call_hook(gate)
+        assert await worker.run("go") is WorkerResult.PAUSED
+        with pytest.raises(WorkerStateError) as info:
+            await worker.run("other")
+        assert str(info.value) == (
+            "Cannot call run(): the worker is paused with tool calls pending; call resume() first"
+        )
+        with pytest.raises(WorkerStateError, match=r"^Cannot call set_history\(\): the worker"):
+            worker.set_history([])
+        assert worker.is_paused
+        assert await worker.resume() is WorkerResult.FINISHED
+        assert lab.count == {"echo a": 1}
+        assert UserMessage("other") not in worker.history
+
+    @pytest.mark.anyio
+    async def test_resume_when_not_paused_is_refused(self):
+        """resume() without a pause raises WorkerStateError."""
+        worker, _ = make_worker(ScriptedClient(["hi"]))
+        with pytest.raises(
+            WorkerStateError, match=r"^Nothing to resume: the worker is not paused$"
+        ):
+            await worker.resume()
+        await worker.run("x")
+        with pytest.raises(WorkerStateError, match=r"^Nothing to resume"):
+            await worker.resume()
+
+    @pytest.mark.anyio
+    async def test_pause_survives_lock(self):
+        """A run paused on a Worker can be resumed by its LockedWorker."""
+        client = ScriptedClient([calls(("echo", {"text": "a"})), "done"])
+        worker, lab = make_worker(client)
+        decisions = iter([Pause(), None])
+        worker.add_pre_tool_call_hook(lambda ctx: next(decisions))
+        assert await worker.run("go") is WorkerResult.PAUSED
+        locked = worker.lock()
+        assert locked.is_paused
+        assert await locked.resume() is WorkerResult.FINISHED
+        assert lab.count == {"echo a": 1}
+        assert_history_valid(locked.history)
+
+
+# -- cancellation --------------------------------------------------------------------------
+
+
+class BlockingClient:
+    """An LlmClient whose first stream sends some text and a tool start, then blocks."""
+
+    def __init__(self, then: ScriptedClient) -> None:
+        self.then = then
+        self.blocked = anyio.Event()
+        self.closed = False
+        self.requests: list[LlmRequest] = []
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        self.requests.append(request)
+        if len(self.requests) > 1:
+            async for event in self.then.stream(request):
+                yield event
+            return
+        try:
+            yield TextDelta("I will ")
+            yield ToolUseStart(0, "c0", "echo")
+            self.blocked.set()
+            await anyio.sleep_forever()
+            yield Completion("end_turn")  # never reached
+        finally:
+            self.closed = True
+
+
+class TestCancellation:
+    @pytest.mark.anyio
+    async def test_cancel_mid_batch(self):
+        """Cancelling run() while three tools sleep cancels them promptly and leaves a valid
+        history; the next run works."""
+        client = ScriptedClient(
+            [calls(*[("nap", {"name": n, "seconds": 30}) for n in "abc"]), "after", "again"]
+        )
+        worker, lab = make_worker(client)
+        lab.all_started, lab.expected_starts = anyio.Event(), 3
+        scope = anyio.CancelScope()
+        outcome: list[object] = []
+
+        async def run_in_scope() -> None:
+            with scope:
+                outcome.append(await worker.run("rest"))
+            outcome.append("cancelled" if scope.cancelled_caught else "not cancelled")
+
+        with anyio.fail_after(5):  # a non-prompt cancel would sleep for 30 s
+            async with anyio.create_task_group() as group:
+                group.start_soon(run_in_scope)
+                await lab.all_started.wait()
+                scope.cancel()
+        assert outcome == ["cancelled"]
+        # every tool was cancelled inside its sleep and has exited: no task is left
+        assert sorted(lab.log) == sorted(f"{what} {n}" for n in "abc" for what in ("start", "exit"))
+        assert not any(entry.startswith("woke") for entry in lab.log)
+        assert_history_valid(worker.history)
+        assert results_of(worker.history) == [
+            ToolResult(f"call_0_{i}", CANCELLED.format("nap"), True) for i in range(3)
+        ]
+        assert not worker.is_paused
+        # the next run works and sends the valid history
+        assert await worker.run("next") is WorkerResult.FINISHED
+        assert worker.final_text == "after"
+        assert_history_valid(client.requests[-1].messages)
+        assert client.requests[-1].messages[-1] == UserMessage("next")
+        assert lab.count == {"nap a": 1, "nap b": 1, "nap c": 1}  # nothing re-ran
+
+    @pytest.mark.anyio
+    async def test_cancel_keeps_finished_results(self):
+        """Calls that finished before the cancel keep their results; the rest say cancelled."""
+        client = ScriptedClient(
+            [
+                calls(
+                    ("echo", {"text": "quick"}),
+                    ("nap", {"name": "slow", "seconds": 30}),
+                ),
+                "after",
+            ]
+        )
+        worker, lab = make_worker(client)
+        lab.all_started, lab.expected_starts = anyio.Event(), 2  # echo, then nap
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as group:
+                group.start_soon(worker.run, "go")
+                await lab.all_started.wait()
+                group.cancel_scope.cancel()
+        assert results_of(worker.history) == [
+            ToolResult("call_0_0", "quick", False),
+            ToolResult("call_0_1", CANCELLED.format("nap"), True),
+        ]
+        assert lab.log == ["echo quick", "start slow", "exit slow"]
+        assert await worker.run("next") is WorkerResult.FINISHED
+
+    @pytest.mark.anyio
+    async def test_cancel_single_call(self):
+        """Cancelling a run with one pending call gives that call the cancelled result."""
+        client = ScriptedClient([calls(("nap", {"name": "only", "seconds": 30})), "after"])
+        worker, lab = make_worker(client)
+        lab.all_started, lab.expected_starts = anyio.Event(), 1
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as group:
+                group.start_soon(worker.run, "go")
+                await lab.all_started.wait()
+                group.cancel_scope.cancel()
+        assert lab.log == ["start only", "exit only"]
+        assert results_of(worker.history) == [ToolResult("call_0_0", CANCELLED.format("nap"), True)]
+        assert await worker.run("next") is WorkerResult.FINISHED
+
+    @pytest.mark.anyio
+    async def test_cancel_abandons_a_thread_and_drops_its_result(self):
+        """Cancelling a run cancels its running tools at once; a plain-def tool's thread is
+        abandoned, may still finish, and its result is dropped."""
+        threads = Threads()
+        client = ScriptedClient([calls(("block", {})), "after"])
+        worker = Worker(client)
+        worker.register_tools(tool_definitions(threads))
+        scope = anyio.CancelScope()
+        outcome: list[bool] = []
+
+        async def run_in_scope() -> None:
+            with scope:
+                await worker.run("go")
+            outcome.append(scope.cancelled_caught)
+
+        try:
+            with anyio.fail_after(5):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(run_in_scope)
+                    assert await anyio.to_thread.run_sync(threads.started.wait, 5)
+                    scope.cancel()
+            assert outcome == [True]
+            assert not threads.finished.is_set()  # run() did not wait for the thread
+            expected = (
+                *worker.history[:2],
+                ToolResult("call_0_0", CANCELLED.format("block"), True),
+            )
+            assert worker.history == expected
+        finally:
+            threads.release.set()
+        assert await anyio.to_thread.run_sync(threads.finished.wait, 5)
+        await anyio.sleep(0.01)
+        assert worker.history == expected  # the late result was dropped
+        assert await worker.run("next") is WorkerResult.FINISHED
+        assert_history_valid(client.requests[-1].messages)
+
+    @pytest.mark.anyio
+    async def test_cancel_during_model_stream(self):
+        """Cancelling while the model streams leaves no half assistant message in history."""
+        client = BlockingClient(ScriptedClient(["recovered"]))
+        worker = Worker(client)
+        worker.register_tools(tool_definitions(Lab()))
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as group:
+                group.start_soon(worker.run, "go")
+                await client.blocked.wait()
+                group.cancel_scope.cancel()
+        assert client.closed  # the stream was closed
+        assert worker.history == (UserMessage("go"),)
+        assert not worker.is_paused
+        assert await worker.run("again") is WorkerResult.FINISHED
+        assert client.requests[-1].messages == (UserMessage("go"), UserMessage("again"))
+        assert worker.final_text == "recovered"
+
+
+# -- arguments in fragments ----------------------------------------------------------------
+
+
+class TestFragmentedArguments:
+    ARGUMENTS = r'{"text": "caf\u00e9 \ud83d\ude00 ü \"q\" \\ 😀"}'
+    DECODED = 'café 😀 ü "q" \\ 😀'
+
+    @pytest.mark.parametrize("interleave", [False, True])
+    @pytest.mark.parametrize("chunk_size", [1, 2, 3, 7])
+    @pytest.mark.anyio
+    async def test_split_arguments_reach_the_tool_intact(self, chunk_size, interleave):
+        """Arguments split into many fragments, mid-escape and interleaved, arrive intact."""
+        other = '{"text": "\\u0041\\n"}'
+        client = ScriptedClient(
+            [
+                ScriptedResponse(
+                    tool_calls=[
+                        ScriptedCall("echo", self.ARGUMENTS),
+                        ScriptedCall("echo", other),
+                        ScriptedCall("echo", self.ARGUMENTS),
+                    ],
+                    chunk_size=chunk_size,
+                    interleave=interleave,
+                ),
+                "ok",
+            ]
+        )
+        worker, lab = make_worker(client)
+        await worker.run("go")
+        assistant = worker.history[1]
+        assert isinstance(assistant, AssistantMessage)
+        assert [c.input_json for c in assistant.tool_calls] == [
+            self.ARGUMENTS,
+            other,
+            self.ARGUMENTS,
+        ]
+        assert [r.content for r in results_of(worker.history)] == [
+            self.DECODED,
+            "A\n",
+            self.DECODED,
+        ]
+        assert lab.count == {f"echo {self.DECODED}": 2, "echo A\n": 1}
+
+    @pytest.mark.anyio
+    async def test_client_wide_chunk_size(self):
+        """ScriptedClient(chunk_size=1) splits every response; the text is reassembled too."""
+        client = ScriptedClient(
+            [ScriptedResponse("thinking…", [ScriptedCall("echo", self.ARGUMENTS)]), "done ✓"],
+            chunk_size=1,
+        )
+        worker, _ = make_worker(client)
+        await worker.run("go")
+        assert worker.history[1].text == "thinking…"  # type: ignore[union-attr]
+        assert results_of(worker.history)[0].content == self.DECODED
+        assert worker.final_text == "done ✓"
+
+
+# -- the rewrite of a call changes what runs, not what was said ------------------------------
+
+
+class TestCallRewrite:
+    @pytest.mark.anyio
+    async def test_history_keeps_the_models_call(self):
+        """A pre-hook's new input reaches the tool; history keeps the model's original call."""
+        client = ScriptedClient([calls(("echo", {"text": "original"})), "ok"])
+        worker, lab = make_worker(client)
+
+        def rewrite(ctx):
+            ctx.call = dataclasses.replace(ctx.call, input_json='{"text": "rewritten"}')
+
+        worker.add_pre_tool_call_hook(rewrite)
+        await worker.run("go")
+        assert lab.log == ["echo rewritten"]
+        assert worker.history[1].tool_calls == (  # type: ignore[union-attr]
+            ToolCall("call_0_0", "echo", '{"text": "original"}'),
+        )
+        assert results_of(worker.history) == [ToolResult("call_0_0", "rewritten", False)]
+        assert_history_valid(worker.history)

@@ -1,0 +1,129 @@
+"""A Worker's life under mypy --strict and pyright strict (checked by tests/test_typing_worker.py).
+
+``main()`` is the correct program: build a Worker, register tools, add typed hooks, lock,
+run, unlock, register again. Both checkers accept it as it is, and it runs.
+
+``wrong_uses()`` is never called. Each of its lines marked ``# type: ignore[...]`` is an
+error both checkers must report: a ``LockedWorker`` cannot register tools, edit the
+history or set the system prompt. The ignores are checked too (mypy
+``--warn-unused-ignores``, pyright ``reportUnnecessaryTypeIgnoreComment``), so each one
+must really be needed; the test also strips them and asserts the reported line numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from llm_worker import (
+    Abort,
+    Continue,
+    LockedWorker,
+    Pause,
+    PostToolCallContext,
+    PostToolCallDecision,
+    PreToolCallDecision,
+    Skip,
+    ToolCallContext,
+    ToolServerHandle,
+    Worker,
+    WorkerResult,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+
+@tool_registry
+class Notes:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    @tool
+    async def add_note(self, text: str) -> str:
+        """Store a note."""
+        self.notes.append(text)
+        return f"noted ({len(self.notes)})"
+
+    @tool
+    def count_notes(self) -> int:
+        """How many notes there are."""
+        return len(self.notes)
+
+
+async def only_short_notes(ctx: ToolCallContext) -> PreToolCallDecision | None:
+    if ctx.meta.name == "add_note" and len(ctx.call.input_json) > 200:
+        return Skip()
+    if ctx.call.name == "delete_everything":
+        return Abort("not allowed")
+    return None
+
+
+def never_pause(ctx: ToolCallContext) -> Pause | None:
+    return None
+
+
+def shout(ctx: PostToolCallContext) -> PostToolCallDecision:
+    ctx.result = dataclasses.replace(ctx.result, content=ctx.result.content.upper())
+    return Abort("too loud") if len(ctx.result.content) > 1000 else Continue()
+
+
+def skip_after(ctx: PostToolCallContext) -> Skip:
+    return Skip()
+
+
+async def main() -> list[str]:
+    notes = Notes()
+    client = ScriptedClient(
+        [
+            ScriptedResponse(tool_calls=[ScriptedCall("add_note", {"text": "milk"})]),
+            "Noted.",
+            ScriptedResponse(tool_calls=[ScriptedCall("count_notes")]),
+            "One note.",
+        ]
+    )
+    worker: Worker = Worker(client, system_prompt="Keep notes.", max_turns=4)
+    worker.register_tools([notes.add_note.definition()])
+    worker.add_pre_tool_call_hook(only_short_notes)
+    worker.add_post_tool_call_hook(shout)
+    worker.system_prompt = "Keep short notes."
+    handle: ToolServerHandle = worker.tool_server_handle()
+
+    locked: LockedWorker = worker.lock()
+    locked.add_pre_tool_call_hook(never_pause)
+    same_handle: ToolServerHandle = locked.tool_server_handle()
+    result: WorkerResult = await locked.run("remember milk")
+    if locked.is_paused:
+        result = await locked.resume()
+    prompt: str | None = locked.system_prompt
+
+    again: Worker = locked.unlock()
+    again.register_tools([Notes.count_notes.definition(notes)])
+    await again.run("how many?")
+    final: str | None = again.final_text
+    history_length = len(again.history)
+    again.set_history(again.history[:2])
+    again.clear_history()
+    other = Worker(ScriptedClient())
+    other.register_tools(tool_definitions(Notes()))
+    return [
+        result.value,
+        str(prompt),
+        str(handle == same_handle),
+        str(len(handle)),
+        ", ".join(notes.notes),
+        str(final),
+        str(history_length),
+        str(len(client.requests)),
+        str(len(other.tool_server_handle())),
+    ]
+
+
+def wrong_uses(locked: LockedWorker) -> None:
+    notes = Notes()
+    locked.register_tool(notes.add_note.definition())  # type: ignore[attr-defined]
+    locked.register_tools([notes.count_notes.definition()])  # type: ignore[attr-defined]
+    locked.system_prompt = "x"  # type: ignore[misc]
+    locked.set_history([])  # type: ignore[attr-defined]
+    locked.clear_history()  # type: ignore[attr-defined]
+    locked.add_post_tool_call_hook(skip_after)  # type: ignore[arg-type]
