@@ -349,14 +349,29 @@ class TestStrictMode:
                 assert set(node) <= STRICT_KEYWORDS, (path, set(node) - STRICT_KEYWORDS)
 
     def test_optional_fields(self):
-        """A None default stays nullable; another default stays non-null, noted in the text."""
+        """Every argument with a default is nullable (null means the default), noted in text."""
         properties = everything_strict()["properties"]
         assert properties["nickname"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
         assert properties["tags"] == {
             "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]
         }
-        assert properties["limit"] == {"type": "integer", "description": "(default: 10)"}
+        assert properties["limit"] == {
+            "anyOf": [{"type": "integer"}, {"type": "null"}],
+            "description": "(default: 10)",
+        }
         assert properties["name"] == {"type": "string"}
+
+    @pytest.mark.anyio
+    async def test_null_for_an_argument_means_its_default(self):
+        """The null strict mode allows for an optional argument is read as its default."""
+        tool_ = StrictCase.ToolEverything(StrictCase())
+        assert (
+            StrictCase.everything.args_model.model_validate_json(
+                '{"name": "n", "limit": null}'
+            ).limit
+            == 10
+        )
+        assert isinstance(await tool_.execute('{"name": "n", "limit": null}'), str)
 
     def test_nested_and_list_fields(self):
         """A nested model stays a $ref, optional or in a list; its own object is made strict."""
@@ -364,8 +379,7 @@ class TestStrictMode:
         properties = parameters["properties"]
         assert properties["point"] == {"anyOf": [{"$ref": "#/$defs/Point"}, {"type": "null"}]}
         assert properties["points"] == {
-            "type": "array",
-            "items": {"$ref": "#/$defs/Point"},
+            "anyOf": [{"type": "array", "items": {"$ref": "#/$defs/Point"}}, {"type": "null"}],
             "description": "(default: [])",
         }
         assert parameters["$defs"]["Point"] == {
@@ -380,21 +394,22 @@ class TestStrictMode:
         }
 
     def test_enum_literal_and_union_fields(self):
-        """An enum with a default is inlined (its note is a sibling); literal and union stay."""
-        properties = everything_strict()["properties"]
+        """Enum, literal and union arguments with defaults become nullable, noted in text."""
+        parameters = everything_strict()
+        properties = parameters["properties"]
         assert properties["color"] == {
-            "type": "string",
-            "enum": ["red", "green", "blue"],
-            "title": "Color",
+            "anyOf": [
+                {"type": "string", "enum": ["red", "green", "blue"], "title": "Color"},
+                {"type": "null"},
+            ],
             "description": 'A label colour. (default: "red")',
         }
         assert properties["mode"] == {
-            "type": "string",
-            "enum": ["fast", "slow"],
+            "anyOf": [{"type": "string", "enum": ["fast", "slow"]}, {"type": "null"}],
             "description": '(default: "fast")',
         }
         assert properties["key"] == {
-            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}],
             "description": "(default: 0)",
         }
 
@@ -493,6 +508,7 @@ class TestStrictMode:
                 {
                     "type": "object",
                     "properties": {"both": {"allOf": [{"type": "string"}, {"minLength": 1}]}},
+                    "required": ["both"],
                 },
                 name="merge",
             )
@@ -660,6 +676,9 @@ def _sdk_as_ours(schema: Any) -> Any:
       drops the OpenAPI ``discriminator``.
     - ``prefixItems`` (a tuple): not a documented strict keyword; llm_worker
       writes ``items`` accepting any of the distinct item schemas.
+    - A top-level argument with a default: the SDK makes it required as it is;
+      llm_worker also lets it be ``null``, which the tool reads as the default
+      (see ``_nullable``).
     (Titles and the root description are compared apart, see the test.)
     """
     if isinstance(schema, list):
@@ -692,6 +711,18 @@ def _sdk_as_ours(schema: Any) -> Any:
     return result
 
 
+def _nullable(schema: Any, names: list[str]) -> Any:
+    """``schema`` with the top-level properties ``names`` made nullable."""
+    properties = dict(schema["properties"])
+    for name in names:
+        sub = properties[name]
+        core = {k: v for k, v in sub.items() if k != "description"}
+        outer = {k: v for k, v in sub.items() if k == "description"}
+        any_of = core["anyOf"] if set(core) == {"anyOf"} else [core]
+        properties[name] = {"anyOf": [*any_of, {"type": "null"}], **outer}
+    return {**schema, "properties": properties}
+
+
 class TestSdkCrossChecks:
     @pytest.mark.parametrize(
         "method",
@@ -716,7 +747,13 @@ class TestSdkCrossChecks:
         # Titles: pydantic titles every property and the root ("Query", "SearchArgs");
         # llm_worker's input_schema leaves those out, keeping only the $defs titles. Titles
         # document, they never validate, so both sides are compared without them...
-        assert _strip_titles(_sdk_as_ours(sdk)) == _strip_titles(ours)
+        with_defaults = [
+            name
+            for name, sub in sdk["properties"].items()
+            if sub.get("default") is not None  # a None default is nullable already
+        ]
+        expected = _nullable(_strip_titles(_sdk_as_ours(sdk)), with_defaults)
+        assert expected == _strip_titles(ours)
         # ... and the titles llm_worker keeps are the SDK's.
         for name, sub in ours.get("$defs", {}).items():
             assert sub["title"] == sdk["$defs"][name]["title"]

@@ -26,12 +26,11 @@ Structured Outputs guide, "Supported schemas"). The rules, applied to every node
 
 1. Every object gets ``additionalProperties: false`` and lists every property in
    ``required`` (in declaration order), as the ``openai`` SDK's
-   ``to_strict_json_schema`` does. A property that may be left out is nullable
-   already when its default is ``None`` (``x: int | None = None``): the model
-   sends ``null`` for "not given". A property with another default
-   (``limit: int = 10``) stays non-nullable, and the model always sends a value:
-   making it nullable would let the model send a ``null`` that the tool's
-   validation (and a nested model's own validation) rejects.
+   ``to_strict_json_schema`` does. An argument that may be left out becomes
+   nullable: the model sends ``null`` for "not given", and the tool's
+   validation reads ``null`` as the argument's default (``limit: int = 10``
+   becomes ``anyOf: [integer, null]``). Fields of nested models are the user's
+   own: they stay as their model validates them, and the model sends a value.
 2. ``default`` is removed (strict mode does not support it); a default other
    than ``None`` moves into the description as a note, ``"(default: 10)"``, so
    the model can still choose it.
@@ -308,10 +307,40 @@ class _StrictSchemaError(Exception):
 
 def _strict_parameters(schema: JsonSchema) -> JsonSchema:
     problems: list[str] = []
-    result = _strict(schema, schema, "", (), problems)
+    result = _nullable_defaults(_strict(schema, schema, "", (), problems), schema)
     if problems:
         raise _StrictSchemaError(problems)
     return result
+
+
+def _nullable_defaults(strict: JsonSchema, original: JsonSchema) -> JsonSchema:
+    """Let each top-level argument that had a default also be ``null``.
+
+    Strict mode requires every property; ``null`` is how the model says "use
+    the default", and the tool's validation reads it that way. Nested models
+    are the user's own and validate ``null`` as they see fit, so they are left.
+    """
+    properties = strict.get("properties")
+    if not _is_schema(properties):
+        return strict
+    required = original.get("required", [])
+    rewritten: JsonSchema = {}
+    for name, sub in properties.items():
+        if _is_schema(sub) and name not in required and not _admits_null(sub):
+            core = {k: v for k, v in sub.items() if k != "description"}
+            outer = {k: v for k, v in sub.items() if k == "description"}
+            any_of = core["anyOf"] if set(core) == {"anyOf"} else [core]
+            sub = {"anyOf": [*any_of, {"type": "null"}], **outer}
+        rewritten[name] = sub
+    return {**strict, "properties": rewritten}
+
+
+def _admits_null(schema: JsonSchema) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (_is_list(kind) and "null" in kind):
+        return True
+    any_of = schema.get("anyOf")
+    return _is_list(any_of) and any(_is_schema(s) and _admits_null(s) for s in any_of)
 
 
 def _strict(

@@ -7,11 +7,13 @@ as it was.
 
 from __future__ import annotations
 
+import copy
+import types
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from .._limits import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_INPUT_DEPTH
 from .._types import ToolDefinition
@@ -73,8 +75,41 @@ def _build_args_model(cls: type, tool_plan: ToolPlan) -> type[BaseModel]:
 
 
 def _field(param: ParameterSpec) -> tuple[Any, Any]:
-    default = ... if param.default is REQUIRED else param.default
-    return (param.annotation, Field(default, description=param.description))
+    if param.default is REQUIRED:
+        return (param.annotation, Field(..., description=param.description))
+    annotation = param.annotation
+    if not _admits_none(annotation):
+        # Models often send null for "not given"; for an argument with a default
+        # that is what it means. (OpenAI strict mode relies on it: see _formats.)
+        annotation = Annotated[annotation, BeforeValidator(_null_means(param.default))]
+    return (annotation, Field(param.default, description=param.description))
+
+
+_IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
+
+
+def _null_means(default: Any) -> Callable[[Any], Any]:
+    immutable = default is None or type(default) in _IMMUTABLE_DEFAULTS  # no copy needed
+
+    def null_means_default(value: Any) -> Any:
+        if value is not None:
+            return value
+        return default if immutable else copy.deepcopy(default)
+
+    return null_means_default
+
+
+def _admits_none(annotation: Any) -> bool:
+    if annotation in (None, type(None), Any, object):
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _admits_none(get_args(annotation)[0])
+    if origin is Union or isinstance(annotation, types.UnionType):
+        return any(_admits_none(arg) for arg in get_args(annotation))
+    if origin is Literal:
+        return None in get_args(annotation)
+    return False
 
 
 def _build_tool_class(
