@@ -67,6 +67,7 @@ from ._worker import LockedWorker, Worker, WorkerResult
 __version__ = "0.1.0"
 
 __all__ = [
+    "FORMATS",
     "Abort",
     "AssistantMessage",
     "BoundToolMethod",
@@ -75,7 +76,6 @@ __all__ = [
     "Description",
     "DuplicateToolError",
     "ExecutionFailedError",
-    "FORMATS",
     "FormatName",
     "HookError",
     "InternalToolError",

@@ -28,6 +28,24 @@ _GOOGLE_HEADER = re.compile(r"[A-Z][A-Za-z ]*:[ \t]*$", re.MULTILINE)
 _PLACEHOLDER = "(summary)"
 
 
+_NUMPY_UNDERLINE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
+_REST_FIELD = re.compile(r"^\s*:(?:param|type|returns?|rtype|raises?)\b", re.MULTILINE)
+_EPYDOC_FIELD = re.compile(r"^\s*@(?:param|type|returns?|rtype|raises?)\b", re.MULTILINE)
+
+
+def _style_of(cleaned: str) -> docstring_parser.DocstringStyle:
+    """The style the docstring's markers show; AUTO (try them all) only if they don't."""
+    if _NUMPY_UNDERLINE.search(cleaned):
+        return docstring_parser.DocstringStyle.NUMPYDOC
+    if _REST_FIELD.search(cleaned):
+        return docstring_parser.DocstringStyle.REST
+    if _EPYDOC_FIELD.search(cleaned):
+        return docstring_parser.DocstringStyle.EPYDOC
+    if _GOOGLE_HEADER.search(cleaned):
+        return docstring_parser.DocstringStyle.GOOGLE
+    return docstring_parser.DocstringStyle.AUTO
+
+
 def _parse_google_without_summary(cleaned: str) -> docstring_parser.Docstring:
     """A docstring that opens with ``Args:``: docstring-parser needs a summary first.
 
@@ -53,7 +71,7 @@ def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
     if _GOOGLE_HEADER.match(cleaned):
         parsed = _parse_google_without_summary(cleaned)
     else:
-        parsed = docstring_parser.parse(cleaned)
+        parsed = docstring_parser.parse(cleaned, _style_of(cleaned))
     parts = [p for p in (parsed.short_description, parsed.long_description) if p]
     separator = "\n\n" if parsed.blank_after_short_description else "\n"
     description = separator.join(parts).strip() or None

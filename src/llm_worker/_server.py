@@ -25,13 +25,17 @@ _Entry = tuple[ToolMeta, Tool]
 
 
 class _ToolMap:
-    """The state a server and all its handles share."""
+    """The state a server and all its handles share.
+
+    ``tools`` is copied on write: registration builds a new dict under the lock
+    and swaps it in, so a lookup reads one consistent snapshot without locking.
+    """
 
     __slots__ = ("lock", "sorted_definitions", "tools")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.tools: dict[str, _Entry] = {}
+        self.tools: dict[str, _Entry] = {}  # never mutated once published
         # Rebuilt lazily after each registration; tuples so callers get copies.
         self.sorted_definitions: tuple[LlmToolDefinition, ...] | None = None
 
@@ -78,7 +82,7 @@ class ToolServer:
             for name in batch:
                 if name in tool_map.tools:
                     raise DuplicateToolError(name)
-            tool_map.tools.update(batch)
+            tool_map.tools = {**tool_map.tools, **batch}
             tool_map.sorted_definitions = None
 
     def __repr__(self) -> str:
@@ -111,8 +115,7 @@ class ToolServerHandle:
 
     def get_tool(self, name: str) -> tuple[ToolMeta, Tool] | None:
         """The ``(meta, tool)`` registered under ``name``, or ``None``."""
-        with self._map.lock:
-            return self._map.tools.get(name)
+        return self._map.tools.get(name)
 
     async def call_tool(self, name: str, input_json: str) -> str:
         """Run tool ``name`` on ``input_json`` and return its text.
@@ -121,9 +124,7 @@ class ToolServerHandle:
         ``ToolExecutionError`` (chained to the tool's ``ToolError``) when the
         tool fails. The server lock is never held while a tool runs.
         """
-        tool_map = self._map
-        with tool_map.lock:
-            entry = tool_map.tools.get(name)
+        entry = self._map.tools.get(name)
         if entry is None:
             raise ToolNotFoundError(name)
         try:
@@ -136,8 +137,9 @@ class ToolServerHandle:
         tool_map = self._map
         with tool_map.lock:
             if tool_map.sorted_definitions is None:
+                tools = tool_map.tools
                 tool_map.sorted_definitions = tuple(
-                    tool_map.tools[name][0].to_llm_definition() for name in sorted(tool_map.tools)
+                    tools[name][0].to_llm_definition() for name in sorted(tools)
                 )
             return list(tool_map.sorted_definitions)
 

@@ -268,6 +268,8 @@ def serialize_result(result: object) -> str:
 def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]) -> str:
     """One line naming every failing argument and why, in terms a model can act on."""
     errors = exc.errors(include_url=False, include_context=False)
+    if len(errors) == 1:
+        return _describe_one(errors[0], field_names)
     problems = [_describe_one(error, field_names) for error in errors[:_MAX_REPORTED_ERRORS]]
     if len(errors) > _MAX_REPORTED_ERRORS:
         problems.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more errors")
@@ -316,9 +318,12 @@ def _json_type(value: object) -> str:
     return type(value).__name__
 
 
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def _preview(value: object) -> str:
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        text = _encode_json(value)
     except (TypeError, ValueError):
         text = _json_type(value)
     if len(text) > _MAX_INPUT_PREVIEW:
