@@ -1,6 +1,8 @@
 """``llm-worker schema``: the tool schemas of registry classes, as stable JSON, and a CI check.
+``llm-worker mcp serve``: the tools of a ``ToolServer`` as an MCP server.
 
     llm-worker schema TARGET... [--format FMT] [--strict] [-o FILE | --check FILE]
+    llm-worker mcp serve FACTORY [--transport stdio|http] [--host H] [--port N] [--path P]
 
 TARGET is ``package.module:Class`` (``Class`` may be dotted, ``Outer.Inner``) or
 ``package.module`` (every ``@tool_registry`` class defined at the top level of
@@ -17,24 +19,38 @@ Exit status: 0 done (or, with ``--check``, the file is up to date); 1 the
 regenerates it are printed); 2 a bad target or usage error, explained in one
 line on stderr.
 
+``mcp serve``: FACTORY is ``package.module:function``, a function called with no
+arguments that returns a ``ToolServer`` (or ``ToolServerHandle``) with its tools
+registered. The MCP SDK (the ``mcp`` extra) is imported only by this command. Over
+stdio, stdout carries nothing but the protocol: what the factory prints while it is
+imported and called goes to stderr, as do the logs. Exit status: 0 when the client
+closes the connection (stdio), 2 for a bad FACTORY, usage error or missing extra
+(one line on stderr), 1 when the HTTP port cannot be bound, 130 on Ctrl-C.
+
 Imported only by the ``llm-worker`` console script and ``python -m llm_worker``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import inspect
 import json
+import logging
 import os
 import shlex
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import cast
+from typing import Literal, cast
+
+import anyio
 
 from ._decorators import tool_metas
 from ._formats import FORMATS, FormatName, export_tools
 from ._meta import ToolMeta
+from ._server import ToolServer, ToolServerHandle
 
 __all__ = ["main", "render_schema"]
 
@@ -56,10 +72,13 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     add_cwd = cwd not in sys.path and "" not in sys.path
     if add_cwd:
         sys.path.insert(0, cwd)
+    command = "mcp serve" if args.command == "mcp" else args.command
     try:
+        if args.command == "mcp":
+            return _mcp_serve(args, prog)
         return _schema(args, prog)
     except _UsageError as exc:
-        print(f"{prog} schema: error: {exc}", file=sys.stderr)
+        print(f"{prog} {command}: error: {exc}", file=sys.stderr)
         return 2
     finally:
         if add_cwd and cwd in sys.path:
@@ -68,7 +87,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
 
 def _parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog, description="Tools of llm-worker registry classes, as provider tool schemas."
+        prog=prog,
+        description="Tools of llm-worker registry classes: provider tool schemas, and MCP serving.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schema = commands.add_parser(
@@ -103,7 +123,42 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         metavar="FILE",
         help="exit 1 with a diff if FILE differs from what would be written (for CI)",
     )
+    _add_mcp_parser(commands)
     return parser
+
+
+def _add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve tools over the Model Context Protocol (needs the mcp extra)",
+        description="Model Context Protocol commands (needs: pip install 'llm-worker[mcp]').",
+    )
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="COMMAND")
+    serve = mcp_commands.add_parser(
+        "serve",
+        help="serve the tools of a ToolServer as an MCP server",
+        description=(
+            "Call FACTORY, a function that returns a ToolServer with its tools registered, "
+            "and serve those tools as an MCP server: over stdio (for a desktop or IDE "
+            "host that starts this command) or streamable HTTP."
+        ),
+    )
+    serve.add_argument(
+        "factory",
+        metavar="FACTORY",
+        help="package.module:function, called with no arguments, returning a ToolServer",
+    )
+    serve.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default) or streamable HTTP",
+    )
+    serve.add_argument("--host", help="HTTP: the address to listen on (default: 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, help="HTTP: the port to listen on (default: 8000; 0 picks a free one)"
+    )
+    serve.add_argument("--path", help="HTTP: the endpoint path (default: /mcp)")
 
 
 def _schema(args: argparse.Namespace, prog: str) -> int:
@@ -129,6 +184,85 @@ def _schema(args: argparse.Namespace, prog: str) -> int:
         stdout.write(data)
         stdout.flush()
     return 0
+
+
+def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
+    http_options = {"--host": args.host, "--port": args.port, "--path": args.path}
+    if args.transport == "stdio":
+        given = [option for option, value in http_options.items() if value is not None]
+        if given:
+            options = " and ".join([", ".join(given[:-1]), given[-1]] if given[:-1] else given)
+            verb = "needs" if len(given) == 1 else "need"
+            raise _UsageError(f"{options} {verb} --transport http")
+    if args.path is not None and not args.path.startswith("/"):
+        raise _UsageError(f"--path must start with '/', not {args.path!r}")
+    if args.port is not None and not 0 <= args.port <= 65535:
+        raise _UsageError(f"--port must be between 0 and 65535, not {args.port}")
+    try:
+        from .mcp import serve_async
+    except ImportError as exc:
+        raise _UsageError(str(exc)) from None
+    # Over stdio, stdout is the protocol: output of the user's code must not reach it.
+    redirect = (
+        contextlib.redirect_stdout(sys.stderr)
+        if args.transport == "stdio"
+        else contextlib.nullcontext()
+    )
+    with redirect:
+        tools = _load_factory(args.factory)
+
+    logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("llm_worker").setLevel(logging.INFO)
+    transport: Literal["stdio", "http"] = args.transport
+    host: str = args.host or "127.0.0.1"
+    port: int = 8000 if args.port is None else args.port
+    path: str = args.path or "/mcp"
+
+    async def serve() -> None:
+        await serve_async(tools, transport=transport, host=host, port=port, path=path)
+
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        return 130
+    except OSError as exc:  # the HTTP port cannot be bound
+        print(f"{prog} mcp serve: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _load_factory(target: str) -> ToolServer | ToolServerHandle:
+    """Import ``package.module:function``, call it, and check it made a ToolServer."""
+    module_name, colon, attr_path = target.partition(":")
+    if not (colon and _is_dotted_name(module_name) and _is_dotted_name(attr_path)):
+        raise _UsageError(f"invalid factory {target!r} (expected package.module:function)")
+    module = _import(module_name)
+    value: object = module
+    for part in attr_path.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise _UsageError(f"module {module_name!r} has no attribute {attr_path!r}") from None
+    if not callable(value):
+        raise _UsageError(
+            f"{target!r} is not callable ({type(value).__name__}); name a function "
+            f"that returns a ToolServer"
+        )
+    try:
+        made: object = value()
+    except Exception as exc:  # the factory's own code raised: say what, in one line
+        raise _UsageError(f"calling {target!r} failed: {_describe(exc)}") from None
+    if inspect.iscoroutine(made):
+        made.close()
+        raise _UsageError(
+            f"{target!r} is an async function; the factory must be a plain function "
+            f"that returns a ToolServer"
+        )
+    if not isinstance(made, (ToolServer, ToolServerHandle)):
+        raise _UsageError(
+            f"{target!r} returned {type(made).__name__}, not a ToolServer or ToolServerHandle"
+        )
+    return made
 
 
 def render_schema(targets: Sequence[str], format: str, *, strict: bool = False) -> str:

@@ -1,0 +1,197 @@
+"""Use the tools of a connected MCP server as llm-worker tools.
+
+``await mcp_tool_definitions(session)`` lists the server's tools (every page)
+and returns one ``ToolDefinition`` per tool. Registering them in a ``Worker``
+puts the remote tools next to local ones; each call is forwarded over the
+session.
+
+What a call of a remote tool does:
+
+=========================================  ==============================================
+situation                                  ``execute()``
+=========================================  ==============================================
+argument JSON empty or whitespace          sends ``{}``
+argument JSON not JSON, or not an object   ``InvalidArgumentError``, nothing is sent
+the server's result                        its content as text: text blocks joined by
+                                           newlines, an embedded text resource with its
+                                           text, other blocks (images, audio, binary
+                                           resources, resource links) as a short
+                                           ``[...]`` note; no content but structured
+                                           content: that, as JSON
+the result has ``isError: true``           ``ExecutionFailedError`` with that text
+an MCP error response, a timeout or a      ``ExecutionFailedError("MCP error: ...")``
+closed connection (``mcp.MCPError``)       with the error's message
+the connection is gone (stream closed or   ``ExecutionFailedError("lost the connection
+broken, ``OSError``)                       to the MCP server (...)")``
+anything else the SDK raises               ``InternalToolError``, naming only the
+                                           exception type; the traceback is logged
+=========================================  ==============================================
+
+The texts never carry tracebacks; cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, TypeAlias
+
+import anyio
+import mcp.types as types
+from mcp import Client, ClientSession, MCPError
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import final
+
+from .._codegen.runtime import describe_validation_error
+from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError
+from .._limits import model_safe_text
+from .._meta import ToolMeta
+from .._types import Tool, ToolDefinition
+
+__all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
+
+logger = logging.getLogger("llm_worker.mcp")
+
+McpConnection: TypeAlias = "ClientSession | Client"
+"""An initialized ``mcp.ClientSession``, or an entered ``mcp.Client``."""
+
+# A server whose paging never ends must not hang the caller (the SDK caps its own re-list at 100).
+_MAX_PAGES = 100
+_ARGUMENTS = TypeAdapter(dict[str, Any])
+_CONNECTION_ERRORS = (
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    anyio.EndOfStream,
+    OSError,
+)
+
+
+async def mcp_tool_definitions(session: McpConnection, *, prefix: str = "") -> list[ToolDefinition]:
+    """One ``ToolDefinition`` per tool of the MCP server behind ``session``, in its order.
+
+    ``session`` is an initialized ``mcp.ClientSession`` (or an entered
+    ``mcp.Client``); it must stay open while the tools are used. Each tool
+    keeps the server's name (after ``prefix``, which tells apart tools of
+    several servers), description and ``inputSchema``; calls go to the server
+    under its own name. Errors of the listing itself (``mcp.MCPError``...)
+    propagate.
+    """
+    if not isinstance(session, (ClientSession, Client)):
+        raise TypeError(
+            f"mcp_tool_definitions() takes an mcp.ClientSession or mcp.Client, "
+            f"not {type(session).__name__}"
+        )
+    if not isinstance(prefix, str):
+        raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+    return [McpToolDefinition(session, tool, prefix) for tool in await _list_tools(session)]
+
+
+@final
+class McpToolDefinition:
+    """A ``ToolDefinition`` for one tool of an MCP server: makes ``(ToolMeta, McpTool)``."""
+
+    __slots__ = ("_meta", "_tool")
+
+    def __init__(self, session: McpConnection, tool: types.Tool, prefix: str = "") -> None:
+        self._meta = ToolMeta(
+            name=prefix + tool.name,
+            description=tool.description or "",
+            input_schema=tool.input_schema,
+        )
+        self._tool = McpTool(session, tool.name)
+
+    @property
+    def meta(self) -> ToolMeta:
+        """The tool's metadata: the (prefixed) name, the description and the input schema."""
+        return self._meta
+
+    def __call__(self) -> tuple[ToolMeta, Tool]:
+        return self._meta, self._tool
+
+    def __repr__(self) -> str:
+        return f"<McpToolDefinition {self._meta.name!r}>"
+
+
+@final
+class McpTool:
+    """A ``Tool`` that forwards every call to one tool of an MCP server."""
+
+    __slots__ = ("remote_name", "session")
+
+    def __init__(self, session: McpConnection, remote_name: str) -> None:
+        self.session = session
+        self.remote_name = remote_name
+
+    async def execute(self, input_json: str) -> str:
+        """Send ``tools/call`` with these arguments; the result's text, or a ``ToolError``."""
+        arguments = _parse_arguments(input_json)
+        name = self.remote_name
+        try:
+            result = await self.session.call_tool(name, arguments)
+        except MCPError as exc:
+            raise ExecutionFailedError(f"MCP error: {model_safe_text(exc)}") from exc
+        except _CONNECTION_ERRORS as exc:
+            raise ExecutionFailedError(
+                f"lost the connection to the MCP server ({type(exc).__name__})"
+            ) from exc
+        except Exception as exc:
+            logger.exception("Calling MCP tool %r raised %s", name, type(exc).__name__)
+            raise InternalToolError(
+                f"calling MCP tool '{name}' failed unexpectedly ({type(exc).__name__})"
+            ) from exc
+        text = result_text(result)
+        if result.is_error:
+            raise ExecutionFailedError(text or f"MCP tool '{name}' reported an error (no message)")
+        return text
+
+    def __repr__(self) -> str:
+        return f"<McpTool {self.remote_name!r} session=<{type(self.session).__name__}>>"
+
+
+def _parse_arguments(input_json: str) -> dict[str, Any]:
+    if not input_json or input_json.isspace():
+        return {}
+    try:
+        return _ARGUMENTS.validate_json(input_json)
+    except ValidationError as exc:
+        raise InvalidArgumentError(describe_validation_error(exc, ())) from exc
+
+
+def result_text(result: types.CallToolResult) -> str:
+    """The text a model reads for an MCP tool result (see the module's table)."""
+    parts = [_block_text(block) for block in result.content]
+    if not parts and result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return "\n".join(parts)
+
+
+def _block_text(block: types.ContentBlock) -> str:
+    if isinstance(block, types.TextContent):
+        return block.text
+    if isinstance(block, (types.ImageContent, types.AudioContent)):
+        return f"[{block.type} ({block.mime_type}) not shown]"
+    if isinstance(block, types.ResourceLink):
+        return f"[resource link: {block.name} <{block.uri}>]"
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, types.TextResourceContents):
+            return f"[resource <{resource.uri}>]\n{resource.text}"
+        mime = f" ({resource.mime_type})" if resource.mime_type else ""
+        return f"[binary resource <{resource.uri}>{mime} not shown]"
+    return f"[{getattr(block, 'type', 'unknown')} content not shown]"
+
+
+async def _list_tools(session: McpConnection) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        if isinstance(session, Client):
+            page = await session.list_tools(cursor=cursor)
+        else:
+            params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+            page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+    raise RuntimeError(f"the MCP server's tools/list did not end after {_MAX_PAGES} pages")

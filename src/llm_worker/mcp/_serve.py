@@ -1,0 +1,282 @@
+"""Serve the tools of a ``ToolServer`` as an MCP server, over stdio or streamable HTTP.
+
+Built on the SDK's low-level ``mcp.server.Server``, not its high-level
+``MCPServer``: the high-level server derives each tool's schema from a Python
+signature, and we must serve ours.
+
+=================  ===================================================================
+MCP request        what the server does
+=================  ===================================================================
+``tools/list``     ``handle.tool_definitions_sorted()`` through ``export_tools(..., "mcp")``:
+                   the same name, description and ``inputSchema`` as
+                   ``llm-worker schema --format mcp``, sorted by name, in one page.
+``tools/call``     ``handle.call_tool(name, json.dumps(arguments))``; the text the tool
+                   returns is one text content block.
+=================  ===================================================================
+
+A failed call is a result, not a protocol error, so the model reads what went
+wrong and can try again (``isError: true``, one text block):
+
+- a ``ToolError`` from the tool: its text, ``Invalid argument: ...``,
+  ``Execution failed: ...`` (the ``ToolExecutionError``'s ``detail``);
+- an unknown name: ``Tool 'x' not found``;
+- any other exception: ``Internal error: tool 'x' failed unexpectedly (KeyError)``,
+  with the traceback logged (logger ``llm_worker.mcp``), never sent.
+
+Cancellation (the client cancelled the request, or the server is shutting
+down) propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import socket
+import sys
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from starlette.applications import Starlette
+
+from .. import __version__
+from .._exceptions import ToolExecutionError, ToolNotFoundError
+from .._formats import export_tools
+from .._server import ToolServer, ToolServerHandle
+from .._worker import NOT_TEXT, UNEXPECTED
+
+__all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
+
+logger = logging.getLogger("llm_worker.mcp")
+
+Transport = Literal["stdio", "http"]
+"""How ``serve`` talks to MCP clients: ``"stdio"`` (one client, the host that started the
+process) or ``"http"`` (streamable HTTP, any number of clients)."""
+
+_TRANSPORTS: tuple[str, ...] = get_args(Transport)
+DEFAULT_NAME = "llm-worker"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+DEFAULT_PATH = "/mcp"
+
+
+def create_server(
+    tools: ToolServer | ToolServerHandle,
+    *,
+    name: str = DEFAULT_NAME,
+    version: str | None = None,
+    instructions: str | None = None,
+) -> Server[Any]:
+    """The SDK's low-level ``Server`` answering ``tools/list`` and ``tools/call`` from ``tools``.
+
+    ``name``, ``version`` (default: llm-worker's) and ``instructions`` are what
+    the server tells clients about itself. The server reads the tool map on
+    every request, so tools registered later are listed too.
+    """
+    handle = _handle_of(tools)
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list_mcp_tools(handle))
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        return await call_mcp_tool(handle, params.name, params.arguments)
+
+    def input_schema(tool_name: str) -> Mapping[str, Any] | None:
+        entry = handle.get_tool(tool_name)
+        return None if entry is None else entry[0].input_schema
+
+    return Server(
+        name,
+        version=__version__ if version is None else version,
+        instructions=instructions,
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def list_mcp_tools(handle: ToolServerHandle) -> list[types.Tool]:
+    """Every tool of ``handle`` as an MCP ``Tool``, sorted by name: exactly our ``mcp`` export."""
+    return [types.Tool.model_validate(tool) for tool in _exported(handle)]
+
+
+def _exported(handle: ToolServerHandle) -> list[dict[str, Any]]:
+    return export_tools(handle.tool_definitions_sorted(), "mcp")
+
+
+async def call_mcp_tool(
+    handle: ToolServerHandle, name: str, arguments: Mapping[str, Any] | None
+) -> types.CallToolResult:
+    """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result."""
+    input_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
+    try:
+        text: object = await handle.call_tool(name, input_json)
+    except ToolExecutionError as exc:
+        logger.debug("Tool %r failed: %s", name, exc.detail)
+        return _result(exc.detail, is_error=True)
+    except ToolNotFoundError as exc:
+        return _result(str(exc), is_error=True)
+    except Exception as exc:
+        logger.exception("Tool %r raised %s", name, type(exc).__name__)
+        return _result(UNEXPECTED.format(name=name, kind=type(exc).__name__), is_error=True)
+    if type(text) is not str:
+        logger.error("Tool %r returned %r, not a str", name, text)
+        return _result(NOT_TEXT.format(name=name, kind=type(text).__name__), is_error=True)
+    return _result(text, is_error=False)
+
+
+def _result(text: str, *, is_error: bool) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error)
+
+
+def create_http_app(
+    tools: ToolServer | ToolServerHandle,
+    *,
+    path: str = DEFAULT_PATH,
+    host: str = DEFAULT_HOST,
+    name: str = DEFAULT_NAME,
+    version: str | None = None,
+    instructions: str | None = None,
+) -> Starlette:
+    """An ASGI app serving ``tools`` over streamable HTTP at ``path``, for any ASGI server.
+
+    ``host`` is where the app will listen: for ``127.0.0.1``, ``localhost`` and
+    ``::1`` the SDK only accepts requests whose ``Host`` and ``Origin`` headers
+    name a local address (DNS-rebinding protection). Run the app with its
+    lifespan (the streamable-HTTP session manager starts there).
+    """
+    _check_path(path)
+    server = create_server(tools, name=name, version=version, instructions=instructions)
+    return server.streamable_http_app(streamable_http_path=path, host=host)
+
+
+async def serve_async(
+    tools: ToolServer | ToolServerHandle,
+    *,
+    transport: Transport = "stdio",
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    path: str = DEFAULT_PATH,
+    name: str = DEFAULT_NAME,
+    version: str | None = None,
+    instructions: str | None = None,
+) -> None:
+    """Serve ``tools`` until the client goes away (stdio) or the process is stopped (http).
+
+    ``"stdio"``: reads requests from stdin and writes responses to stdout, and
+    returns when stdin closes. While it serves, anything else the process
+    writes to stdout (a ``print`` in a tool) goes to stderr instead, so only
+    protocol messages reach the client. Runs on asyncio and trio.
+
+    ``"http"``: streamable HTTP at ``http://{host}:{port}{path}``, served by
+    uvicorn (so asyncio only). ``port=0`` picks a free port; the address is
+    logged (logger ``llm_worker.mcp``, level INFO). A port that cannot be
+    bound raises ``OSError`` before anything is served. SIGINT and SIGTERM
+    shut the server down gracefully, then take their usual effect.
+    """
+    if transport not in _TRANSPORTS:
+        raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
+    handle = _handle_of(tools)
+    if transport == "stdio":
+        server = create_server(handle, name=name, version=version, instructions=instructions)
+        logger.info("serving %d tools over stdio", len(handle))
+        sys.stdout.flush()
+        # The SDK points fd 1 elsewhere while it serves, but text buffered in sys.stdout
+        # would reach the wire when flushed after it restores fd 1: send prints to stderr.
+        # (Inside stdio_server: it claims fd 1 through the real sys.stdout.)
+        async with stdio_server() as (read_stream, write_stream):
+            with contextlib.redirect_stdout(sys.stderr):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+        return
+    _check_path(path)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            "the http transport runs on asyncio (uvicorn); run serve_async() under asyncio"
+        ) from None
+    import uvicorn
+
+    app = create_http_app(
+        handle, path=path, host=host, name=name, version=version, instructions=instructions
+    )
+    sock = _listen(host, port)
+    try:
+        bound_port: int = sock.getsockname()[1]
+        url = f"http://{_url_host(host)}:{bound_port}{path}"
+        # log_config=None: leave the application's logging alone (uvicorn's records
+        # propagate to the root logger); no access log.
+        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
+        logger.info("serving %d tools at %s (streamable HTTP)", len(handle), url)
+        await uvicorn.Server(config).serve(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def serve(
+    tools: ToolServer | ToolServerHandle,
+    *,
+    transport: Transport = "stdio",
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    path: str = DEFAULT_PATH,
+    name: str = DEFAULT_NAME,
+    version: str | None = None,
+    instructions: str | None = None,
+) -> None:
+    """Run ``serve_async`` on asyncio until it returns: the blocking form, for scripts."""
+    import anyio
+
+    async def main() -> None:
+        await serve_async(
+            tools,
+            transport=transport,
+            host=host,
+            port=port,
+            path=path,
+            name=name,
+            version=version,
+            instructions=instructions,
+        )
+
+    anyio.run(main)
+
+
+def _handle_of(tools: ToolServer | ToolServerHandle) -> ToolServerHandle:
+    if isinstance(tools, ToolServerHandle):
+        return tools
+    if isinstance(tools, ToolServer):
+        return tools.handle()
+    raise TypeError(f"expected a ToolServer or ToolServerHandle, not {type(tools).__name__}")
+
+
+def _check_path(path: str) -> None:
+    if not path.startswith("/"):
+        raise ValueError(f"path must start with '/', not {path!r}")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port``; ``OSError`` names the address if it fails."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise OSError(f"cannot listen on {_url_host(host)}:{port}: {reason}") from exc
+    return sock
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

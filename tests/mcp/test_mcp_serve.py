@@ -1,0 +1,179 @@
+"""Tests for ``llm_worker.mcp._serve``: the MCP server, talked to in-process by the SDK's client.
+
+The same behaviour over real transports (``llm-worker mcp serve`` as a
+subprocess, stdio and streamable HTTP) is in ``test_mcp_stdio.py`` and
+``test_mcp_http.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+
+import anyio
+import mcp_apps
+import pytest
+from mcp.server import Server
+from mcp_support import CALL_IDS, CALLS, connect, dump_tools, text_of
+from starlette.applications import Starlette
+
+import llm_worker
+from llm_worker import ToolMeta, ToolServer, export_tools
+from llm_worker.mcp import create_http_app, create_server, serve_async
+
+
+class TestCreateServer:
+    def test_returns_the_sdk_low_level_server(self):
+        """create_server builds the SDK's low-level Server (which serves our schemas as given)."""
+        assert isinstance(create_server(ToolServer()), Server)
+
+    @pytest.mark.anyio
+    async def test_lists_exactly_our_mcp_export(self):
+        """tools/list gives exactly export_tools(tool_definitions_sorted(), "mcp")."""
+        handle = mcp_apps.handle_factory()
+        async with connect(create_server(handle)) as session:
+            listed = dump_tools(await session.list_tools())
+        assert listed == export_tools(handle.tool_definitions_sorted(), "mcp")
+        assert [tool["name"] for tool in listed] == [
+            "add",
+            "broken",
+            "centroid",
+            "echo",
+            "not_text",
+            "pid",
+            "shout",
+        ]
+
+    @pytest.mark.anyio
+    async def test_nested_models_keep_their_defs(self):
+        """A tool taking nested models is listed with its $defs and $ref untouched."""
+        async with connect(create_server(mcp_apps.factory())) as session:
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+        schema = tools["centroid"].input_schema
+        assert schema["properties"]["points"] == {
+            "items": {"$ref": "#/$defs/Point"},
+            "type": "array",
+        }
+        assert schema["$defs"]["Point"]["required"] == ["x", "y"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("name", "arguments", "text", "is_error"), CALLS, ids=CALL_IDS)
+    async def test_call(self, name, arguments, text, is_error):
+        """tools/call returns the tool's text; every failure is an isError result with our text."""
+        async with connect(create_server(mcp_apps.factory())) as session:
+            result = await session.call_tool(name, arguments)
+        assert (text_of(result), result.is_error) == (text, is_error)
+        assert result.structured_content is None
+
+    @pytest.mark.anyio
+    async def test_no_arguments_means_an_empty_object(self):
+        """A tools/call without arguments runs the tool on {}."""
+        async with connect(create_server(mcp_apps.factory())) as session:
+            result = await session.call_tool("pid")
+        assert not result.is_error
+        assert text_of(result).isdigit()
+
+    @pytest.mark.anyio
+    async def test_unexpected_exception_is_logged_not_sent(self, caplog):
+        """A non-ToolError exception is logged with its traceback; the client reads its type."""
+        async with connect(create_server(mcp_apps.factory())) as session:
+            with caplog.at_level(logging.ERROR, logger="llm_worker.mcp"):
+                result = await session.call_tool("broken", {})
+        assert "secret" not in text_of(result)
+        [record] = [r for r in caplog.records if r.name == "llm_worker.mcp"]
+        assert record.getMessage() == "Tool 'broken' raised KeyError"
+        assert record.exc_info is not None
+        assert "secret internal detail" in str(record.exc_info[1])
+
+    @pytest.mark.anyio
+    async def test_tools_registered_later_are_listed(self):
+        """The server reads the tool map on every request: later registrations are served."""
+        server = ToolServer()
+        async with connect(create_server(server)) as session:
+            assert (await session.list_tools()).tools == []
+            server.register_tool(mcp_apps.broken_definition)
+            assert [tool.name for tool in (await session.list_tools()).tools] == ["broken"]
+
+    @pytest.mark.anyio
+    async def test_server_and_handle_serve_the_same_tools(self):
+        """A ToolServer and its handle give the same listing."""
+        server = mcp_apps.factory()
+        async with connect(create_server(server)) as session:
+            from_server = dump_tools(await session.list_tools())
+        async with connect(create_server(server.handle())) as session:
+            from_handle = dump_tools(await session.list_tools())
+        assert from_server == from_handle
+
+    @pytest.mark.anyio
+    async def test_tool_without_description_or_arguments(self):
+        """A bare ToolMeta is listed with an empty description and an empty object schema."""
+        server = ToolServer()
+        server.register_tool(lambda: (ToolMeta(name="bare"), mcp_apps.NotTextTool()))
+        async with connect(create_server(server)) as session:
+            listed = dump_tools(await session.list_tools())
+        assert listed == [
+            {"name": "bare", "description": "", "inputSchema": {"type": "object", "properties": {}}}
+        ]
+
+    @pytest.mark.anyio
+    async def test_server_info(self):
+        """The name, version (default: llm-worker's) and instructions reach the client."""
+        server = create_server(ToolServer(), name="tracker", instructions="Use search first.")
+        async with connect(server) as session:
+            result = session.initialize_result
+        assert result is not None
+        assert (result.server_info.name, result.server_info.version) == (
+            "tracker",
+            llm_worker.__version__,
+        )
+        assert result.instructions == "Use search first."
+        assert result.capabilities.tools is not None
+
+    def test_rejects_other_objects(self):
+        """Anything but a ToolServer or ToolServerHandle is a TypeError."""
+        with pytest.raises(TypeError) as info:
+            create_server([mcp_apps.broken_definition])  # type: ignore[arg-type]
+        assert str(info.value) == "expected a ToolServer or ToolServerHandle, not list"
+
+
+class TestCreateHttpApp:
+    def test_is_a_starlette_app_at_the_path(self):
+        """create_http_app returns a Starlette app with the MCP endpoint at `path`."""
+        app = create_http_app(ToolServer(), path="/tools/mcp")
+        assert isinstance(app, Starlette)
+        assert [route.path for route in app.routes] == ["/tools/mcp"]  # type: ignore[attr-defined]
+
+    def test_path_must_start_with_a_slash(self):
+        """A path without a leading slash is a ValueError."""
+        with pytest.raises(ValueError, match=r"^path must start with '/', not 'mcp'$"):
+            create_http_app(ToolServer(), path="mcp")
+
+
+class TestServeAsync:
+    @pytest.mark.anyio
+    async def test_unknown_transport(self):
+        """A transport other than stdio and http is a ValueError, raised before serving."""
+        with pytest.raises(ValueError, match=r"^transport must be 'stdio' or 'http', not 'sse'$"):
+            await serve_async(ToolServer(), transport="sse")  # type: ignore[arg-type]
+
+    def test_http_needs_asyncio(self):
+        """Under trio, the http transport (uvicorn) raises RuntimeError instead of serving."""
+
+        async def main() -> None:
+            await serve_async(ToolServer(), transport="http", port=0)
+
+        with pytest.raises(RuntimeError, match=r"^the http transport runs on asyncio \(uvicorn\)"):
+            anyio.run(main, backend="trio")
+
+    def test_port_in_use(self):
+        """A port that cannot be bound raises OSError naming the address, before serving."""
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+
+            async def main() -> None:
+                await serve_async(ToolServer(), transport="http", port=port)
+
+            with pytest.raises(OSError, match=rf"^cannot listen on 127\.0\.0\.1:{port}: "):
+                anyio.run(main, backend="asyncio")
