@@ -136,6 +136,12 @@ class _Session:
         batch, self.paused_batch = self.paused_batch, None
         return await self.drive(batch)
 
+    async def retry(self) -> WorkerResult:
+        self.require_phase(_Phase.IDLE, "retry()")
+        if not self.history or isinstance(self.history[-1], AssistantMessage):
+            raise WorkerStateError("Nothing to retry: the model has answered the last message")
+        return await self.drive(None)
+
     async def drive(self, batch: _Batch | None) -> WorkerResult:
         self.phase = _Phase.RUNNING
         try:
@@ -435,6 +441,16 @@ class _WorkerBase:
         """Continue a paused run; calls that already ran are not run again."""
         self._require_owner()
         return await self._session.resume()
+
+    async def retry(self) -> WorkerResult:
+        """Ask the model again for the answer it still owes, without a new message.
+
+        For after a run that ended before the model answered: a ``ProviderError``,
+        a cancelled request, ``MaxTurnsExceededError``. The history is sent as it
+        is; nothing is added first.
+        """
+        self._require_owner()
+        return await self._session.retry()
 
     def _require_owner(self) -> None:
         if self._session.owner is not self:

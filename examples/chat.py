@@ -1,0 +1,139 @@
+"""Ask a real model about the quickstart's issue tracker, or a scripted one if there is no key.
+
+Run it with:  python examples/chat.py ["your question"]
+
+- With OPENAI_API_KEY set, it talks to OpenAI's Chat Completions API (model from
+  OPENAI_MODEL, default gpt-5-mini; OPENAI_BASE_URL points it at any OpenAI-compatible
+  server: vLLM, Ollama, llama.cpp, LM Studio). Needs: pip install 'llm-worker[openai]'.
+- Otherwise, with ANTHROPIC_API_KEY set, it talks to Anthropic (model from
+  ANTHROPIC_MODEL, default claude-haiku-4-5). Needs: pip install 'llm-worker[anthropic]'.
+- With neither key it says so and uses llm_worker.testing.ScriptedClient, so it always
+  runs (and needs neither SDK).
+
+The model gets the tracker's tools (file_issues, search, close_issue); every tool call
+it makes runs for real on the in-memory tracker, and the whole conversation is printed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import AsyncExitStack
+
+import anyio
+from quickstart import IssueTracker, NewIssue  # the app of examples/quickstart.py
+
+from llm_worker import (
+    AssistantMessage,
+    LlmClient,
+    ProviderError,
+    ToolCallContext,
+    ToolResult,
+    UserMessage,
+    Worker,
+)
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+QUESTION = "Which issues are open? The docs typo is fixed: please close that one."
+SYSTEM_PROMPT = (
+    "You triage issues for the llm-worker project. Use the tools to look issues up and "
+    "change them; answer in one or two sentences."
+)
+
+
+def scripted_model() -> ScriptedClient:
+    """What a model would do with QUESTION: two tool calls at once, then an answer."""
+    return ScriptedClient(
+        [
+            ScriptedResponse(
+                text="Let me look at the open issues and close the docs one.",
+                tool_calls=[
+                    ScriptedCall("search", {"query": "", "status": "open"}),
+                    ScriptedCall("close_issue", {"issue_id": 2, "comment": "typo fixed"}),
+                ],
+                chunk_size=7,  # arguments arrive in fragments, as they stream
+            ),
+            "Issue #1 (crash on empty input) is still open; I closed #2, the docs typo.",
+        ]
+    )
+
+
+async def make_model(stack: AsyncExitStack) -> tuple[LlmClient, str]:
+    """The model to talk to, and how to describe it; real clients are closed by ``stack``."""
+    if os.environ.get("OPENAI_API_KEY"):
+        # Imported only here, so the example runs without the SDK when there is no key.
+        from llm_worker.providers.openai import OpenAIChatClient
+
+        model = os.environ.get("OPENAI_MODEL") or "gpt-5-mini"
+        openai_client = await stack.enter_async_context(OpenAIChatClient(model))
+        return openai_client, f"OpenAI Chat Completions, model {model}"
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        from llm_worker.providers.anthropic import AnthropicClient
+
+        model = os.environ.get("ANTHROPIC_MODEL") or "claude-haiku-4-5"
+        anthropic_client = await stack.enter_async_context(AnthropicClient(model))
+        return anthropic_client, f"Anthropic Messages, model {model}"
+    print(
+        "No OPENAI_API_KEY or ANTHROPIC_API_KEY is set: "
+        "using a scripted model (llm_worker.testing.ScriptedClient)."
+    )
+    return scripted_model(), "a scripted model"
+
+
+def print_message(message: object) -> None:
+    if isinstance(message, UserMessage):
+        print(f"user      | {message.text}")
+    elif isinstance(message, AssistantMessage):
+        if message.text:
+            print(f"assistant | {message.text}")
+        for call in message.tool_calls:
+            print(f"assistant | -> {call.name}({call.input_json})  [{call.id}]")
+        if message.usage is not None:
+            usage = message.usage
+            print(f"          | ({usage.input_tokens} tokens in, {usage.output_tokens} out)")
+    elif isinstance(message, ToolResult):
+        marker = "error" if message.is_error else "ok"
+        print(f"tool      | <- [{message.call_id}] {marker}: {message.content}")
+
+
+async def main() -> int:
+    question = " ".join(sys.argv[1:]) or QUESTION
+    tracker = IssueTracker(project="llm-worker")
+    await tracker.file_issues(
+        [NewIssue(title="Crash on empty input"), NewIssue(title="Docs: typo in README")]
+    )
+
+    async with AsyncExitStack() as stack:
+        model, description = await make_model(stack)
+        print(f"Talking to {description}.\n")
+
+        worker = Worker(model, system_prompt=SYSTEM_PROMPT)
+        worker.register_tools(
+            [
+                tracker.file_issues.definition(),
+                tracker.search.definition(),
+                tracker.close_issue.definition(),
+            ]
+        )
+
+        @worker.add_pre_tool_call_hook
+        async def log_call(ctx: ToolCallContext) -> None:
+            print(f"  (hook)  | running {ctx.meta.name}")
+
+        locked = worker.lock()
+        try:
+            await locked.run(question)
+        except ProviderError as exc:
+            print(f"\nThe model provider failed: {exc}")
+            return 1
+
+    print()
+    for message in locked.history:
+        print_message(message)
+    statuses = ", ".join(f"#{issue.id} {issue.status}" for issue in tracker.issues.values())
+    print(f"\ntracker now: {statuses}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(anyio.run(main))

@@ -1,0 +1,501 @@
+"""OpenAI's APIs, and every server that speaks them, as ``LlmClient``\\s.
+
+Needs the ``openai`` package: ``pip install 'llm-worker[openai]'``.
+
+>>> client = OpenAIChatClient("gpt-5-mini")                       # OPENAI_API_KEY from the env
+>>> local = OpenAIChatClient("qwen3", base_url="http://localhost:11434/v1", api_key="ollama")
+>>> responses = OpenAIResponsesClient("gpt-5-mini")
+>>> worker = Worker(client)
+
+``OpenAIChatClient`` speaks Chat Completions (``POST /chat/completions``), which
+OpenAI-compatible servers implement. How the conversation is sent (``messages``):
+
+- the system prompt → ``{"role": "system", "content": prompt}`` first (none if empty);
+- ``UserMessage(text)`` → ``{"role": "user", "content": text}``;
+- ``AssistantMessage(text, tool_calls)`` → ``{"role": "assistant", "content": text}``, or
+  with tool calls ``{"role": "assistant", "content": text or None, "tool_calls": [{"id",
+  "type": "function", "function": {"name", "arguments": input_json or "{}"}}]}``;
+- ``ToolResult(call_id, content)`` → ``{"role": "tool", "tool_call_id": call_id,
+  "content": content}``.
+
+How its stream is read: ``delta.content`` (and ``delta.refusal``) → ``TextDelta``; the
+first ``tool_calls`` delta of an ``index`` → ``ToolUseStart(index, id, name)``, every
+``arguments`` fragment → ``ToolInputDelta``; ``finish_reason`` → ``ToolUseStop`` for every
+started call; the end of the stream → ``Completion`` with the mapped stop reason and
+the usage chunk (``stream_options.include_usage``). Stop reasons: ``stop`` →
+``end_turn``, ``tool_calls`` → ``tool_use``, ``length`` → ``max_tokens``, anything else
+(``content_filter``...) as the server sent it.
+
+``OpenAIResponsesClient`` speaks the Responses API (``POST /responses``), statelessly:
+every request carries the whole conversation as ``input`` (``store: false``), so
+nothing depends on state kept on OpenAI's side. The system prompt is
+``instructions``; a ``UserMessage`` is ``{"role": "user", "content": text}``; an
+``AssistantMessage`` is ``{"role": "assistant", "content": text}`` (if it has text)
+followed by one ``{"type": "function_call", "call_id", "name", "arguments"}`` per call;
+a ``ToolResult`` is ``{"type": "function_call_output", "call_id", "output"}``. Its
+stream: ``response.output_text.delta`` → ``TextDelta``; ``response.output_item.added``
+of a ``function_call`` → ``ToolUseStart(output_index, call_id, name)``;
+``response.function_call_arguments.delta`` → ``ToolInputDelta``;
+``response.output_item.done`` → ``ToolUseStop``; ``response.completed`` →
+``Completion("tool_use")`` if the model called tools, else ``"end_turn"``;
+``response.incomplete`` → ``Completion("max_tokens")`` for ``max_output_tokens``, else
+its reason; ``response.failed`` and ``error`` events → ``ProviderError``.
+
+Neither API has an error flag on a tool result: a failed call's content already says
+so ("Invalid argument: ...", "Execution failed: ...", "Tool 'x' not found"...).
+
+Every failure is raised from ``stream()`` as ``ProviderError("openai", ...)``, chained
+to the SDK's exception. The SDK retries connection errors, 408, 409, 429 and 5xx
+(``max_retries`` times, 2 by default) before the stream starts; a failure after the
+first byte is never retried (``ProviderError.retryable`` tells whether it may help).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+
+try:
+    import openai
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        "llm_worker.providers.openai needs the openai package: pip install 'llm-worker[openai]'"
+    ) from exc
+
+from typing_extensions import Self
+
+from .._client import (
+    Completion,
+    LlmEvent,
+    LlmRequest,
+    TextDelta,
+    ToolInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+)
+from .._conversation import AssistantMessage, Message, ToolResult, Usage, UserMessage
+from .._exceptions import ProviderError
+from .._formats import FormatName, export_tools
+from .._meta import LlmToolDefinition
+from ._common import (
+    TIMED_OUT,
+    body_text,
+    connection_failed,
+    error_field,
+    is_retryable_status,
+    stream_ended,
+)
+
+if TYPE_CHECKING:
+    from openai.types.chat import (
+        ChatCompletionChunk,
+        ChatCompletionFunctionToolParam,
+        ChatCompletionMessageFunctionToolCallParam,
+        ChatCompletionMessageParam,
+    )
+    from openai.types.responses import (
+        FunctionToolParam,
+        ResponseInputItemParam,
+        ResponseStreamEvent,
+        ResponseUsage,
+    )
+
+__all__ = ["OpenAIChatClient", "OpenAIResponsesClient"]
+
+PROVIDER = "openai"
+
+STOP_REASONS: Mapping[str, str] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "length": "max_tokens",
+}
+"""Chat Completions ``finish_reason`` → our stop reason; others pass through unchanged."""
+
+INCOMPLETE_REASONS: Mapping[str, str] = {"max_output_tokens": "max_tokens"}
+"""Responses ``incomplete_details.reason`` → our stop reason; others pass through."""
+
+RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
+"""Error codes of a failed response (or an ``error`` event) that a retry may fix."""
+
+_ChunkT = TypeVar("_ChunkT", contravariant=True)
+
+
+class _Reader(Protocol[_ChunkT]):
+    def feed(self, chunk: _ChunkT, /) -> list[LlmEvent]: ...
+
+    def completion(self) -> Completion: ...
+
+
+class _OpenAIClient:
+    """What both clients share: the SDK client, settings, tool conversion, stream reading."""
+
+    _format: FormatName
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        strict: bool = False,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        extra_body: Mapping[str, object] | None = None,
+    ) -> None:
+        if client is not None:
+            given = [
+                name
+                for name, value in (
+                    ("api_key", api_key),
+                    ("base_url", base_url),
+                    ("max_retries", max_retries),
+                    ("timeout", timeout),
+                )
+                if value is not None
+            ]
+            if given:
+                raise TypeError(
+                    f"{type(self).__name__} takes client= or {'/'.join(given)}=, not both; "
+                    f"configure the AsyncOpenAI client instead"
+                )
+            self._client = client
+            self._owns_client = False
+        else:
+            self._client = openai.AsyncOpenAI(
+                api_key=api_key,
+                base_url=base_url,
+                max_retries=openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
+                timeout=openai.NOT_GIVEN if timeout is None else timeout,
+            )
+            self._owns_client = True
+        self.model = model
+        self.strict = strict
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.extra_body: dict[str, object] = dict(extra_body or {})
+        self._tools_for: tuple[LlmToolDefinition, ...] | None = None
+        self._tools: list[dict[str, Any]] = []
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client requests go through."""
+        return self._client
+
+    def _tool_dicts(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
+        # A locked worker sends the same tools every time: convert them once.
+        key = tuple(tools)
+        if key != self._tools_for:
+            self._tools = export_tools(key, self._format, strict=self.strict)
+            self._tools_for = key
+        return self._tools
+
+    async def _read(
+        self, response: openai.AsyncStream[_ChunkT], reader: _Reader[_ChunkT]
+    ) -> AsyncGenerator[LlmEvent, None]:
+        async with response:
+            while True:
+                try:
+                    chunk = await response.__anext__()
+                except StopAsyncIteration:
+                    break
+                except openai.OpenAIError as exc:
+                    raise provider_error(exc) from exc
+                except Exception as exc:  # the HTTP library's own error: the stream broke
+                    raise connection_failed(PROVIDER, exc, "the response stream broke") from exc
+                for event in reader.feed(chunk):
+                    yield event
+        yield reader.completion()
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this object made it (a client you passed in stays open)."""
+        if self._owns_client:
+            await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} model={self.model!r} base_url={str(self._client.base_url)!r}>"
+        )
+
+
+class OpenAIChatClient(_OpenAIClient):
+    """An ``LlmClient`` on the Chat Completions API (``POST /chat/completions``, streamed).
+
+    Give it either a configured ``openai.AsyncOpenAI`` as ``client`` (you close it), or
+    the settings to make one: ``api_key`` (default: ``OPENAI_API_KEY``), ``base_url``
+    (default: ``OPENAI_BASE_URL`` or OpenAI's; any OpenAI-compatible server works),
+    ``max_retries`` (SDK default 2) and ``timeout`` in seconds (SDK default 600). A client
+    it made is closed by ``aclose()`` or ``async with``.
+
+    ``strict=True`` sends every tool with ``"strict": true`` and its schema rewritten
+    for OpenAI's strict mode (``export_tools(..., "openai", strict=True)``; a schema
+    that has no strict form raises ``ValueError`` from the first request).
+    ``max_tokens`` is sent as ``max_completion_tokens``, ``temperature`` as is, and
+    ``extra_body`` is merged into every request body (for server-specific fields,
+    or ``{"max_tokens": n}`` for servers that predate ``max_completion_tokens``).
+    """
+
+    _format: FormatName = "openai"
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
+
+        Raises ``ProviderError`` for every failure: an error status, a connection that
+        fails or breaks, an error inside the stream, a stream that ends too early.
+        """
+        tools = cast("list[ChatCompletionFunctionToolParam]", self._tool_dicts(request.tools))
+        try:
+            response = await self._client.chat.completions.create(
+                model=self.model,
+                messages=chat_messages(request.system_prompt, request.messages),
+                tools=tools if tools else openai.omit,
+                stream=True,
+                stream_options={"include_usage": True},
+                max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
+                temperature=openai.omit if self.temperature is None else self.temperature,
+                extra_body=self.extra_body or None,
+            )
+        except openai.OpenAIError as exc:
+            raise provider_error(exc) from exc
+        async with aclosing(self._read(response, _ChunkReader())) as events:
+            async for event in events:
+                yield event
+
+
+class OpenAIResponsesClient(_OpenAIClient):
+    """An ``LlmClient`` on the Responses API (``POST /responses``, streamed, stateless).
+
+    Takes the same arguments as ``OpenAIChatClient``. Every request sends the whole
+    conversation with ``store: false`` (pass ``extra_body={"store": True}`` to keep
+    responses on OpenAI's side anyway); ``max_tokens`` is sent as
+    ``max_output_tokens``. Reasoning items are not kept in the history, so a
+    reasoning model does not see its earlier reasoning (as with Chat Completions).
+    """
+
+    _format: FormatName = "openai-responses"
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
+
+        Raises ``ProviderError`` for every failure: an error status, a connection that
+        fails or breaks, a failed response or an ``error`` event, a stream that ends
+        before the response is completed.
+        """
+        tools = cast("list[FunctionToolParam]", self._tool_dicts(request.tools))
+        try:
+            response = await self._client.responses.create(
+                model=self.model,
+                input=responses_input(request.messages),
+                instructions=request.system_prompt if request.system_prompt else openai.omit,
+                tools=tools if tools else openai.omit,
+                stream=True,
+                store=False,
+                max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
+                temperature=openai.omit if self.temperature is None else self.temperature,
+                extra_body=self.extra_body or None,
+            )
+        except openai.OpenAIError as exc:
+            raise provider_error(exc) from exc
+        async with aclosing(self._read(response, _ResponseEventReader())) as events:
+            async for event in events:
+                yield event
+
+
+def chat_messages(
+    system_prompt: str | None, messages: Sequence[Message]
+) -> list[ChatCompletionMessageParam]:
+    """Our history as Chat Completions ``messages`` (see the module docstring)."""
+    out: list[ChatCompletionMessageParam] = []
+    if system_prompt:
+        out.append({"role": "system", "content": system_prompt})
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.text})
+        elif isinstance(message, ToolResult):
+            out.append(
+                {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+            )
+        elif isinstance(message, AssistantMessage):
+            if not message.tool_calls:
+                out.append({"role": "assistant", "content": message.text})
+                continue
+            calls: list[ChatCompletionMessageFunctionToolCallParam] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": _arguments(call.input_json)},
+                }
+                for call in message.tool_calls
+            ]
+            out.append({"role": "assistant", "content": message.text or None, "tool_calls": calls})
+        else:
+            raise TypeError(f"not a history item: {message!r}")
+    return out
+
+
+def responses_input(messages: Sequence[Message]) -> list[ResponseInputItemParam]:
+    """Our history as Responses ``input`` items (see the module docstring)."""
+    out: list[ResponseInputItemParam] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.text})
+        elif isinstance(message, ToolResult):
+            out.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.call_id,
+                    "output": message.content,
+                }
+            )
+        elif isinstance(message, AssistantMessage):
+            if message.text or not message.tool_calls:
+                out.append({"role": "assistant", "content": message.text})
+            out.extend(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": _arguments(call.input_json),
+                }
+                for call in message.tool_calls
+            )
+        else:
+            raise TypeError(f"not a history item: {message!r}")
+    return out
+
+
+def _arguments(input_json: str) -> str:
+    # The worker reads empty arguments as {}; say so to the server, which may parse them.
+    return input_json if input_json.strip() else "{}"
+
+
+class _ChunkReader:
+    """Turns ``chat.completion.chunk``s into events; only choice 0 is read."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
+        events: list[LlmEvent] = []
+        if chunk.usage is not None:
+            self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            if delta.content:
+                events.append(TextDelta(delta.content))
+            if delta.refusal:
+                events.append(TextDelta(delta.refusal))
+            for call in delta.tool_calls or ():
+                function = call.function
+                if call.index not in self.started:
+                    self.started.append(call.index)
+                    call_id = call.id or f"call_{chunk.id}_{call.index}"
+                    name = (function.name if function is not None else None) or ""
+                    events.append(ToolUseStart(call.index, call_id, name))
+                if function is not None and function.arguments:
+                    events.append(ToolInputDelta(call.index, function.arguments))
+            if choice.finish_reason is not None and self.finish_reason is None:
+                self.finish_reason = choice.finish_reason
+                events.extend(ToolUseStop(index) for index in self.started)
+        return events
+
+    def completion(self) -> Completion:
+        if self.finish_reason is None:
+            raise stream_ended(PROVIDER)
+        reason = self.finish_reason
+        return Completion(STOP_REASONS.get(reason, reason), self.usage)
+
+
+class _ResponseEventReader:
+    """Turns Responses stream events into events; output items are told apart by index."""
+
+    def __init__(self) -> None:
+        # Open function calls: output_index -> whether argument deltas came.
+        self.open_calls: dict[int, bool] = {}
+        self.called = False
+        self.result: Completion | None = None
+
+    def feed(self, event: ResponseStreamEvent) -> list[LlmEvent]:
+        if event.type == "response.output_text.delta" or event.type == "response.refusal.delta":
+            return [TextDelta(event.delta)] if event.delta else []
+        if event.type == "response.function_call_arguments.delta":
+            if event.output_index not in self.open_calls or not event.delta:
+                return []
+            self.open_calls[event.output_index] = True
+            return [ToolInputDelta(event.output_index, event.delta)]
+        if event.type == "response.output_item.added":
+            item = event.item
+            if item.type != "function_call":
+                return []
+            self.open_calls[event.output_index] = False
+            self.called = True
+            return [ToolUseStart(event.output_index, item.call_id, item.name)]
+        if event.type == "response.output_item.done":
+            item = event.item
+            if item.type != "function_call" or event.output_index not in self.open_calls:
+                return []
+            streamed = self.open_calls.pop(event.output_index)
+            # A server that sends the arguments only with the finished item.
+            head: list[LlmEvent] = []
+            if not streamed and item.arguments:
+                head.append(ToolInputDelta(event.output_index, item.arguments))
+            return [*head, ToolUseStop(event.output_index)]
+        if event.type == "response.completed":
+            usage = _responses_usage(event.response.usage)
+            self.result = Completion("tool_use" if self.called else "end_turn", usage)
+        elif event.type == "response.incomplete":
+            details = event.response.incomplete_details
+            reason = (details.reason if details is not None else None) or "incomplete"
+            usage = _responses_usage(event.response.usage)
+            self.result = Completion(INCOMPLETE_REASONS.get(reason, reason), usage)
+        elif event.type == "response.failed":
+            error = event.response.error
+            message = error.message if error is not None else "the response failed"
+            code = error.code if error is not None else None
+            raise ProviderError(PROVIDER, message, retryable=code in RETRYABLE_CODES)
+        elif event.type == "error":
+            retryable = event.code is None or event.code in RETRYABLE_CODES
+            raise ProviderError(PROVIDER, event.message, retryable=retryable)
+        return []
+
+    def completion(self) -> Completion:
+        if self.result is None:
+            raise stream_ended(PROVIDER)
+        return self.result
+
+
+def _responses_usage(usage: ResponseUsage | None) -> Usage | None:
+    return Usage(usage.input_tokens, usage.output_tokens) if usage is not None else None
+
+
+def provider_error(exc: openai.OpenAIError) -> ProviderError:
+    """The SDK's exception as a ``ProviderError`` (see docs/providers.md, "Errors")."""
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        message = error_field(exc.body, "message") or body_text(exc.body) or exc.message
+        return ProviderError(
+            PROVIDER, message, status=status, retryable=is_retryable_status(status)
+        )
+    if isinstance(exc, openai.APITimeoutError):
+        return ProviderError(PROVIDER, TIMED_OUT, retryable=True)
+    if isinstance(exc, openai.APIConnectionError):
+        return connection_failed(PROVIDER, exc.__cause__, exc.message)
+    if isinstance(exc, openai.APIError):
+        # An error sent inside a Chat Completions stream: {"error": {"message", "type"...}}.
+        message = error_field(exc.body, "message") or exc.message
+        kind = error_field(exc.body, "type")
+        return ProviderError(PROVIDER, message, retryable=kind != "invalid_request_error")
+    return ProviderError(PROVIDER, str(exc) or type(exc).__name__)

@@ -1,0 +1,657 @@
+"""``llm_worker.providers.openai``: the real ``openai`` SDK against a local Chat Completions server.
+
+Each test scripts the server's replies (server-sent events shaped as OpenAI documents
+them, see ``wire.py``) and asserts both directions: the request body the SDK sent, and
+what the worker did with the streamed answer. Nothing of the SDK is mocked.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import anyio
+import openai
+import pytest
+from test_worker import assert_history_valid
+
+from llm_worker import (
+    AssistantMessage,
+    Completion,
+    LlmClient,
+    LlmRequest,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    ToolInputDelta,
+    ToolResult,
+    ToolUseStart,
+    ToolUseStop,
+    Usage,
+    UserMessage,
+    Worker,
+    WorkerResult,
+    tool_definitions,
+)
+from llm_worker._formats import export_tools
+from llm_worker.providers.openai import OpenAIChatClient
+
+from . import wire
+from .app import Notes
+from .server import STALL, ProviderServer, error, stalled_stream, stream
+
+# The openai SDK stops reading at `data: [DONE]` (and raises out of its SSE loop on an
+# error) without closing its inner async generators; trio reports each one as a
+# ResourceWarning when it is garbage collected during the test.
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Async generator '(openai|httpx2|httpcore2)\.[^']*' was garbage "
+    r"collected:ResourceWarning"
+)
+
+MODEL = "gpt-test-mini"
+SYSTEM = "You keep notes."
+
+
+def make_client(server: ProviderServer, **options) -> OpenAIChatClient:
+    options.setdefault("max_retries", 0)
+    return OpenAIChatClient(MODEL, api_key="test-key", base_url=f"{server.base_url}/v1", **options)
+
+
+def make_worker(client: LlmClient, notes: Notes, system_prompt: str | None = SYSTEM) -> Worker:
+    worker = Worker(client, system_prompt=system_prompt)
+    worker.register_tools(tool_definitions(notes))
+    return worker
+
+
+def sent_tools(worker: Worker, strict: bool = False) -> list[dict]:
+    return export_tools(
+        worker.tool_server_handle().tool_definitions_sorted(), "openai", strict=strict
+    )
+
+
+class TestRequest:
+    @pytest.mark.anyio
+    async def test_first_request(self, server, notes):
+        """The SDK posts model, system prompt, user message, tools and the stream flags."""
+        server.add(stream(*wire.chat_text("Hi.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("hello")
+        [received] = server.requests
+        assert received.path == "/v1/chat/completions"
+        assert received.headers["authorization"] == "Bearer test-key"
+        body = received.json
+        assert body["model"] == MODEL
+        assert body["stream"] is True
+        assert body["stream_options"] == {"include_usage": True}
+        assert body["messages"] == [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "hello"},
+        ]
+        assert body["tools"] == sent_tools(worker)
+        assert [t["function"]["name"] for t in body["tools"]] == ["add_note", "get_note"]
+        assert body["tools"][0]["type"] == "function"
+        assert body["tools"][0]["function"]["parameters"]["required"] == ["title"]
+        assert "max_completion_tokens" not in body
+        assert "temperature" not in body
+
+    @pytest.mark.anyio
+    async def test_no_system_prompt_no_tools(self, server):
+        """Without a system prompt or tools, only the conversation is sent: no system
+        message and no ``tools`` key."""
+        server.add(stream(*wire.chat_text("Hi.")))
+        async with make_client(server) as client:
+            await Worker(client).run("hello")
+        body = server.requests[0].json
+        assert body["messages"] == [{"role": "user", "content": "hello"}]
+        assert "tools" not in body
+
+    @pytest.mark.anyio
+    async def test_strict_tools(self, server, notes):
+        """``strict=True`` sends each tool with ``strict: true`` and its strict-mode schema."""
+        server.add(stream(*wire.chat_text("Hi.")))
+        async with make_client(server, strict=True) as client:
+            worker = make_worker(client, notes)
+            await worker.run("hello")
+        tools = server.requests[0].json["tools"]
+        assert tools == sent_tools(worker, strict=True)
+        assert [t["function"]["strict"] for t in tools] == [True, True]
+        add_note = tools[0]["function"]["parameters"]
+        assert add_note["required"] == ["title", "body"]
+        assert add_note["additionalProperties"] is False
+
+    @pytest.mark.anyio
+    async def test_options(self, server):
+        """``max_tokens`` goes out as ``max_completion_tokens``, ``temperature`` as is, and
+        ``extra_body`` is merged into the body."""
+        server.add(stream(*wire.chat_text("Hi.")))
+        client = make_client(
+            server, max_tokens=300, temperature=0.25, extra_body={"seed": 7, "user": "u1"}
+        )
+        async with client:
+            await Worker(client).run("hello")
+        body = server.requests[0].json
+        assert body["max_completion_tokens"] == 300
+        assert body["temperature"] == 0.25
+        assert (body["seed"], body["user"]) == (7, "u1")
+
+    @pytest.mark.anyio
+    async def test_history_mapping(self, server):
+        """Assistant text and tool calls, and tool results (errors included), map to
+        assistant ``tool_calls`` and ``tool`` messages with the matching ids; empty
+        arguments go out as ``{}``."""
+        server.add(stream(*wire.chat_text("ok")))
+        history = [
+            UserMessage("first"),
+            AssistantMessage("Looking.", (ToolCall("call_a", "get_note", '{"title": "x"}'),)),
+            ToolResult("call_a", "Execution failed: no note called 'x'", is_error=True),
+            AssistantMessage("", (ToolCall("call_b", "list_notes", ""),)),
+            ToolResult("call_b", "Tool 'list_notes' not found", is_error=True),
+            AssistantMessage("Nothing there."),
+        ]
+        async with make_client(server) as client:
+            worker = Worker(client)
+            worker.set_history(history)
+            await worker.run("second")
+        assert server.requests[0].json["messages"] == [
+            {"role": "user", "content": "first"},
+            {
+                "role": "assistant",
+                "content": "Looking.",
+                "tool_calls": [
+                    {
+                        "id": "call_a",
+                        "type": "function",
+                        "function": {"name": "get_note", "arguments": '{"title": "x"}'},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "tool_call_id": "call_a",
+                "content": "Execution failed: no note called 'x'",
+            },
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_b",
+                        "type": "function",
+                        "function": {"name": "list_notes", "arguments": "{}"},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_b", "content": "Tool 'list_notes' not found"},
+            {"role": "assistant", "content": "Nothing there."},
+            {"role": "user", "content": "second"},
+        ]
+
+
+REQUEST = LlmRequest(None, (UserMessage("go"),), ())
+
+
+class TestStream:
+    @pytest.mark.anyio
+    async def test_event_sequence(self, server):
+        """The client's own events for interleaved parallel calls: text, both starts, the
+        fragments in arrival order, a stop per call at the finish, then the Completion."""
+        calls = [("call_a", "add_note", '{"title": "a"}'), ("call_b", "get_note", '{"title": "b"}')]
+        server.add(
+            stream(*wire.chat_tool_calls(calls, text="Both.", chunk_size=8, interleave=True))
+        )
+        async with make_client(server) as client:
+            events = [event async for event in client.stream(REQUEST)]
+        assert events == [
+            TextDelta("Both."),
+            ToolUseStart(0, "call_a", "add_note"),
+            ToolUseStart(1, "call_b", "get_note"),
+            ToolInputDelta(0, '{"title"'),
+            ToolInputDelta(1, '{"title"'),
+            ToolInputDelta(0, ': "a"}'),
+            ToolInputDelta(1, ': "b"}'),
+            ToolUseStop(0),
+            ToolUseStop(1),
+            Completion("tool_use", Usage(40, 18)),
+        ]
+
+    @pytest.mark.anyio
+    async def test_closing_the_stream_early(self, server):
+        """A consumer may close the event stream after any event; the client stays usable."""
+        server.add(stream(*wire.chat_text("a", "b", "c")), stream(*wire.chat_text("Again.")))
+        async with make_client(server) as client:
+            events = client.stream(REQUEST)
+            assert await events.__anext__() == TextDelta("a")
+            await events.aclose()
+            again = [event async for event in client.stream(REQUEST)]
+        assert again == [TextDelta("Again."), Completion("end_turn", Usage(11, 7))]
+
+    @pytest.mark.anyio
+    async def test_text(self, server):
+        """Content deltas become the answer; ``stop`` becomes ``end_turn``; usage is read."""
+        server.add(stream(*wire.chat_text("Hel", "lo, ", "world.", usage=(12, 5))))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            assert await worker.run("hi") is WorkerResult.FINISHED
+        assert worker.history[-1] == AssistantMessage("Hello, world.", (), "end_turn")
+        assert worker.history[-1].usage == Usage(12, 5)
+
+    @pytest.mark.anyio
+    async def test_one_tool_call(self, server, notes):
+        """A tool call is executed with its arguments, its result is sent back under the
+        call's id, and the next answer ends the run."""
+        server.add(
+            stream(*wire.chat_tool_calls([("call_1", "add_note", '{"title": "milk"}')])),
+            stream(*wire.chat_text("Saved.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("remember milk")
+        assert notes.notes == {"milk": ""}
+        assert worker.history[1:] == (
+            AssistantMessage(
+                "", (ToolCall("call_1", "add_note", '{"title": "milk"}'),), "tool_use"
+            ),
+            ToolResult("call_1", "saved milk"),
+            AssistantMessage("Saved.", (), "end_turn"),
+        )
+        second = server.requests[1].json["messages"]
+        assert second[-2]["tool_calls"][0]["id"] == "call_1"
+        assert second[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "saved milk"}
+
+    @pytest.mark.anyio
+    async def test_parallel_calls_in_fragments(self, server, notes):
+        """Parallel calls whose arguments arrive one character at a time, interleaved,
+        are reassembled per call, run, and answered in call order."""
+        calls = [
+            ("call_a", "add_note", '{"title": "a", "body": "first \\"quoted\\""}'),
+            ("call_b", "add_note", '{"title": "b", "body": "caf\\u00e9"}'),
+        ]
+        server.add(
+            stream(
+                *wire.chat_tool_calls(calls, text="Saving both.", chunk_size=1, interleave=True)
+            ),
+            stream(*wire.chat_text("Done.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("save a and b")
+        assert notes.notes == {"a": 'first "quoted"', "b": "café"}
+        assistant = worker.history[1]
+        assert isinstance(assistant, AssistantMessage)
+        assert assistant.text == "Saving both."
+        assert assistant.tool_calls == tuple(ToolCall(*call) for call in calls)
+        assert worker.history[2:4] == (
+            ToolResult("call_a", "saved a"),
+            ToolResult("call_b", "saved b"),
+        )
+        sent = server.requests[1].json["messages"]
+        assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["call_a", "call_b"]
+        assert_history_valid(worker.history)
+
+    @pytest.mark.parametrize(
+        ("finish_reason", "stop_reason"),
+        [("stop", "end_turn"), ("length", "max_tokens"), ("content_filter", "content_filter")],
+    )
+    @pytest.mark.anyio
+    async def test_stop_reasons(self, server, finish_reason, stop_reason):
+        """``finish_reason`` maps to our vocabulary; unknown reasons pass through."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": "cut"}),
+            wire.chunk({}, finish_reason),
+            wire.DONE,
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.history[-1] == AssistantMessage("cut", (), stop_reason)
+        assert worker.history[-1].usage is None  # no usage chunk was sent
+
+    @pytest.mark.anyio
+    async def test_refusal_is_text(self, server):
+        """A ``refusal`` delta is what the model said: it becomes the answer's text."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": None, "refusal": ""}),
+            wire.chunk({"refusal": "I can't help with that."}),
+            wire.chunk({}, "stop"),
+            wire.DONE,
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.final_text == "I can't help with that."
+
+
+class TestConversation:
+    @pytest.mark.anyio
+    async def test_multi_turn_tool_calling(self, server, notes):
+        """Two runs, four requests: every request carries the whole conversation so far,
+        with tool results (a failed one included) after the calls they answer."""
+        server.add(
+            stream(
+                *wire.chat_tool_calls([("call_1", "add_note", '{"title": "milk", "body": "2l"}')])
+            ),
+            stream(*wire.chat_text("Noted.")),
+            stream(
+                *wire.chat_tool_calls(
+                    [
+                        ("call_2", "get_note", '{"title": "milk"}'),
+                        ("call_3", "get_note", '{"title": "eggs"}'),
+                    ],
+                    chunk_size=4,
+                )
+            ),
+            stream(*wire.chat_text("Milk: 2l. No note about eggs.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            locked = worker.lock()
+            await locked.run("remember 2l of milk")
+            await locked.run("what about milk and eggs?")
+        assert locked.final_text == "Milk: 2l. No note about eggs."
+        assert notes.calls == [("add_note", "milk"), ("get_note", "milk"), ("get_note", "eggs")]
+        assert_history_valid(locked.history)
+        last = server.requests[3].json["messages"]
+        assert last == [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": "remember 2l of milk"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {
+                            "name": "add_note",
+                            "arguments": '{"title": "milk", "body": "2l"}',
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "saved milk"},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "what about milk and eggs?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "get_note", "arguments": '{"title": "milk"}'},
+                    },
+                    {
+                        "id": "call_3",
+                        "type": "function",
+                        "function": {"name": "get_note", "arguments": '{"title": "eggs"}'},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_2", "content": "2l"},
+            {
+                "role": "tool",
+                "tool_call_id": "call_3",
+                "content": "Execution failed: no note called 'eggs'",
+            },
+        ]
+        # Each request is a prefix of the next one: nothing sent earlier changes.
+        bodies = [r.json["messages"] for r in server.requests]
+        for earlier, later in itertools.pairwise(bodies):
+            assert later[: len(earlier)] == earlier
+        assert server.unused == 0
+
+
+class TestErrors:
+    @pytest.mark.anyio
+    async def test_rate_limited(self, server):
+        """A 429 becomes a retryable ProviderError with the provider's message and status,
+        chained to the SDK's RateLimitError; the history keeps only the user message."""
+        server.add(error(429, wire.RATE_LIMITED))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        err = info.value
+        message = wire.RATE_LIMITED["error"]["message"]
+        assert (err.provider, err.status, err.retryable, err.message) == (
+            "openai",
+            429,
+            True,
+            message,
+        )
+        assert str(err) == f"openai request failed (HTTP 429): {message}"
+        assert isinstance(err.__cause__, openai.RateLimitError)
+        assert worker.history == (UserMessage("hi"),)
+        assert len(server.requests) == 1  # max_retries=0
+
+    @pytest.mark.anyio
+    async def test_bad_key(self, server):
+        """A 401 is a ProviderError that retrying cannot fix."""
+        server.add(error(401, wire.BAD_KEY))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.status, info.value.retryable) == (401, False)
+        assert info.value.message == wire.BAD_KEY["error"]["message"]
+        assert isinstance(info.value.__cause__, openai.AuthenticationError)
+
+    @pytest.mark.anyio
+    async def test_bad_request(self, server):
+        """A 400 is a ProviderError that retrying cannot fix."""
+        body = wire.openai_error(
+            "Invalid schema for function 'add_note'.",
+            "invalid_request_error",
+            "invalid_function_parameters",
+        )
+        server.add(error(400, body))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        err = info.value
+        assert (err.status, err.retryable, err.message) == (
+            400,
+            False,
+            "Invalid schema for function 'add_note'.",
+        )
+        assert isinstance(err.__cause__, openai.BadRequestError)
+
+    @pytest.mark.anyio
+    async def test_server_error_without_json(self, server):
+        """A 502 whose body is not JSON (a proxy's page) keeps the body's text as message."""
+        server.add(error(502, "<html>  Bad gateway\n</html>"))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        err = info.value
+        assert (err.status, err.retryable) == (502, True)
+        assert err.message == "<html> Bad gateway </html>"
+        assert isinstance(err.__cause__, openai.InternalServerError)
+
+    @pytest.mark.anyio
+    async def test_error_event_mid_stream(self, server, notes):
+        """An error sent inside the stream ends the run with a ProviderError; the text and
+        tool call already streamed never reach the history."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": "Let me"}),
+            wire.chunk({"tool_calls": [wire.tool_call_start(0, "call_1", "add_note")]}),
+            wire.data(
+                wire.openai_error(
+                    "The server had an error processing your request.", "server_error"
+                )
+            ),
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        err = info.value
+        assert (err.status, err.retryable) == (None, True)
+        assert err.message == "The server had an error processing your request."
+        assert type(err.__cause__) is openai.APIError
+        assert worker.history == (UserMessage("hi"),)
+        assert notes.calls == []
+
+    @pytest.mark.anyio
+    async def test_connection_dropped_mid_stream(self, server, notes):
+        """A connection cut in the middle of the arguments is a retryable ProviderError;
+        the history stays valid and the next run works."""
+        frames = wire.chat_tool_calls([("call_1", "add_note", '{"title": "milk"}')], chunk_size=3)
+        server.add(stream(*frames[:5], cut=True), stream(*wire.chat_text("Back.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("remember milk")
+            err = info.value
+            assert err.message == (
+                "the connection failed (RemoteProtocolError: peer closed connection without "
+                "sending complete message body (incomplete chunked read))"
+            )
+            assert (err.status, err.retryable) == (None, True)
+            assert isinstance(err.__cause__, openai.APIConnectionError)
+            assert worker.history == (UserMessage("remember milk"),)
+            assert notes.calls == []
+            assert await worker.run("are you there?") is WorkerResult.FINISHED
+        assert worker.final_text == "Back."
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_stream_ends_early(self, server):
+        """A stream that ends cleanly before any ``finish_reason`` is a retryable
+        ProviderError, not a truncated answer."""
+        server.add(stream(wire.chunk({"role": "assistant", "content": "Half an ans"})))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message == "the response stream ended before the response was complete"
+        assert (info.value.status, info.value.retryable) == (None, True)
+        assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.anyio
+    async def test_failure_in_a_later_turn(self, server, notes):
+        """When the request after the tool results fails, the history ends with those
+        results: every call has its result, and nothing of the failed response is kept."""
+        server.add(
+            stream(*wire.chat_tool_calls([("call_1", "add_note", '{"title": "milk"}')])),
+            error(500, wire.openai_error("The server had an error.", "server_error")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("remember milk")
+        assert (info.value.status, info.value.retryable) == (500, True)
+        assert worker.history[-1] == ToolResult("call_1", "saved milk")
+        assert len(worker.history) == 3
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_connection_refused(self):
+        """Nothing listening on the port: a retryable ProviderError naming the failure."""
+        with ProviderServer() as closed:
+            base_url = closed.base_url
+        client = OpenAIChatClient(MODEL, api_key="k", base_url=f"{base_url}/v1", max_retries=0)
+        async with client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert info.value.message.startswith("the connection failed (ConnectError: ")
+        assert (info.value.status, info.value.retryable) == (None, True)
+        assert isinstance(info.value.__cause__, openai.APIConnectionError)
+
+    @pytest.mark.anyio
+    async def test_timeout(self, server):
+        """A server that does not answer within ``timeout`` gives a retryable ProviderError."""
+        server.add(STALL)
+        async with make_client(server, timeout=0.2) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert info.value.message == "the request timed out"
+        assert (info.value.status, info.value.retryable) == (None, True)
+        assert isinstance(info.value.__cause__, openai.APITimeoutError)
+
+    @pytest.mark.anyio
+    async def test_sdk_retries_before_streaming(self, server):
+        """With ``max_retries=1`` the SDK itself retries a 429 (honouring
+        ``retry-after-ms``) and the run succeeds on the second request."""
+        server.add(
+            error(429, wire.RATE_LIMITED, retry_after_ms="5"), stream(*wire.chat_text("Ok."))
+        )
+        async with make_client(server, max_retries=1) as client:
+            worker = Worker(client)
+            assert await worker.run("hi") is WorkerResult.FINISHED
+        assert worker.final_text == "Ok."
+        assert len(server.requests) == 2
+        assert server.requests[0].json == server.requests[1].json
+
+
+class TestCancellation:
+    @pytest.mark.anyio
+    async def test_cancel_mid_stream(self, server, notes):
+        """Cancelling a run while the answer streams drops the half-received response;
+        the next run starts from a valid history."""
+        frames = wire.chat_tool_calls([("call_1", "add_note", '{"title": "milk"}')], chunk_size=3)
+        server.add(stalled_stream(*frames[:4]), stream(*wire.chat_text("Back.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+
+            async def cancel_once_streaming() -> None:
+                while server.frames_sent < 4:
+                    await anyio.sleep(0.01)
+                scope.cancel()
+
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(cancel_once_streaming)
+                    await worker.run("remember milk")
+            assert scope.cancelled_caught
+            assert worker.history == (UserMessage("remember milk"),)
+            assert await worker.run("are you there?") is WorkerResult.FINISHED
+        assert notes.calls == []
+        assert worker.final_text == "Back."
+        assert_history_valid(worker.history)
+
+
+class TestClient:
+    def test_is_an_llm_client(self):
+        """OpenAIChatClient satisfies the LlmClient protocol."""
+        assert isinstance(OpenAIChatClient(MODEL, api_key="k"), LlmClient)
+
+    def test_client_or_settings(self):
+        """Passing an SDK client and settings for another one is refused."""
+        sdk = openai.AsyncOpenAI(api_key="k")
+        with pytest.raises(TypeError) as info:
+            OpenAIChatClient(MODEL, client=sdk, base_url="http://x", max_retries=1)
+        assert str(info.value) == (
+            "OpenAIChatClient takes client= or base_url/max_retries=, not both; "
+            "configure the AsyncOpenAI client instead"
+        )
+
+    @pytest.mark.anyio
+    async def test_given_client_is_used_and_left_open(self, server):
+        """A given AsyncOpenAI carries the requests and is not closed by ``aclose()``."""
+        server.add(stream(*wire.chat_text("Hi.")))
+        async with openai.AsyncOpenAI(
+            api_key="own-key", base_url=f"{server.base_url}/v1", max_retries=0
+        ) as sdk:
+            async with OpenAIChatClient(MODEL, client=sdk) as client:
+                assert client.client is sdk
+                await Worker(client).run("hello")
+            assert not sdk.is_closed()
+        assert server.requests[0].headers["authorization"] == "Bearer own-key"
+
+    @pytest.mark.anyio
+    async def test_own_client_is_closed(self, server):
+        """A client made from settings is closed when the OpenAIChatClient closes."""
+        async with make_client(server) as client:
+            assert not client.client.is_closed()
+        assert client.client.is_closed()
+
+    def test_repr(self, server):
+        """The repr shows the model and the server, never the key."""
+        client = make_client(server)
+        assert repr(client) == (
+            f"<OpenAIChatClient model='gpt-test-mini' base_url='{server.base_url}/v1/'>"
+        )
+        assert "test-key" not in repr(client)

@@ -1,0 +1,333 @@
+"""``OpenAIResponsesClient``: the real ``openai`` SDK against a local Responses API server.
+
+The server streams named events shaped as OpenAI documents them (see ``wire.py``);
+each test asserts the ``input`` the SDK sent and what the worker made of the answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import openai
+import pytest
+from test_worker import assert_history_valid
+
+from llm_worker import (
+    AssistantMessage,
+    Completion,
+    LlmRequest,
+    ProviderError,
+    TextDelta,
+    ToolCall,
+    ToolInputDelta,
+    ToolResult,
+    ToolUseStart,
+    ToolUseStop,
+    Usage,
+    UserMessage,
+    Worker,
+    WorkerResult,
+    tool_definitions,
+)
+from llm_worker._formats import export_tools
+from llm_worker.providers.openai import OpenAIResponsesClient
+
+from . import wire
+from .app import Notes
+from .server import ProviderServer, error, stream
+
+# As for Chat Completions: the SDK leaves inner async generators to the garbage
+# collector, which trio reports as ResourceWarnings.
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Async generator '(openai|httpx2|httpcore2)\.[^']*' was garbage "
+    r"collected:ResourceWarning"
+)
+
+MODEL = "gpt-test-mini"
+SYSTEM = "You keep notes."
+
+
+def make_client(server: ProviderServer, **options) -> OpenAIResponsesClient:
+    options.setdefault("max_retries", 0)
+    return OpenAIResponsesClient(
+        MODEL, api_key="test-key", base_url=f"{server.base_url}/v1", **options
+    )
+
+
+def make_worker(client: OpenAIResponsesClient, notes: Notes) -> Worker:
+    worker = Worker(client, system_prompt=SYSTEM)
+    worker.register_tools(tool_definitions(notes))
+    return worker
+
+
+def function_call(call_id: str, name: str, arguments: str) -> dict:
+    return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+
+
+def call_output(call_id: str, output: str) -> dict:
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+class TestRequest:
+    @pytest.mark.anyio
+    async def test_first_request(self, server, notes):
+        """The SDK posts model, instructions, input, tools, ``stream`` and ``store: false``."""
+        server.add(stream(*wire.responses_text("Hi.")))
+        async with make_client(server, max_tokens=500) as client:
+            worker = make_worker(client, notes)
+            await worker.run("hello")
+        [received] = server.requests
+        assert received.path == "/v1/responses"
+        body = received.json
+        assert body["model"] == MODEL
+        assert body["instructions"] == SYSTEM
+        assert body["input"] == [{"role": "user", "content": "hello"}]
+        assert (body["stream"], body["store"], body["max_output_tokens"]) == (True, False, 500)
+        handle = worker.tool_server_handle()
+        assert body["tools"] == export_tools(handle.tool_definitions_sorted(), "openai-responses")
+        assert [(t["type"], t["name"], t["strict"]) for t in body["tools"]] == [
+            ("function", "add_note", False),
+            ("function", "get_note", False),
+        ]
+
+    @pytest.mark.anyio
+    async def test_strict_tools(self, server, notes):
+        """``strict=True`` sends the strict-mode schemas with ``strict: true``."""
+        server.add(stream(*wire.responses_text("Hi.")))
+        async with make_client(server, strict=True) as client:
+            worker = make_worker(client, notes)
+            await worker.run("hello")
+        tools = server.requests[0].json["tools"]
+        assert [t["strict"] for t in tools] == [True, True]
+        assert tools[0]["parameters"]["required"] == ["title", "body"]
+
+    @pytest.mark.anyio
+    async def test_history_mapping(self, server):
+        """Assistant text and calls become a message and function_call items, results
+        become function_call_output items with the matching call ids."""
+        server.add(stream(*wire.responses_text("ok")))
+        history = [
+            UserMessage("first"),
+            AssistantMessage("Looking.", (ToolCall("call_a", "get_note", '{"title": "x"}'),)),
+            ToolResult("call_a", "Execution failed: no note called 'x'", is_error=True),
+            AssistantMessage("", (ToolCall("call_b", "get_note", ""),)),
+            ToolResult("call_b", "Invalid argument: 'title': missing required argument", True),
+            AssistantMessage("Nothing there."),
+        ]
+        async with make_client(server) as client:
+            worker = Worker(client)
+            worker.set_history(history)
+            await worker.run("second")
+        body = server.requests[0].json
+        assert "instructions" not in body
+        assert body["input"] == [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "Looking."},
+            function_call("call_a", "get_note", '{"title": "x"}'),
+            call_output("call_a", "Execution failed: no note called 'x'"),
+            function_call("call_b", "get_note", "{}"),
+            call_output("call_b", "Invalid argument: 'title': missing required argument"),
+            {"role": "assistant", "content": "Nothing there."},
+            {"role": "user", "content": "second"},
+        ]
+
+
+REQUEST = LlmRequest(None, (UserMessage("go"),), ())
+
+
+class TestStream:
+    @pytest.mark.anyio
+    async def test_event_sequence(self, server):
+        """The client's own events: text, then per function_call item (indexed by its
+        output_index) its start, fragments and stop, then the Completion."""
+        calls = [("call_a", "add_note", '{"title": "a"}'), ("call_b", "get_note", "{}")]
+        server.add(stream(*wire.responses_calls(calls, text="Both.", chunk_size=8)))
+        async with make_client(server) as client:
+            events = [event async for event in client.stream(REQUEST)]
+        assert events == [
+            TextDelta("Both."),
+            ToolUseStart(1, "call_a", "add_note"),
+            ToolInputDelta(1, '{"title"'),
+            ToolInputDelta(1, ': "a"}'),
+            ToolUseStop(1),
+            ToolUseStart(2, "call_b", "get_note"),
+            ToolInputDelta(2, "{}"),
+            ToolUseStop(2),
+            Completion("tool_use", Usage(80, 24)),
+        ]
+
+    @pytest.mark.anyio
+    async def test_text(self, server):
+        """Output text deltas become the answer, with ``end_turn`` and the usage."""
+        server.add(stream(*wire.responses_text("Hel", "lo.", usage=(20, 4))))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            assert await worker.run("hi") is WorkerResult.FINISHED
+        assert worker.history[-1] == AssistantMessage("Hello.", (), "end_turn")
+        assert worker.history[-1].usage == Usage(20, 4)
+
+    @pytest.mark.anyio
+    async def test_calls_in_fragments(self, server, notes):
+        """Function calls whose arguments arrive one character at a time are run, and
+        their outputs go back under their call ids, in call order."""
+        calls = [
+            ("call_a", "add_note", '{"title": "a", "body": "caf\\u00e9"}'),
+            ("call_b", "add_note", '{"title": "b"}'),
+        ]
+        server.add(
+            stream(*wire.responses_calls(calls, text="Saving.", chunk_size=1)),
+            stream(*wire.responses_text("Done.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("save a and b")
+        assert notes.notes == {"a": "café", "b": ""}
+        assert worker.history[1] == AssistantMessage(
+            "Saving.", tuple(ToolCall(*call) for call in calls), "tool_use"
+        )
+        assert server.requests[1].json["input"][-2:] == [
+            call_output("call_a", "saved a"),
+            call_output("call_b", "saved b"),
+        ]
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_incomplete(self, server):
+        """A response cut by ``max_output_tokens`` ends with stop reason ``max_tokens``."""
+        frames = wire.ResponseEvents().start().text("Half").incomplete("max_output_tokens")
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.history[-1] == AssistantMessage("Half", (), "max_tokens")
+
+
+class TestConversation:
+    @pytest.mark.anyio
+    async def test_multi_turn_tool_calling(self, server, notes):
+        """Two runs, four requests: each sends the whole conversation as ``input``, and
+        each request's input starts with the previous one's."""
+        server.add(
+            stream(*wire.responses_calls([("call_1", "add_note", '{"title": "milk"}')])),
+            stream(*wire.responses_text("Noted.")),
+            stream(
+                *wire.responses_calls(
+                    [
+                        ("call_2", "get_note", '{"title": "milk"}'),
+                        ("call_3", "get_note", '{"title": "eggs"}'),
+                    ],
+                    chunk_size=5,
+                )
+            ),
+            stream(*wire.responses_text("Milk is noted, eggs are not.")),
+        )
+        async with make_client(server) as client:
+            locked = make_worker(client, notes).lock()
+            await locked.run("remember milk")
+            await locked.run("milk and eggs?")
+        assert locked.final_text == "Milk is noted, eggs are not."
+        assert_history_valid(locked.history)
+        assert server.requests[3].json["input"] == [
+            {"role": "user", "content": "remember milk"},
+            function_call("call_1", "add_note", '{"title": "milk"}'),
+            call_output("call_1", "saved milk"),
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "milk and eggs?"},
+            function_call("call_2", "get_note", '{"title": "milk"}'),
+            function_call("call_3", "get_note", '{"title": "eggs"}'),
+            call_output("call_2", ""),
+            call_output("call_3", "Execution failed: no note called 'eggs'"),
+        ]
+        inputs = [r.json["input"] for r in server.requests]
+        for earlier, later in itertools.pairwise(inputs):
+            assert later[: len(earlier)] == earlier
+
+
+class TestErrors:
+    @pytest.mark.anyio
+    async def test_rate_limited(self, server):
+        """A 429 is a retryable ProviderError chained to the SDK's RateLimitError."""
+        server.add(error(429, wire.RATE_LIMITED))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert (info.value.status, info.value.retryable) == (429, True)
+        assert info.value.message == wire.RATE_LIMITED["error"]["message"]
+        assert isinstance(info.value.__cause__, openai.RateLimitError)
+        assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.parametrize(
+        ("code", "retryable"), [("server_error", True), ("invalid_prompt", False)]
+    )
+    @pytest.mark.anyio
+    async def test_failed_response(self, server, notes, code, retryable):
+        """A ``response.failed`` event ends the run with the response's error message;
+        nothing streamed before it reaches the history."""
+        frames = wire.ResponseEvents().start().call("call_1", "add_note", '{"title": "x"}')
+        server.add(stream(*frames.failed(code, "The model failed to respond.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        err = info.value
+        assert (err.message, err.status, err.retryable) == (
+            "The model failed to respond.",
+            None,
+            retryable,
+        )
+        assert worker.history == (UserMessage("hi"),)
+        assert notes.calls == []
+
+    @pytest.mark.anyio
+    async def test_error_event(self, server):
+        """An ``error`` event is a ProviderError with its message."""
+        frames = wire.ResponseEvents().start().error("server_error", "Something went wrong.")
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert (info.value.message, info.value.retryable) == ("Something went wrong.", True)
+        assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.anyio
+    async def test_connection_dropped_mid_stream(self, server, notes):
+        """A connection cut mid-response is a retryable ProviderError; the next run works."""
+        frames = wire.responses_calls([("call_1", "add_note", '{"title": "milk"}')], chunk_size=2)
+        server.add(stream(*frames[:5], cut=True), stream(*wire.responses_text("Back.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("remember milk")
+            assert info.value.message.startswith("the connection failed (RemoteProtocolError: ")
+            assert info.value.retryable
+            assert await worker.run("again") is WorkerResult.FINISHED
+        assert notes.calls == []
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_stream_ends_early(self, server):
+        """A stream that ends before ``response.completed`` is a retryable ProviderError."""
+        server.add(stream(*wire.ResponseEvents().start().text("Half").frames))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert info.value.message == "the response stream ended before the response was complete"
+
+
+class TestClient:
+    def test_client_or_settings(self):
+        """Passing an SDK client and settings for another one is refused, by name."""
+        with pytest.raises(TypeError) as info:
+            OpenAIResponsesClient(MODEL, client=openai.AsyncOpenAI(api_key="k"), timeout=5)
+        assert str(info.value) == (
+            "OpenAIResponsesClient takes client= or timeout=, not both; "
+            "configure the AsyncOpenAI client instead"
+        )
+
+    def test_repr(self, server):
+        """The repr names the class, the model and the server."""
+        assert repr(make_client(server)) == (
+            f"<OpenAIResponsesClient model='gpt-test-mini' base_url='{server.base_url}/v1/'>"
+        )
