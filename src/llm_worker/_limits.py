@@ -22,6 +22,7 @@ __all__ = [
 
 DEFAULT_MAX_INPUT_BYTES = 1_000_000
 DEFAULT_MAX_INPUT_DEPTH = 64
+MIN_RESULT_BYTES = 256  # the truncation note itself takes about 120
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,14 @@ class Limits:
     max_concurrent_calls: int = 16
 
     def __post_init__(self) -> None:
-        for name in ("max_input_bytes", "max_input_depth", "max_result_bytes"):
+        for name in ("max_input_bytes", "max_input_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_result_bytes < MIN_RESULT_BYTES:
+            raise ValueError(
+                f"Limits.max_result_bytes must be at least {MIN_RESULT_BYTES} (room for the "
+                f"truncation note), got {self.max_result_bytes}"
+            )
         if self.max_concurrent_calls < 1:
             raise ValueError(
                 f"Limits.max_concurrent_calls must be at least 1, got {self.max_concurrent_calls}"

@@ -184,6 +184,8 @@ class _Session:
         reviewed = 0  # allowed[:reviewed] went through the post-hooks
         try:
             allowed, stop = await self.decide(batch)
+            if isinstance(stop, Abort):
+                allowed = []  # an abort stops everything: no call of the batch runs after it
             await self.execute(allowed, batch)
             for index, ctx in allowed:
                 result = batch.results[index]
@@ -266,6 +268,7 @@ class _Session:
             call.input_json, limits.max_input_bytes, limits.max_input_depth
         )
         if problem is not None:
+            logger.info("Tool %r refused its input: %s", call.name, problem)
             return str(InvalidArgumentError(problem)), True
         try:
             with anyio.move_on_after(limits.tool_timeout):
@@ -283,6 +286,7 @@ class _Session:
             logger.exception("Tool %r raised %s", call.name, type(exc).__name__)
             return UNEXPECTED.format(name=call.name, kind=type(exc).__name__), True
         # Only the timeout scope can end the block without a return.
+        logger.info("Tool %r timed out after %ss", call.name, limits.tool_timeout)
         return TIMED_OUT.format(name=call.name, seconds=limits.tool_timeout or 0.0), True
 
     def close_batch(

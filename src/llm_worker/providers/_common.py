@@ -61,3 +61,13 @@ def connection_failed(provider: str, cause: BaseException | None, fallback: str)
 def stream_ended(provider: str) -> ProviderError:
     """The stream ended cleanly but before the provider said the response was complete."""
     return ProviderError(provider, STREAM_ENDED, retryable=True)
+
+
+def refuse_client_with_options(owner: str, sdk_client: str, **options: object) -> None:
+    """``client=`` comes configured: refuse connection options given beside it."""
+    given = [name for name, value in options.items() if value is not None]
+    if given:
+        raise TypeError(
+            f"{owner} takes client= or {'/'.join(given)}=, not both; "
+            f"configure the {sdk_client} client instead"
+        )

@@ -72,6 +72,7 @@ from ._common import (
     connection_failed,
     error_field,
     is_retryable_status,
+    refuse_client_with_options,
     stream_ended,
 )
 
@@ -131,21 +132,14 @@ class AnthropicClient:
         extra_body: Mapping[str, object] | None = None,
     ) -> None:
         if client is not None:
-            given = [
-                name
-                for name, value in (
-                    ("api_key", api_key),
-                    ("base_url", base_url),
-                    ("max_retries", max_retries),
-                    ("timeout", timeout),
-                )
-                if value is not None
-            ]
-            if given:
-                raise TypeError(
-                    f"AnthropicClient takes client= or {'/'.join(given)}=, not both; "
-                    f"configure the AsyncAnthropic client instead"
-                )
+            refuse_client_with_options(
+                "AnthropicClient",
+                "AsyncAnthropic",
+                api_key=api_key,
+                base_url=base_url,
+                max_retries=max_retries,
+                timeout=timeout,
+            )
             self._client = client
             self._owns_client = False
         else:

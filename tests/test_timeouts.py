@@ -1,0 +1,335 @@
+"""Timeouts and cancellation of tool calls (``@tool(timeout=)``, ``Limits.tool_timeout``).
+
+A timed-out ``async def`` tool is cancelled (its ``finally`` runs); a timed-out plain-``def``
+tool's thread cannot be interrupted, so it is abandoned: the worker goes on at once and the
+thread finishes on its own later. Either way the model reads
+``Execution failed: tool '<name>' timed out after <N>s`` and the turn goes on.
+
+Nothing here measures time: tools block on events that only the test releases, so
+"the worker did not wait" is shown by the run ending while the tool is still blocked.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import pytest
+
+from llm_worker import (
+    ExecutionFailedError,
+    Limits,
+    ToolExecutionError,
+    ToolMeta,
+    ToolResult,
+    ToolServer,
+    Worker,
+    WorkerResult,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+# Long enough that a tool blocked on an event never beats it; short enough to keep tests quick.
+SHORT = 0.05
+# A bound on how long a released thread may take to finish (never reached in practice).
+THREAD_GRACE = 10.0
+
+
+def timed_out(name: str, seconds: float = SHORT) -> str:
+    return f"Execution failed: tool '{name}' timed out after {seconds:g}s"
+
+
+@tool_registry
+class Waiting:
+    """Tools that block until the test lets them go (or forever)."""
+
+    def __init__(self) -> None:
+        self.cleaned_up: list[str] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.finished = threading.Event()
+
+    @tool(timeout=SHORT)
+    async def wait_async(self) -> str:
+        """Wait forever; record that the wait was cleaned up."""
+        try:
+            await anyio.Event().wait()
+        finally:
+            self.cleaned_up.append("wait_async")
+        return "unreachable"
+
+    @tool(timeout=SHORT)
+    def wait_thread(self) -> str:
+        """Block this worker thread until the test releases it."""
+        self.started.set()
+        try:
+            self.release.wait(THREAD_GRACE)
+        finally:
+            self.finished.set()
+        return "released"
+
+    @tool
+    def block(self) -> str:
+        """Block, with no timeout of its own (only the worker's)."""
+        self.started.set()
+        try:
+            self.release.wait(THREAD_GRACE)
+        finally:
+            self.finished.set()
+        return "released"
+
+    @tool
+    async def wait_untimed(self) -> str:
+        """Wait forever, with no timeout of its own (only the worker's)."""
+        try:
+            await anyio.Event().wait()
+        finally:
+            self.cleaned_up.append("wait_untimed")
+        return "unreachable"
+
+    @tool(timeout=1000)
+    async def wait_loose(self) -> str:
+        """Wait forever, with a timeout looser than the worker's."""
+        await anyio.Event().wait()
+        return "unreachable"
+
+    @tool
+    async def quick(self, text: str) -> str:
+        """Answer at once."""
+        return text
+
+
+@tool_registry(timeout=SHORT)
+class RegistryTimeout:
+    """A registry-wide timeout, inherited by one tool and overridden by the other."""
+
+    @tool
+    async def inherits(self) -> str:
+        await anyio.Event().wait()
+        return "unreachable"
+
+    @tool(timeout=2 * SHORT)
+    async def overrides(self) -> str:
+        await anyio.Event().wait()
+        return "unreachable"
+
+
+class HandWaiting:
+    """A hand-written ``Tool`` that waits forever; it has no timeout of its own."""
+
+    def __init__(self) -> None:
+        self.cleaned_up = False
+
+    async def execute(self, input_json: str) -> str:
+        try:
+            await anyio.Event().wait()
+        finally:
+            self.cleaned_up = True
+        return "unreachable"
+
+
+def make_worker(app: Waiting, limits: Limits | None = None) -> tuple[Worker, ScriptedClient]:
+    client = ScriptedClient()
+    worker = Worker(client, limits=limits)
+    worker.register_tools(tool_definitions(app))
+    return worker, client
+
+
+async def run_batch(
+    worker: Worker, client: ScriptedClient, *calls: ScriptedCall
+) -> list[ToolResult]:
+    """One response of ``calls``, then an answer; returns what the second request carried."""
+    client.add(ScriptedResponse(tool_calls=calls), "done")
+    first = len(client.requests)
+    assert await worker.run("go") is WorkerResult.FINISHED
+    carried = client.requests[first + 1].messages
+    return [m for m in carried if isinstance(m, ToolResult)][-len(calls) :]
+
+
+class TestAsyncToolTimeout:
+    @pytest.mark.anyio
+    async def test_timed_out_async_tool_is_cancelled(self):
+        """A timed-out async tool is cancelled: its ``finally`` has run when execute raises
+        ``Execution failed: tool 'x' timed out after Ns``."""
+        app = Waiting()
+        execute = app.wait_async.definition()()[1].execute
+        with pytest.raises(ExecutionFailedError) as info:
+            await execute("{}")
+        assert str(info.value) == timed_out("wait_async")
+        assert app.cleaned_up == ["wait_async"]
+
+    @pytest.mark.anyio
+    async def test_through_the_handle(self):
+        """Through ``call_tool`` the timeout is a ToolExecutionError chained to the
+        ExecutionFailedError."""
+        server = ToolServer()
+        server.register_tools(tool_definitions(Waiting()))
+        with pytest.raises(ToolExecutionError) as info:
+            await server.handle().call_tool("wait_async", "")
+        assert info.value.detail == timed_out("wait_async")
+        assert isinstance(info.value.__cause__, ExecutionFailedError)
+
+    @pytest.mark.anyio
+    async def test_the_turn_goes_on(self):
+        """The model reads the timeout as an error result in its next request; the other calls
+        of the batch get their own results and the run finishes."""
+        app = Waiting()
+        worker, client = make_worker(app)
+        results = await run_batch(
+            worker,
+            client,
+            ScriptedCall("quick", {"text": "a"}, id="c1"),
+            ScriptedCall("wait_async", id="c2"),
+            ScriptedCall("quick", {"text": "b"}, id="c3"),
+        )
+        assert results == [
+            ToolResult("c1", "a", False),
+            ToolResult("c2", timed_out("wait_async"), True),
+            ToolResult("c3", "b", False),
+        ]
+        assert worker.final_text == "done"
+        assert app.cleaned_up == ["wait_async"]
+
+    @pytest.mark.anyio
+    async def test_registry_timeout_and_tool_override(self):
+        """``@tool_registry(timeout=)`` applies to its tools; ``@tool(timeout=)`` wins."""
+        app = RegistryTimeout()
+        inherits = app.inherits.definition()()[1].execute
+        overrides = app.overrides.definition()()[1].execute
+        with pytest.raises(ExecutionFailedError) as info:
+            await inherits("")
+        assert str(info.value) == timed_out("inherits", SHORT)
+        with pytest.raises(ExecutionFailedError) as info:
+            await overrides("")
+        assert str(info.value) == timed_out("overrides", 2 * SHORT)
+
+
+class TestThreadToolTimeout:
+    @pytest.mark.anyio
+    async def test_timed_out_thread_is_abandoned(self):
+        """A timed-out plain-def tool's thread is abandoned: the run ends while the thread is
+        still blocked, and the thread finishes on its own once released."""
+        app = Waiting()
+        worker, client = make_worker(app)
+        [result] = await run_batch(worker, client, ScriptedCall("wait_thread", id="c1"))
+        assert result == ToolResult("c1", timed_out("wait_thread"), True)
+        assert app.started.is_set()
+        assert not app.finished.is_set()  # the worker did not wait for the thread
+        app.release.set()
+        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+
+    @pytest.mark.anyio
+    async def test_abandoned_thread_result_is_dropped(self):
+        """What an abandoned thread returns later never reaches the history."""
+        app = Waiting()
+        worker, client = make_worker(app)
+        await run_batch(worker, client, ScriptedCall("wait_thread", id="c1"))
+        app.release.set()
+        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+        await anyio.sleep(0)
+        contents = [m.content for m in worker.history if isinstance(m, ToolResult)]
+        assert contents == [timed_out("wait_thread")]
+
+
+class TestWorkerTimeout:
+    @pytest.mark.anyio
+    async def test_hand_written_tool_is_cancelled_at_the_worker_timeout(self):
+        """A hand-written tool is held to ``Limits.tool_timeout``: cancelled, and the model
+        reads the same timeout text."""
+        hand = HandWaiting()
+        client = ScriptedClient()
+        worker = Worker(client, limits=Limits(tool_timeout=SHORT))
+        worker.register_tool(lambda: (ToolMeta(name="hand"), hand))
+        [result] = await run_batch(worker, client, ScriptedCall("hand", id="c1"))
+        assert result == ToolResult("c1", timed_out("hand"), True)
+        assert hand.cleaned_up
+
+    @pytest.mark.anyio
+    async def test_generated_tools_without_own_timeout_use_the_worker_timeout(self):
+        """Tools with no timeout of their own time out at the worker's: the async one is
+        cancelled, the thread one abandoned."""
+        app = Waiting()
+        worker, client = make_worker(app, Limits(tool_timeout=SHORT))
+        results = await run_batch(
+            worker,
+            client,
+            ScriptedCall("wait_untimed", id="c1"),
+            ScriptedCall("block", id="c2"),
+        )
+        assert results == [
+            ToolResult("c1", timed_out("wait_untimed"), True),
+            ToolResult("c2", timed_out("block"), True),
+        ]
+        assert app.cleaned_up == ["wait_untimed"]
+        assert not app.finished.is_set()
+        app.release.set()
+        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+
+    @pytest.mark.anyio
+    async def test_worker_timeout_caps_a_looser_tool_timeout(self):
+        """A tool's own timeout cannot extend the worker's: the worker's fires first."""
+        app = Waiting()
+        worker, client = make_worker(app, Limits(tool_timeout=SHORT))
+        [result] = await run_batch(worker, client, ScriptedCall("wait_loose", id="c1"))
+        assert result == ToolResult("c1", timed_out("wait_loose", SHORT), True)
+
+    @pytest.mark.anyio
+    async def test_tighter_tool_timeout_reports_its_own_value(self):
+        """A tool timeout tighter than the worker's fires first and names its own seconds."""
+        app = Waiting()
+        worker, client = make_worker(app, Limits(tool_timeout=1000))
+        [result] = await run_batch(worker, client, ScriptedCall("wait_async", id="c1"))
+        assert result == ToolResult("c1", timed_out("wait_async", SHORT), True)
+
+    @pytest.mark.anyio
+    async def test_next_request_carries_the_timeout(self):
+        """After a timeout the run goes on: the next request ends with the timeout result."""
+        client = ScriptedClient()
+        worker = Worker(client, limits=Limits(tool_timeout=SHORT))
+        worker.register_tool(lambda: (ToolMeta(name="hand"), HandWaiting()))
+        client.add(ScriptedResponse(tool_calls=[ScriptedCall("hand", id="c1")]), "done")
+        assert await worker.run("go") is WorkerResult.FINISHED
+        assert len(client.requests) == 2
+        assert client.requests[1].messages[-1] == ToolResult("c1", timed_out("hand"), True)
+
+
+class TestRunCancellation:
+    @pytest.mark.anyio
+    async def test_cancelled_run_does_not_wait_for_a_thread_tool(self):
+        """A run cancelled while a plain-def tool blocks its thread returns at once: the
+        thread is abandoned and finishes on its own once released."""
+        app = Waiting()
+        worker, client = make_worker(app)  # default limits: a 300 s timeout
+        client.add(ScriptedResponse(tool_calls=[ScriptedCall("block", id="c1")]), "done")
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+                group.start_soon(worker.run, "go")
+                await anyio.to_thread.run_sync(app.started.wait, THREAD_GRACE)
+                scope.cancel()
+        assert scope.cancelled_caught
+        assert not app.finished.is_set()  # the run ended while the thread was still blocked
+        assert worker.history[-1] == ToolResult(
+            "c1", "Tool call 'block' was cancelled before it finished", True
+        )
+        app.release.set()
+        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+
+    @pytest.mark.anyio
+    async def test_cancelled_run_cancels_async_tools(self):
+        """A run cancelled while an async tool runs cancels it: its ``finally`` has run by
+        the time the run returns, and the worker can run again."""
+        app = Waiting()
+        worker, client = make_worker(app)
+        client.add(ScriptedResponse(tool_calls=[ScriptedCall("wait_untimed", id="c1")]))
+        with anyio.move_on_after(SHORT) as scope:
+            await worker.run("go")
+        assert scope.cancelled_caught
+        assert app.cleaned_up == ["wait_untimed"]
+        assert worker.history[-1] == ToolResult(
+            "c1", "Tool call 'wait_untimed' was cancelled before it finished", True
+        )
+        client.add("still here")
+        assert await worker.run("again") is WorkerResult.FINISHED
+        assert worker.final_text == "still here"
