@@ -1,0 +1,74 @@
+"""The documentation's Python examples run, and print what the docs say they print.
+
+Every ```python block in README.md and docs/*.md is run in a fresh process
+(``examples/`` importable). When a ```text block follows it directly, the
+program's output must equal that block. A block that is a fragment of a larger
+program (it uses names it does not define, or a top-level ``await``) says so on
+the line before it: ``<!-- fragment -->``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"```(\w*)[^\n]*\n(.*?)```", re.DOTALL)
+FRAGMENT = "<!-- fragment -->"
+
+
+def _examples() -> list[pytest.param]:
+    params = []
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        blocks = list(BLOCK.finditer(text))
+        for i, block in enumerate(blocks):
+            if block.group(1) != "python":
+                continue
+            before = text[: block.start()].rstrip().splitlines()[-1:]
+            if before == [FRAGMENT]:
+                continue
+            expected = None
+            if i + 1 < len(blocks):
+                following = blocks[i + 1]
+                between = text[block.end() : following.start()]
+                if following.group(1) == "text" and not between.strip():
+                    expected = following.group(2)
+            line = text.count("\n", 0, block.start()) + 1
+            name = f"{page.relative_to(ROOT)}:{line}"
+            params.append(pytest.param(block.group(2), expected, id=name))
+    return params
+
+
+@pytest.mark.parametrize(("code", "expected"), _examples())
+def test_example_runs(code: str, expected: str | None, tmp_path: Path) -> None:
+    """The example exits 0, and prints exactly the text block that follows it."""
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "examples"), "PYTHONHASHSEED": "0"}
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("ANTHROPIC_API_KEY", None)
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    if expected is not None:
+        assert done.stdout == expected
+
+
+def test_every_page_is_checked() -> None:
+    """Each page with Python examples contributes at least one that runs."""
+    checked = {param.id.split(":")[0] for param in _examples()}
+    assert "README.md" in checked
+    assert "docs/worker.md" in checked
