@@ -417,7 +417,8 @@ class TestAbort:
     @pytest.mark.anyio
     async def test_results_not_seen_by_post_hooks_do_not_reach_history(self, how):
         """When the run stops in a post-hook (abort, error, cancel), results whose post-hooks
-        never ran do not reach history (they get an error result instead)."""
+        never ran do not reach history: the model reads that the call ran and its result
+        was withheld."""
         worker, _ = make_worker(three_echoes())
         post: list[str] = []
         in_hook = anyio.Event()
@@ -448,11 +449,12 @@ class TestAbort:
         assert_history_valid(worker.history)
         results = results_of(worker.history)
         # "b" and "c" were never seen by the redacting hook: they must not go to the model
-        closing = {
-            "abort": ABORTED.format("echo", "leak"),
-            "raise": NOT_RUN.format("echo"),
-            "cancel": CANCELLED.format("echo"),
+        why = {
+            "abort": "the run was aborted (leak)",
+            "raise": "the run stopped with an error",
+            "cancel": "the run was cancelled",
         }[how]
+        closing = f"Tool call 'echo' ran, but its result was withheld: {why}"
         assert results[1:] == [
             ToolResult("call_0_1", closing, True),
             ToolResult("call_0_2", closing, True),
@@ -568,8 +570,22 @@ class TestHookErrors:
             await worker.run("go")
         assert str(info.value) == (
             f"pre_tool_call hook {wrong.__qualname__} failed: "
-            'set ctx.call to \'{"text": "x"}\', not a ToolCall'
+            'set ctx.call to \'{"text": "x"}\'; it must be a ToolCall of strings'
         )
+        assert lab.log == []
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_pre_hook_setting_non_str_input_json(self):
+        """A pre-hook that puts a dict (not JSON text) into input_json raises HookError."""
+        worker, lab = make_worker(three_echoes())
+
+        def wrong(ctx):
+            ctx.call = dataclasses.replace(ctx.call, input_json={"text": "x"})
+
+        worker.add_pre_tool_call_hook(wrong)
+        with pytest.raises(HookError, match=r"it must be a ToolCall of strings$"):
+            await worker.run("go")
         assert lab.log == []
         assert_history_valid(worker.history)
 

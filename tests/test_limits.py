@@ -717,3 +717,37 @@ class TestModelFacingErrors:
             assert not re.search(r"0x[0-9a-f]{4,}", result.content)
             assert "/opt" not in result.content
             assert "/nonexistent" not in result.content
+
+
+class TestHostileInputTakesLinearTime:
+    def test_unterminated_string_with_escaped_quotes(self):
+        """An unterminated string full of escaped quotes is scanned in linear time.
+
+        (It once took quadratic time, freezing the event loop for seconds on 60 KB.)
+        Run in a subprocess with a generous bound, so a regression fails instead of hanging.
+        """
+        import subprocess
+        import sys
+
+        code = (
+            "from llm_worker._limits import input_limit_problem\n"
+            "bad = '\"' + '\\\\\"' * 200_000 + '[' * 65\n"
+            "print(input_limit_problem(bad, 10_000_000, 64))\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        # Inside a string (even an unterminated one) brackets do not nest.
+        assert done.stdout == "None\n"
+
+
+class TestOsErrorPaths:
+    @pytest.mark.parametrize(
+        "filename",
+        [r"C:\Users\bob\key.txt", "/home/bob/My Documents/tax 2024.pdf", "relative/secret.txt"],
+    )
+    def test_os_error_filenames_are_scrubbed(self, filename):
+        """An OSError's file name never reaches the model, whatever its form."""
+        text = model_safe_text(FileNotFoundError(2, "No such file or directory", filename))
+        assert text == "[Errno 2] No such file or directory: '<path>'"

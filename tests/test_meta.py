@@ -19,7 +19,7 @@ from strategies import (
     tool_metas,
 )
 
-from llm_worker import LlmToolDefinition, ToolMeta, ToolServer
+from llm_worker import LlmToolDefinition, ToolDefinition, ToolMeta, ToolServer
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -451,3 +451,24 @@ class TestRepr:
         a = ToolMeta(name="a", description="d", input_schema={"type": "object"})
         assert repr(a) != repr(a.with_description("e"))
         assert repr(a) != repr(a.with_input_schema({"type": "array"}))
+
+
+class TestReinitialisation:
+    def test_init_cannot_run_again(self):
+        """Calling __init__ on an existing ToolMeta cannot change it."""
+        meta = ToolMeta(name="a", description="d")
+        with pytest.raises(AttributeError, match="immutable"):
+            meta.__init__(name="renamed", description="hijacked")  # type: ignore[misc]
+        assert (meta.name, meta.description) == ("a", "d")
+
+
+class TestToolDefinitionAlias:
+    def test_get_type_hints_resolves_it_in_user_modules(self):
+        """A user function annotated with ToolDefinition can be introspected at run time."""
+        import typing
+
+        def make() -> ToolDefinition:
+            raise NotImplementedError
+
+        hints = typing.get_type_hints(make)
+        assert hints["return"] == ToolDefinition

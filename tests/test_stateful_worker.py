@@ -655,6 +655,11 @@ class WorkerMachine(RuleBasedStateMachine):
         if disruption is not None and content == disruption.format(name=call.name):
             assert is_error
             return
+        if disruption is not None and content.startswith(
+            f"Tool call '{call.name}' ran, but its result was withheld: "
+        ):
+            assert is_error  # it ran; the post-hooks had not reviewed its result
+            return
         if call.name not in KNOWN:
             assert (content, is_error) == (NOT_FOUND.format(name=call.name), True)
             return

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+
+import anyio
 import pytest
 from test_worker import Lab
 
@@ -252,3 +255,29 @@ class TestChunking:
             assert "".join(pieces) == arguments
             assert all(len(p) <= size for p in pieces)
             assert len(pieces) == -(-len(arguments) // size)
+
+
+class TestScriptChecks:
+    def test_chunk_size_must_be_positive(self):
+        """A chunk_size below 1 is refused instead of silently sending nothing."""
+        client = ScriptedClient([ScriptedResponse(text="hello", chunk_size=0)])
+
+        async def go() -> None:
+            async for _ in client.stream(LlmRequest(None, (), ())):
+                pass
+
+        with pytest.raises(ValueError, match="chunk_size must be at least 1, got 0"):
+            anyio.run(go)
+
+    def test_remaining_never_negative(self):
+        """remaining stays at 0 once the script has run out."""
+        client = ScriptedClient(["only"])
+
+        async def go() -> None:
+            for _ in range(2):
+                with contextlib.suppress(ScriptExhaustedError):
+                    async for _ in client.stream(LlmRequest(None, (), ())):
+                        pass
+
+        anyio.run(go)
+        assert client.remaining == 0

@@ -1062,3 +1062,25 @@ class TestCallRewrite:
         )
         assert results_of(worker.history) == [ToolResult("call_0_0", "rewritten", False)]
         assert_history_valid(worker.history)
+
+
+class TestHandWrittenToolResults:
+    @pytest.mark.anyio
+    async def test_str_subclass_result_is_text(self):
+        """A hand-written tool returning a str subclass (a StrEnum member) gives plain text."""
+        import enum
+
+        class Status(str, enum.Enum):
+            OPEN = "open"
+
+        class StatusTool:
+            async def execute(self, input_json: str) -> str:
+                return Status.OPEN
+
+        client = ScriptedClient([ScriptedResponse(tool_calls=[ScriptedCall("status")]), "ok"])
+        worker = Worker(client)
+        worker.register_tool(lambda: (ToolMeta(name="status"), StatusTool()))
+        await worker.run("go")
+        [result] = results_of(worker.history)
+        assert result == ToolResult("call_0_0", "open", False)
+        assert type(result.content) is str

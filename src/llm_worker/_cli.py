@@ -47,16 +47,14 @@ from typing import Literal, cast
 
 import anyio
 
-from ._decorators import tool_metas
-from ._formats import FORMATS, FormatName, export_tools
+from ._decorators import _TOOLS_ATTR, tool_metas
+from ._formats import _STRICT_FORMATS, FORMATS, FormatName, export_tools
 from ._meta import ToolMeta
 from ._server import ToolServer, ToolServerHandle
 
 __all__ = ["main", "render_schema"]
 
-_TOOLS_ATTR = "__llm_worker_tools__"
 _DEFAULT_PROG = "llm-worker"
-_STRICT_FORMATS = ("openai", "openai-responses")
 
 
 class _UsageError(Exception):

@@ -116,9 +116,14 @@ async def run_pre_hooks(hooks: list[PreToolCallHook], ctx: ToolCallContext) -> P
     """Run hooks in order until one decides something other than ``Continue``."""
     for hook in hooks:
         decision = await _call(hook, ctx, "pre_tool_call", _PRE_DECISIONS)
-        if not isinstance(ctx.call, ToolCall):
+        call: object = ctx.call
+        if not isinstance(call, ToolCall) or not all(
+            isinstance(value, str) for value in (call.id, call.name, call.input_json)
+        ):
             raise HookError(
-                _hook_name(hook), "pre_tool_call", f"set ctx.call to {ctx.call!r}, not a ToolCall"
+                _hook_name(hook),
+                "pre_tool_call",
+                f"set ctx.call to {call!r}; it must be a ToolCall of strings",
             )
         if not isinstance(decision, Continue):
             return decision

@@ -61,8 +61,10 @@ class Limits:
             raise ValueError(f"Limits.tool_timeout must be positive, got {self.tool_timeout}")
 
 
-# A JSON string literal, escapes included (the unrolled form: linear, no backtracking).
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# A JSON string literal, escapes included (the unrolled form). The closing quote is
+# optional so that an unterminated string ends the match instead of making the
+# engine retry from every escaped quote: linear time on any input.
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
@@ -111,6 +113,10 @@ _MAX_ERROR_TEXT = 500
 def model_safe_text(exc: BaseException) -> str:
     """A short text for the model about ``exc``: no paths, reprs or tracebacks."""
     text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, OSError):  # its filenames appear as reprs: "C:\\Users\\..." or with spaces
+        for filename in (exc.filename, exc.filename2):
+            if filename is not None:
+                text = text.replace(repr(filename), "'<path>'").replace(str(filename), "<path>")
     text = _ABSOLUTE_PATH.sub("<path>", text)
     text = _OBJECT_REPR.sub(r"<\1>", text)
     text = text.splitlines()[0] if "Traceback (most recent call last)" in text else text

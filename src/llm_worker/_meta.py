@@ -47,6 +47,8 @@ class _ToolSpec:
         self._init(name, description, schema_json)
 
     def _init(self, name: str, description: str, schema_json: str) -> None:
+        if hasattr(self, "_name"):
+            raise AttributeError(f"{type(self).__name__} is immutable; it is initialised once")
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_description", description)
         object.__setattr__(self, "_schema_json", schema_json)

@@ -9,6 +9,7 @@ Guarantees (each one tested under the same words):
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 from typing import cast
@@ -19,7 +20,13 @@ from ._exceptions import DuplicateToolError, ToolError, ToolExecutionError, Tool
 from ._meta import LlmToolDefinition, ToolMeta
 from ._types import Tool, ToolDefinition
 
-__all__ = ["ToolServer", "ToolServerHandle"]
+__all__ = ["ToolServer", "ToolServerHandle", "call_for_model"]
+
+logger = logging.getLogger("llm_worker")
+
+# What the model reads when a tool breaks its contract (a bug in the tool, not a bad call).
+UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
+NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
 
 _Entry = tuple[ToolMeta, Tool]
 
@@ -179,3 +186,26 @@ def _call_factory(definition: ToolDefinition) -> _Entry:
             f"got {type(made).__name__}"
         )
     return pair[0], cast(Tool, pair[1])
+
+
+async def call_for_model(handle: ToolServerHandle, name: str, input_json: str) -> tuple[str, bool]:
+    """Call a tool and return ``(text the model reads, is_error)``; ordinary failures never raise.
+
+    Shared by the Worker and the MCP server, so a model reads the same text
+    for the same failure wherever it called from. The full exception goes to
+    the ``llm_worker`` logger.
+    """
+    try:
+        content: object = await handle.call_tool(name, input_json)
+    except ToolExecutionError as exc:
+        logger.info("Tool %r failed: %s", name, exc.detail, exc_info=exc)
+        return exc.detail, True
+    except ToolNotFoundError as exc:
+        return str(exc), True
+    except Exception as exc:
+        logger.exception("Tool %r raised %s", name, type(exc).__name__)
+        return UNEXPECTED.format(name=name, kind=type(exc).__name__), True
+    if isinstance(content, str):  # a str subclass (a StrEnum member) is text too
+        return str.__str__(content), False
+    logger.error("Tool %r returned %r, not a str", name, content)
+    return NOT_TEXT.format(name=name, kind=type(content).__name__), True

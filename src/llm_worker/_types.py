@@ -27,5 +27,5 @@ class Tool(Protocol):
     async def execute(self, input_json: str) -> str: ...
 
 
-ToolDefinition: TypeAlias = Callable[[], "tuple[ToolMeta, Tool]"]
+ToolDefinition: TypeAlias = Callable[[], tuple[ToolMeta, Tool]]
 """A factory for a tool: called exactly once, when the tool is registered."""

@@ -23,7 +23,7 @@ import enum
 import logging
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import NoReturn, TypeVar
+from typing import NoReturn
 
 import anyio
 
@@ -42,7 +42,6 @@ from ._exceptions import (
     InvalidArgumentError,
     LlmClientError,
     MaxTurnsExceededError,
-    ToolExecutionError,
     ToolNotFoundError,
     WorkerAbortedError,
     WorkerStateError,
@@ -60,7 +59,7 @@ from ._hooks import (
     run_pre_hooks,
 )
 from ._limits import Limits, cap_result, input_limit_problem
-from ._server import ToolServer, ToolServerHandle
+from ._server import ToolServer, ToolServerHandle, call_for_model
 from ._types import ToolDefinition
 
 __all__ = ["LockedWorker", "Worker", "WorkerResult"]
@@ -73,10 +72,7 @@ SKIPPED = "Tool call '{name}' was skipped by the application; it did not run"
 ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
 CANCELLED = "Tool call '{name}' was cancelled before it finished"
 NOT_RUN = "Tool call '{name}' did not run: the run stopped with an error"
-UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
-NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
-
-_HookT = TypeVar("_HookT", PreToolCallHook, PostToolCallHook)
+WITHHELD = "Tool call '{name}' ran, but its result was withheld: {why}"
 
 
 class WorkerResult(enum.Enum):
@@ -199,13 +195,14 @@ class _Session:
                     break
         except BaseException as exc:
             # Cancelled, a hook failed, or worse: close the batch so the history stays valid.
-            text = CANCELLED if isinstance(exc, anyio.get_cancelled_exc_class()) else NOT_RUN
-            unreviewed = allowed[reviewed:] if self.post_hooks else ()
-            self.close_batch(batch, text, "", unreviewed=unreviewed)
+            cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+            why = "the run was cancelled" if cancelled else "the run stopped with an error"
+            self.withhold(batch, allowed[reviewed:], why)
+            self.close_batch(batch, CANCELLED if cancelled else NOT_RUN, "")
             raise
         if isinstance(stop, Abort):
-            unreviewed = allowed[reviewed:] if self.post_hooks else ()
-            self.close_batch(batch, ABORTED, stop.reason, unreviewed=unreviewed)
+            self.withhold(batch, allowed[reviewed:], f"the run was aborted ({stop.reason})")
+            self.close_batch(batch, ABORTED, stop.reason)
             raise WorkerAbortedError(stop.reason)
         if isinstance(stop, Pause):
             self.paused_batch = batch
@@ -262,7 +259,7 @@ class _Session:
                 group.start_soon(take_calls)
 
     async def call_tool(self, call: ToolCall) -> tuple[str, bool]:
-        """One call through the handle, within the limits: ``(content, is_error)``, never raises."""
+        """One call through the handle, within the limits: ``(content, is_error)``."""
         limits = self.limits
         problem = input_limit_problem(
             call.input_json, limits.max_input_bytes, limits.max_input_depth
@@ -270,35 +267,25 @@ class _Session:
         if problem is not None:
             logger.info("Tool %r refused its input: %s", call.name, problem)
             return str(InvalidArgumentError(problem)), True
-        try:
-            with anyio.move_on_after(limits.tool_timeout):
-                content: object = await self.handle.call_tool(call.name, call.input_json)
-                if type(content) is not str:
-                    logger.error("Tool %r returned %r, not a str", call.name, content)
-                    return NOT_TEXT.format(name=call.name, kind=type(content).__name__), True
-                return content, False
-        except ToolExecutionError as exc:
-            logger.info("Tool %r failed: %s", call.name, exc.detail, exc_info=exc)
-            return exc.detail, True
-        except ToolNotFoundError as exc:
-            return str(exc), True
-        except Exception as exc:
-            logger.exception("Tool %r raised %s", call.name, type(exc).__name__)
-            return UNEXPECTED.format(name=call.name, kind=type(exc).__name__), True
+        with anyio.move_on_after(limits.tool_timeout):
+            return await call_for_model(self.handle, call.name, call.input_json)
         # Only the timeout scope can end the block without a return.
         logger.info("Tool %r timed out after %ss", call.name, limits.tool_timeout)
         return TIMED_OUT.format(name=call.name, seconds=limits.tool_timeout or 0.0), True
 
-    def close_batch(
-        self,
-        batch: _Batch,
-        text: str,
-        reason: str,
-        unreviewed: Sequence[tuple[int, ToolCallContext]] = (),
+    def withhold(
+        self, batch: _Batch, unreviewed: Sequence[tuple[int, ToolCallContext]], why: str
     ) -> None:
-        """Give every call without a (reviewed) result ``text``; append all in call order."""
-        for index, _ in unreviewed:
-            batch.results[index] = None
+        """Replace results the post-hooks have not seen (they may redact) with a note."""
+        if not self.post_hooks:
+            return  # nothing would have reviewed them: they are final as they are
+        for index, ctx in unreviewed:
+            if batch.results[index] is not None:
+                text = WITHHELD.format(name=ctx.call.name, why=why)
+                batch.results[index] = ToolResult(batch.calls[index].id, text, True)
+
+    def close_batch(self, batch: _Batch, text: str, reason: str) -> None:
+        """Give every call without a result ``text``, then append all results in call order."""
         for index, call in enumerate(batch.calls):
             result = batch.results[index]
             if result is None:

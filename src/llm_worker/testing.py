@@ -73,7 +73,7 @@ class ScriptedResponse:
     usage: Usage | None = None
 
 
-ScriptStep: TypeAlias = ScriptedResponse | str | Callable[[LlmRequest], "ScriptedResponse | str"]
+ScriptStep: TypeAlias = ScriptedResponse | str | Callable[[LlmRequest], ScriptedResponse | str]
 """A response, plain answer text, or a function of the request that returns one."""
 
 
@@ -98,7 +98,7 @@ class ScriptedClient:
     @property
     def remaining(self) -> int:
         """How many scripted responses have not been used yet."""
-        return len(self._script) - len(self.requests)
+        return max(0, len(self._script) - len(self.requests))
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         """Record ``request`` and yield the next scripted response as events."""
@@ -113,7 +113,11 @@ class ScriptedClient:
         if callable(step):
             step = step(request)
         response = ScriptedResponse(text=step) if isinstance(step, str) else step
-        for event in _events(response, number, response.chunk_size or self._chunk_size):
+        for event in _events(
+            response,
+            number,
+            self._chunk_size if response.chunk_size is None else response.chunk_size,
+        ):
             await anyio.lowlevel.checkpoint()
             yield event
 
@@ -142,6 +146,8 @@ def _events(response: ScriptedResponse, number: int, chunk_size: int | None) -> 
 
 
 def _split(text: str, chunk_size: int | None) -> list[str]:
+    if chunk_size is not None and chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     if not text:
         return []
     if not chunk_size:

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from llm_worker import (
     Description,
@@ -451,3 +451,26 @@ class TestBuiltTool:
             "type": "string",
             "description": "what",
         }
+
+
+USERS = {"ada": "Ada Lovelace"}
+
+
+@tool_registry
+class Directory:
+    @tool
+    async def greet(self, user: Annotated[str, AfterValidator(lambda u: USERS[u])]) -> str:
+        """Greet a known user."""
+        return f"Hello, {user}"
+
+
+class TestValidatorExceptions:
+    @pytest.mark.anyio
+    async def test_any_exception_from_a_validator_is_an_invalid_argument(self):
+        """A user validator raising KeyError (which pydantic passes on) is still a ToolError."""
+        tool_ = Directory.ToolGreet(Directory())
+        assert await tool_.execute('{"user": "ada"}') == "Hello, Ada Lovelace"
+        with pytest.raises(InvalidArgumentError) as info:
+            await tool_.execute('{"user": "bob"}')
+        assert str(info.value) == "Invalid argument: KeyError: 'bob'"
+        assert isinstance(info.value.__cause__, KeyError)

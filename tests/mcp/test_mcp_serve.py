@@ -77,10 +77,10 @@ class TestCreateServer:
     async def test_unexpected_exception_is_logged_not_sent(self, caplog):
         """A non-ToolError exception is logged with its traceback; the client reads its type."""
         async with connect(create_server(mcp_apps.factory())) as session:
-            with caplog.at_level(logging.ERROR, logger="llm_worker.mcp"):
+            with caplog.at_level(logging.ERROR, logger="llm_worker"):
                 result = await session.call_tool("broken", {})
         assert "secret" not in text_of(result)
-        [record] = [r for r in caplog.records if r.name == "llm_worker.mcp"]
+        [record] = [r for r in caplog.records if r.name == "llm_worker"]
         assert record.getMessage() == "Tool 'broken' raised KeyError"
         assert record.exc_info is not None
         assert "secret internal detail" in str(record.exc_info[1])

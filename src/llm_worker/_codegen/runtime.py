@@ -204,6 +204,8 @@ def make_execute(
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
+        except Exception as exc:  # a user's validator raised something pydantic passes on
+            raise InvalidArgumentError(f"{type(exc).__name__}: {model_safe_text(exc)}") from exc
         try:
             if timeout is not None:
                 result = await _call_with_timeout(

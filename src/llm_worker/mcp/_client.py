@@ -52,7 +52,7 @@ __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definition
 
 logger = logging.getLogger("llm_worker.mcp")
 
-McpConnection: TypeAlias = "ClientSession | Client"
+McpConnection: TypeAlias = ClientSession | Client
 """An initialized ``mcp.ClientSession``, or an entered ``mcp.Client``."""
 
 # A server whose paging never ends must not hang the caller (the SDK caps its own re-list at 100).

@@ -44,10 +44,8 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from .. import __version__
-from .._exceptions import ToolExecutionError, ToolNotFoundError
 from .._formats import export_tools
-from .._server import ToolServer, ToolServerHandle
-from .._worker import NOT_TEXT, UNEXPECTED
+from .._server import ToolServer, ToolServerHandle, call_for_model
 
 __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
 
@@ -117,20 +115,8 @@ async def call_mcp_tool(
 ) -> types.CallToolResult:
     """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result."""
     input_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
-    try:
-        text: object = await handle.call_tool(name, input_json)
-    except ToolExecutionError as exc:
-        logger.debug("Tool %r failed: %s", name, exc.detail)
-        return _result(exc.detail, is_error=True)
-    except ToolNotFoundError as exc:
-        return _result(str(exc), is_error=True)
-    except Exception as exc:
-        logger.exception("Tool %r raised %s", name, type(exc).__name__)
-        return _result(UNEXPECTED.format(name=name, kind=type(exc).__name__), is_error=True)
-    if type(text) is not str:
-        logger.error("Tool %r returned %r, not a str", name, text)
-        return _result(NOT_TEXT.format(name=name, kind=type(text).__name__), is_error=True)
-    return _result(text, is_error=False)
+    text, is_error = await call_for_model(handle, name, input_json)
+    return _result(text, is_error=is_error)
 
 
 def _result(text: str, *, is_error: bool) -> types.CallToolResult:
