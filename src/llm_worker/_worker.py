@@ -541,6 +541,11 @@ class LockedWorker(_WorkerBase):
     def __init__(self) -> None:
         raise TypeError("LockedWorker has no public constructor; use Worker.lock()")
 
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt sent with every request (frozen while locked)."""
+        return self._session.system_prompt
+
     @classmethod
     def _create(cls, session: _Session, worker: Worker) -> LockedWorker:
         self = object.__new__(cls)
