@@ -75,14 +75,16 @@ def _build_args_model(cls: type, tool_plan: ToolPlan) -> type[BaseModel]:
 
 
 def _field(param: ParameterSpec) -> tuple[Any, Any]:
-    if param.default is REQUIRED:
-        return (param.annotation, Field(..., description=param.description))
-    annotation = param.annotation
-    if not _admits_none(annotation):
+    annotation, default = param.annotation, param.default
+    if default is REQUIRED:
+        default = ...
+    elif not _admits_none(annotation):
         # Models often send null for "not given"; for an argument with a default
         # that is what it means. (OpenAI strict mode relies on it: see _formats.)
-        annotation = Annotated[annotation, BeforeValidator(_null_means(param.default))]
-    return (annotation, Field(param.default, description=param.description))
+        annotation = Annotated[annotation, BeforeValidator(_null_means(default))]
+    if param.description is None:
+        return (annotation, default)  # a FieldInfo costs time at import; pydantic makes one
+    return (annotation, Field(default, description=param.description))
 
 
 _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
