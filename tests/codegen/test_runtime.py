@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import anyio
 import pytest
-from pydantic import AfterValidator, BaseModel
+from pydantic import AfterValidator, BaseModel, Field
 
 from llm_worker import (
     Description,
@@ -474,3 +474,83 @@ class TestValidatorExceptions:
             await tool_.execute('{"user": "bob"}')
         assert str(info.value) == "Invalid argument: KeyError: 'bob'"
         assert isinstance(info.value.__cause__, KeyError)
+
+
+@tool_registry
+class Defaults:
+    """Defaults given as ``= Field(...)``, the way pydantic models give them."""
+
+    @tool
+    async def limited(self, limit: int = Field(5, ge=1)) -> str:
+        return str(limit)
+
+    @tool
+    async def described(self, limit: Annotated[int, Description("How many")] = Field(5)) -> str:
+        return str(limit)
+
+    @tool
+    async def required(self, limit: int = Field(description="How many")) -> str:
+        return str(limit)
+
+    @tool
+    async def collected(self, items: list[int] = Field(default_factory=list)) -> str:  # noqa: B008
+        items.append(len(items))
+        return str(items)
+
+    @tool
+    async def overridden(self, limit: Annotated[int, Field(7)] = 9) -> str:
+        return str(limit)
+
+
+async def _run(name: str, input_json: str) -> str:
+    tool_class = next(b.tool_class for b in Defaults.__llm_worker_tools__ if b.name == name)
+    return await tool_class(Defaults()).execute(input_json)
+
+
+def _property(name: str) -> dict[str, Any]:
+    record = next(b for b in Defaults.__llm_worker_tools__ if b.name == name)
+    schema = record.meta().input_schema
+    return {"required": schema.get("required", []), **schema["properties"]}
+
+
+class TestFieldDefaults:
+    async def test_a_field_default_is_the_default_and_keeps_its_constraints(self):
+        assert await _run("limited", "{}") == "5"
+        assert await _run("limited", '{"limit": null}') == "5"
+        with pytest.raises(InvalidArgumentError, match="greater than or equal to 1"):
+            await _run("limited", '{"limit": 0}')
+        assert _property("limited") == {
+            "required": [],
+            "limit": {"default": 5, "minimum": 1, "type": "integer"},
+        }
+
+    async def test_description_and_field_default_together(self):
+        assert await _run("described", '{"limit": null}') == "5"
+        assert _property("described") == {
+            "required": [],
+            "limit": {"default": 5, "description": "How many", "type": "integer"},
+        }
+
+    async def test_a_field_without_default_is_required(self):
+        with pytest.raises(InvalidArgumentError, match="missing required argument"):
+            await _run("required", "{}")
+        with pytest.raises(InvalidArgumentError, match="valid integer"):
+            await _run("required", '{"limit": null}')
+        assert _property("required") == {
+            "required": ["limit"],
+            "limit": {"description": "How many", "type": "integer"},
+        }
+
+    async def test_a_default_factory_makes_a_fresh_default_each_call(self):
+        assert await _run("collected", "{}") == "[0]"
+        assert await _run("collected", "{}") == "[0]"
+        assert await _run("collected", '{"items": null}') == "[0]"
+        assert _property("collected") == {
+            "required": [],
+            "items": {"items": {"type": "integer"}, "type": "array"},
+        }
+
+    async def test_an_assigned_default_outranks_one_in_annotated(self):
+        assert await _run("overridden", "{}") == "9"
+        assert await _run("overridden", '{"limit": null}') == "9"
+        assert _property("overridden")["limit"]["default"] == 9

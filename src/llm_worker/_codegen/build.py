@@ -7,28 +7,19 @@ as it was.
 
 from __future__ import annotations
 
-import copy
-import types
 import warnings
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic import BaseModel, create_model
 
 from .._limits import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_INPUT_DEPTH
 from .._types import ToolDefinition
-from .introspect import REQUIRED, ParameterSpec
+from .fields import ARGS_CONFIG, field_of
 from .plan import RegistryPlan, ToolPlan
 from .runtime import BuiltTool, GeneratedTool, make_execute
 
 __all__ = ["build_registry"]
-
-_ARGS_CONFIG = ConfigDict(
-    extra="forbid",  # gives `additionalProperties: false`, and rejects what it promises to
-    strict=True,  # the schema says integer, so "5" is not one
-    defer_build=True,  # validator and schema are built on first use: cheap imports
-    protected_namespaces=(),  # `model_name` is a fine argument name
-)
 
 
 def build_registry(plan: RegistryPlan) -> tuple[dict[str, Any], list[BuiltTool]]:
@@ -44,6 +35,7 @@ def build_registry(plan: RegistryPlan) -> tuple[dict[str, Any], list[BuiltTool]]
             name=tool_plan.spec.tool_name,
             description=tool_plan.spec.description,
             args_model=args_model,
+            parameters=tool_plan.spec.parameters,
             tool_class=tool_class,
         )
         attrs[tool_plan.args_name] = args_model
@@ -58,60 +50,20 @@ def _generated_doc(cls: type, tool_plan: ToolPlan) -> str:
 
 
 def _build_args_model(cls: type, tool_plan: ToolPlan) -> type[BaseModel]:
-    fields: dict[str, Any] = {p.name: _field(p) for p in tool_plan.spec.parameters}
+    fields: dict[str, Any] = {p.name: field_of(p) for p in tool_plan.spec.parameters}
     with warnings.catch_warnings():
         # A field named `json` or `copy` shadows a deprecated BaseModel method; we
         # never call those on Args, so the argument name the user chose stays.
         warnings.filterwarnings("ignore", r"Field name .* shadows an attribute", UserWarning)
         model: type[BaseModel] = create_model(
             tool_plan.args_name,
-            __config__=_ARGS_CONFIG,
+            __config__=ARGS_CONFIG,
             __doc__=_generated_doc(cls, tool_plan),
             __module__=cls.__module__,
             **fields,
         )
     model.__qualname__ = f"{cls.__qualname__}.{tool_plan.args_name}"
     return model
-
-
-def _field(param: ParameterSpec) -> tuple[Any, Any]:
-    annotation, default = param.annotation, param.default
-    if default is REQUIRED:
-        default = ...
-    elif not _admits_none(annotation):
-        # Models often send null for "not given"; for an argument with a default
-        # that is what it means. (OpenAI strict mode relies on it: see _formats.)
-        annotation = Annotated[annotation, BeforeValidator(_null_means(default))]
-    if param.description is None:
-        return (annotation, default)  # a FieldInfo costs time at import; pydantic makes one
-    return (annotation, Field(default, description=param.description))
-
-
-_IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
-
-
-def _null_means(default: Any) -> Callable[[Any], Any]:
-    immutable = default is None or type(default) in _IMMUTABLE_DEFAULTS  # no copy needed
-
-    def null_means_default(value: Any) -> Any:
-        if value is not None:
-            return value
-        return default if immutable else copy.deepcopy(default)
-
-    return null_means_default
-
-
-def _admits_none(annotation: Any) -> bool:
-    if annotation in (None, type(None), Any, object):
-        return True
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        return _admits_none(get_args(annotation)[0])
-    if origin is Union or isinstance(annotation, types.UnionType):
-        return any(_admits_none(arg) for arg in get_args(annotation))
-    if origin is Literal:
-        return None in get_args(annotation)
-    return False
 
 
 def _build_tool_class(

@@ -12,7 +12,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args, get_origin
+from typing import Annotated, Any, cast, get_args, get_origin
 
 from pydantic import TypeAdapter
 from pydantic.fields import FieldInfo
@@ -33,9 +33,10 @@ class ParameterSpec:
     """One argument of a tool, ready to become a pydantic field."""
 
     name: str
-    annotation: Any  # resolved; Description folded into ``description``
-    default: Any  # REQUIRED when the parameter has no default
+    annotation: Any  # resolved; Description taken out into ``description``
+    default: Any  # REQUIRED when the parameter has no default (or has default_factory)
     description: str | None
+    default_factory: Callable[[], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,8 @@ def _read_parameters(
                     f"(add one, e.g. {param.name}: str)"
                 )
             continue  # unresolvable annotations were reported by _resolve_hints
-        annotation, description = _split_description(hints[param.name])
+        hint, default, default_factory = _read_default(hints[param.name], param.default)
+        annotation, description = _split_description(hint)
         if description is None:
             description = doc_params.get(param.name)
         type_problem = _unsupported_type(annotation)
@@ -122,8 +124,28 @@ def _read_parameters(
                 f"which pydantic cannot validate or describe in JSON Schema ({type_problem})"
             )
             continue
-        specs.append(ParameterSpec(param.name, annotation, param.default, description))
+        specs.append(ParameterSpec(param.name, annotation, default, description, default_factory))
     return tuple(specs)
+
+
+def _read_default(hint: Any, default: Any) -> tuple[Any, Any, Callable[[], Any] | None]:
+    """``(annotation, default, default_factory)``, with any ``Field(...)`` default read.
+
+    ``x: T = Field(5, ge=1)`` means ``x: Annotated[T, Field(5, ge=1)]``, as in
+    pydantic: the ``FieldInfo`` joins the metadata, where it outranks earlier ones.
+    """
+    if isinstance(default, FieldInfo):
+        hint, default = Annotated[hint, default], REQUIRED
+    elif default is not REQUIRED:
+        return hint, default, None  # a plain default outranks any in Field(...)
+    if get_origin(hint) is not Annotated or not any(
+        isinstance(m, FieldInfo) for m in hint.__metadata__
+    ):
+        return hint, default, None
+    info = FieldInfo.from_annotation(hint)  # merges them the way the model will
+    if info.default_factory is not None:
+        return hint, REQUIRED, cast("Callable[[], Any]", info.default_factory)
+    return hint, (REQUIRED if info.is_required() else info.default), None
 
 
 def _parameter_kind_problem(param: inspect.Parameter) -> str | None:

@@ -22,6 +22,7 @@ from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
 from .._limits import input_limit_problem, model_safe_text
 from .._meta import ToolMeta
 from .._types import Tool
+from .introspect import ParameterSpec
 from .schema import input_schema_of
 
 __all__ = [
@@ -41,7 +42,16 @@ _MAX_INPUT_PREVIEW = 60
 class BuiltTool:
     """The per-tool record a registry class keeps in ``__llm_worker_tools__``."""
 
-    __slots__ = ("_meta", "args_model", "attr_name", "description", "name", "owner", "tool_class")
+    __slots__ = (
+        "_meta",
+        "args_model",
+        "attr_name",
+        "description",
+        "name",
+        "owner",
+        "parameters",
+        "tool_class",
+    )
 
     def __init__(
         self,
@@ -51,6 +61,7 @@ class BuiltTool:
         name: str,
         description: str,
         args_model: type[BaseModel],
+        parameters: tuple[ParameterSpec, ...],
         tool_class: type[GeneratedTool],
     ) -> None:
         self.owner = owner
@@ -58,6 +69,7 @@ class BuiltTool:
         self.name = name
         self.description = description
         self.args_model = args_model
+        self.parameters = parameters
         self.tool_class = tool_class
         self._meta: ToolMeta | None = None
 
@@ -66,7 +78,7 @@ class BuiltTool:
         meta = self._meta
         if meta is None:
             try:
-                schema = input_schema_of(self.args_model)
+                schema = input_schema_of(self.args_model, self.parameters)
             except Exception as exc:
                 raise TypeError(
                     f"Cannot build tools for {_where(self.owner)}:\n"

@@ -1,0 +1,283 @@
+"""``_codegen.schema``: a tool's schema put together field by field equals the whole model's.
+
+Every case builds a real tool through ``@tool_registry`` and compares
+``input_schema_of`` (the pieces) with ``model_schema_of`` (pydantic on the
+whole ``Args`` model) as JSON text, so key order counts too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import decimal
+import enum
+import inspect
+import json
+import uuid
+from typing import Annotated, Any, Literal, Optional, Union
+
+import annotated_types
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
+
+from llm_worker import Description, tool, tool_registry
+from llm_worker._codegen import schema as schema_module
+from llm_worker._codegen.introspect import ParameterSpec
+from llm_worker._codegen.runtime import BuiltTool
+from llm_worker._codegen.schema import input_schema_of, model_schema_of
+
+from . import _schema_types as other_module
+
+REQUIRED = inspect.Parameter.empty
+
+
+class Window(BaseModel):
+    """A range of dates."""
+
+    start: str
+    end: str | None = None
+
+
+class Tree(BaseModel):
+    label: str
+    children: list[Tree] = []
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Movie(TypedDict):
+    title: str
+    year: int
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float
+
+
+class Holder(BaseModel):
+    window: Window
+    other: other_module.Window | None = None
+
+
+# (annotation, default) pairs, one field each; the descriptions are added by the tests.
+FIELDS: list[tuple[Any, Any]] = [
+    (str, REQUIRED),
+    (str, "fast"),
+    (int, 5),
+    (float, 0.5),
+    (float, float("inf")),
+    (bool, False),
+    (bytes, REQUIRED),
+    (None, None),
+    (Any, REQUIRED),
+    (Any, {"a": [1, 2]}),
+    (list[str], REQUIRED),
+    (list[str], ["a", "b"]),
+    (list[int] | None, None),
+    (Optional[list[int]], None),  # noqa: UP045 (the old spelling must agree too)
+    (dict[str, int], {}),
+    (dict[int, str], REQUIRED),
+    (set[str], {"b", "a", "c"}),
+    (frozenset[int], frozenset({3, 1})),
+    (tuple[int, str], (1, "a")),
+    (tuple[int, ...], ()),
+    (Literal["a"], "a"),
+    (Literal["a", "b"], "b"),
+    (Literal[1, "a", None], None),
+    (Literal[True], REQUIRED),
+    (Union[int, str], 3),  # noqa: UP007
+    (int | bool, 1),
+    (int | bool, True),
+    (Window, REQUIRED),
+    (Window | None, None),
+    (list[Window], REQUIRED),
+    (Window, Window(start="2026-01-01")),
+    (Tree, REQUIRED),
+    (Tree | None, None),
+    (Holder, REQUIRED),
+    (Color, Color.RED),
+    (Color | None, None),
+    (Level, Level.HIGH),
+    (Movie, REQUIRED),
+    (Point, REQUIRED),
+    (datetime.datetime, REQUIRED),
+    (datetime.date, datetime.date(2026, 11, 30)),
+    (datetime.timedelta, datetime.timedelta(seconds=90)),
+    (uuid.UUID, REQUIRED),
+    (decimal.Decimal, decimal.Decimal("1.5")),
+    (Annotated[int, Field(ge=1, le=10)], 3),
+    (Annotated[int, annotated_types.Ge(1)], 1),
+    (Annotated[int, annotated_types.Ge(True)], 1),
+    (Annotated[str, Field(max_length=5, pattern="^[a-z]+$")], REQUIRED),
+    (Annotated[str, Field(description="from Field")], REQUIRED),
+    (Annotated[str, Field(examples=["x"], json_schema_extra={"x-kind": "q"})], ""),
+    (Annotated[int, Field(title="Count")], 0),
+    (int, Field(5, ge=1)),
+    (int, Field(description="required, from Field")),
+    (list[int], Field(default_factory=list)),
+    (Annotated[int, Field(7)], REQUIRED),
+    (Annotated[int, Field(7)], 9),
+]
+DESCRIPTIONS = [None, "What to look for", 'Ünïcödé, "quotes" and\nnew lines']
+
+
+def build_tool(fields: list[tuple[str, Any, Any, str | None]]) -> BuiltTool:
+    """A registry with one tool ``run(self, <fields>)``; fields are (name, type, default, text)."""
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {"return": str}
+    for name, annotation, default, description in fields:
+        if description is not None:
+            annotation = Annotated[annotation, Description(description)]
+        parameters.append(
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation
+            )
+        )
+        annotations[name] = annotation
+
+    def run(self: Any, **kwargs: Any) -> str:
+        return "ok"
+
+    run.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    run.__annotations__ = annotations
+    run.__qualname__ = "Generated.run"
+    registry = tool_registry(type("Generated", (), {"__module__": __name__, "run": tool(run)}))
+    (record,) = registry.__llm_worker_tools__
+    return record
+
+
+def assembled_and_whole(record: BuiltTool) -> tuple[str, str]:
+    assembled = input_schema_of(record.args_model, record.parameters)
+    whole = model_schema_of(record.args_model)
+    return json.dumps(assembled), json.dumps(whole)
+
+
+@pytest.mark.filterwarnings("ignore::pydantic.json_schema.PydanticJsonSchemaWarning")
+@pytest.mark.parametrize("description", DESCRIPTIONS, ids=["plain", "described", "unicode"])
+@pytest.mark.parametrize(("annotation", "default"), FIELDS, ids=[repr(f) for f in FIELDS])
+def test_one_field_matches_the_whole_model(annotation, default, description):
+    record = build_tool([("value", annotation, default, description)])
+    assembled, whole = assembled_and_whole(record)
+    assert assembled == whole
+
+
+def test_no_fields():
+    assembled, whole = assembled_and_whole(build_tool([]))
+    assert (
+        assembled == whole == '{"additionalProperties": false, "properties": {}, "type": "object"}'
+    )
+
+
+@pytest.mark.filterwarnings("ignore::pydantic.json_schema.PydanticJsonSchemaWarning")
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(FIELDS), st.sampled_from(DESCRIPTIONS)),
+        max_size=7,
+    )
+)
+def test_any_mix_of_fields_matches_the_whole_model(chosen):
+    fields = [
+        (f"arg_{i}", annotation, default, description)
+        for i, ((annotation, default), description) in enumerate(chosen)
+    ]
+    assembled, whole = assembled_and_whole(build_tool(fields))
+    assert assembled == whole
+
+
+class TestWhenThePiecesCannotVouch:
+    def test_two_models_with_one_name_leave_the_naming_to_pydantic(self, monkeypatch):
+        record = build_tool(
+            [("mine", Window, REQUIRED, None), ("theirs", other_module.Window, REQUIRED, None)]
+        )
+        calls = count_whole_model_schemas(monkeypatch)
+        schema = input_schema_of(record.args_model, record.parameters)
+        assert calls == [record.args_model]
+        mine, theirs = schema["$defs"]  # pydantic qualifies both names with their modules
+        assert mine != theirs
+        assert mine.endswith("Window")
+        assert theirs.endswith("Window")
+
+    def test_a_renamed_field_is_no_piece(self):
+        # @tool refuses aliases (the argument would not match the parameter); the
+        # pieces still check that pydantic kept the field's name.
+        renamed = ParameterSpec("value", Annotated[int, Field(alias="renamed")], REQUIRED, None)
+        assert schema_module._field_schema(renamed) is None
+
+    def test_the_pieces_answer_for_common_fields(self, monkeypatch):
+        record = build_tool([("query", str, REQUIRED, "q"), ("window", Window | None, None, None)])
+        calls = count_whole_model_schemas(monkeypatch)
+        input_schema_of(record.args_model, record.parameters)
+        assert calls == []  # no whole model was asked
+        assert not record.args_model.__pydantic_complete__  # nor its validator built
+
+
+def count_whole_model_schemas(monkeypatch: pytest.MonkeyPatch) -> list[type[BaseModel]]:
+    calls: list[type[BaseModel]] = []
+    real = schema_module.model_schema_of
+
+    def counting(model: type[BaseModel]) -> dict[str, Any]:
+        if model.__name__ != "Probe":
+            calls.append(model)
+        return real(model)
+
+    monkeypatch.setattr(schema_module, "model_schema_of", counting)
+    return calls
+
+
+def test_equal_but_different_defaults_are_kept_apart():
+    one = build_tool([("value", int | bool, 1, None)])
+    true = build_tool([("value", int | bool, True, None)])
+    assert input_schema_of(one.args_model, one.parameters)["properties"]["value"]["default"] == 1
+    schema = input_schema_of(true.args_model, true.parameters)
+    assert schema["properties"]["value"]["default"] is True
+
+
+def _union(members: list[Any]) -> Any:
+    return Union[tuple(members)]  # noqa: UP007  # pyright: ignore[reportInvalidTypeArguments]
+
+
+_LEAVES = st.sampled_from(
+    [str, int, float, bool, None, Any, Window, Tree, Color, Level, Point, Movie,
+     other_module.Window, Literal["a", "b"], Literal[1], Annotated[int, Field(ge=0)],
+     Annotated[str, Field(description="inner")]]
+)  # fmt: skip
+# Not Annotated[<a recursive model>, Field(description=...)]: pydantic 2.14 then puts that
+# description on every later use of the model, in every model's schema, both ways.
+ANNOTATIONS = st.recursive(
+    _LEAVES,
+    lambda inner: st.one_of(
+        inner.map(lambda t: list[t]),  # type: ignore[valid-type]
+        inner.map(lambda t: dict[str, t]),  # type: ignore[valid-type]
+        inner.map(lambda t: tuple[t, ...]),  # type: ignore[valid-type]
+        inner.map(lambda t: Optional[t]),  # noqa: UP045 (t may be None or Any)
+        st.lists(inner, min_size=2, max_size=3).map(_union),
+    ),
+    max_leaves=4,
+)
+DEFAULTS = st.sampled_from([REQUIRED, REQUIRED, None, 0, "s", True, 1.5, [1], {"k": "v"}])
+
+
+@pytest.mark.filterwarnings("ignore::pydantic.json_schema.PydanticJsonSchemaWarning")
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(ANNOTATIONS, DEFAULTS, st.sampled_from(DESCRIPTIONS)), max_size=5))
+def test_any_nested_types_match_the_whole_model(chosen):
+    fields = [
+        (f"arg_{i}", annotation, default, description)
+        for i, (annotation, default, description) in enumerate(chosen)
+    ]
+    assembled, whole = assembled_and_whole(build_tool(fields))
+    assert assembled == whole
