@@ -5,3 +5,11 @@ from pydantic import BaseModel
 
 class Window(BaseModel):
     opens: int
+
+
+class Flag(BaseModel):
+    on: int | bool = 1
+
+
+class Same(BaseModel):
+    a: int

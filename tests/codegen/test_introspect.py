@@ -115,6 +115,36 @@ class TestIntrospectMethod:
         assert errors == []
         assert [(p.name, p.annotation) for p in spec.parameters] == [("p", Point), ("n", int)]
 
+    def test_a_field_default_joins_the_annotation(self):
+        """`x: T = Field(5, ge=1)` reads as `x: Annotated[T, Field(5, ge=1)] = 5`."""
+
+        def f(self, x: int = Field(5, ge=1, description="from Field")) -> str:
+            return ""
+
+        spec, errors = _introspect(type("Holder", (), {"f": f}), "f")
+        assert errors == []
+        (x,) = spec.parameters
+        assert (x.default, x.description, x.default_factory) == (5, "from Field", None)
+        base, field = get_args(x.annotation)
+        assert base is int
+        assert isinstance(field, FieldInfo)
+
+    def test_a_default_factory_is_given_the_validated_arguments(self):
+        """Factories are kept in one form: given the arguments validated so far."""
+
+        def f(
+            self,
+            plain: list[int] = Field(default_factory=lambda: [1]),  # noqa: B008
+            with_data: int = Field(default_factory=lambda data: len(data)),
+        ) -> str:
+            return ""
+
+        spec, _ = _introspect(type("Holder", (), {"f": f}), "f")
+        plain, with_data = spec.parameters
+        assert plain.default is REQUIRED
+        assert plain.default_factory({"a": 1}) == [1]
+        assert with_data.default_factory({"a": 1, "b": 2}) == 2
+
     def test_class_body_names_resolve(self):
         """String annotations may name things defined in the class body."""
         spec, errors = _introspect(App, "class_local")
@@ -158,6 +188,31 @@ class TestProblems:
             "f: parameter 'a' has no type annotation (add one, e.g. a: str)",
             "f: parameter 'c' has no type annotation (add one, e.g. c: str)",
         ]
+
+    def test_alias(self):
+        """An alias would make the argument's name differ from the parameter's."""
+
+        def f(
+            self,
+            a: int = Field(1, alias="b"),
+            c: Annotated[int, Field(validation_alias="d")] = 2,
+        ) -> str:
+            return ""
+
+        assert _problems(f) == [
+            "f: parameter 'a' has the alias 'b'; a tool's arguments are named by its "
+            "parameters, so rename the parameter instead",
+            "f: parameter 'c' has the alias 'd'; a tool's arguments are named by its "
+            "parameters, so rename the parameter instead",
+        ]
+
+    def test_field_pydantic_refuses(self):
+        """A Field(...) combination pydantic refuses is reported, in pydantic's words."""
+
+        def f(self, a: Annotated[list[int], Field(default_factory=list)] = Field([1])) -> str:  # noqa: B008
+            return ""
+
+        assert _problems(f) == ["f: parameter 'a': cannot specify both default and default_factory"]
 
     def test_positional_only(self):
         """Positional-only parameters are reported."""

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import anyio
 import pytest
 from pydantic import AfterValidator, BaseModel, Field
+from typing_extensions import TypeAliasType
 
 from llm_worker import (
     Description,
@@ -476,6 +477,9 @@ class TestValidatorExceptions:
         assert isinstance(info.value.__cause__, KeyError)
 
 
+OptionalInt = TypeAliasType("OptionalInt", int | None)
+
+
 @tool_registry
 class Defaults:
     """Defaults given as ``= Field(...)``, the way pydantic models give them."""
@@ -499,6 +503,24 @@ class Defaults:
 
     @tool
     async def overridden(self, limit: Annotated[int, Field(7)] = 9) -> str:
+        return str(limit)
+
+    @tool
+    async def derived(
+        self, size: int, limit: int = Field(default_factory=lambda data: data["size"] * 2)
+    ) -> str:
+        return str(limit)
+
+    @tool
+    async def noneable(self, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
+        return repr(limit)
+
+    @tool
+    async def aliased(self, limit: OptionalInt = 5) -> str:
+        return repr(limit)
+
+    @tool
+    async def flagged(self, limit: int = Field(5, deprecated="use size", frozen=True)) -> str:
         return str(limit)
 
 
@@ -554,3 +576,28 @@ class TestFieldDefaults:
         assert await _run("overridden", "{}") == "9"
         assert await _run("overridden", '{"limit": null}') == "9"
         assert _property("overridden")["limit"]["default"] == 9
+
+    async def test_a_factory_given_the_arguments_gets_them_for_null_too(self):
+        assert await _run("derived", '{"size": 3}') == "6"
+        assert await _run("derived", '{"size": 3, "limit": null}') == "6"
+
+    async def test_null_for_a_none_default_is_none(self):
+        """`x: int = None`: null is the default, None, as {} gives it."""
+        assert await _run("noneable", "{}") == "None"
+        assert await _run("noneable", '{"limit": null}') == "None"
+        with pytest.raises(InvalidArgumentError, match="valid integer"):
+            await _run("noneable", '{"limit": "3"}')
+
+    async def test_null_is_a_value_when_the_aliased_type_admits_it(self):
+        """Through a TypeAliasType of `int | None`, null is None, not the default."""
+        assert await _run("aliased", "{}") == "5"
+        assert await _run("aliased", '{"limit": null}') == "None"
+
+    async def test_field_keywords_of_model_fields_are_accepted(self):
+        """deprecated=, frozen= and the like belong on a field: no warning, no error."""
+        assert await _run("flagged", "{}") == "5"
+        assert _property("flagged")["limit"] == {
+            "default": 5,
+            "deprecated": True,
+            "type": "integer",
+        }

@@ -14,14 +14,14 @@ import enum
 import inspect
 import json
 import uuid
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Generic, Literal, NewType, Optional, TypeVar, Union
 
 import annotated_types
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
-from typing_extensions import TypedDict
+from typing_extensions import TypeAliasType, TypedDict
 
 from llm_worker import Description, tool, tool_registry
 from llm_worker._codegen import schema as schema_module
@@ -32,6 +32,7 @@ from llm_worker._codegen.schema import input_schema_of, model_schema_of
 from . import _schema_types as other_module
 
 REQUIRED = inspect.Parameter.empty
+T = TypeVar("T")
 
 
 class Window(BaseModel):
@@ -67,10 +68,32 @@ class Point:
     y: float
 
 
+class Flag(BaseModel):
+    on: int | bool = True  # other_module.Flag says 1: equal, but not the same JSON
+
+
+class Same(BaseModel):
+    a: int
+
+
 class Holder(BaseModel):
     window: Window
     other: other_module.Window | None = None
 
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    next: str | None = None
+
+
+def in_seconds(schema: dict[str, Any]) -> None:
+    """A json_schema_extra that reads the description pydantic has written so far."""
+    schema["description"] = f"{schema.get('description')} (in seconds)"
+
+
+BOUNDED = Annotated[float, Field(ge=-1, le=1)]  # one FieldInfo, shared by two fields below
+OptionalInt = TypeAliasType("OptionalInt", Optional[int])  # noqa: UP045
+UserId = NewType("UserId", int)
 
 # (annotation, default) pairs, one field each; the descriptions are added by the tests.
 FIELDS: list[tuple[Any, Any]] = [
@@ -130,6 +153,20 @@ FIELDS: list[tuple[Any, Any]] = [
     (list[int], Field(default_factory=list)),
     (Annotated[int, Field(7)], REQUIRED),
     (Annotated[int, Field(7)], 9),
+    (Annotated[int, Field(json_schema_extra=in_seconds)], 5),
+    (Annotated[int, Field(json_schema_extra={"description": "from extra"})], REQUIRED),
+    (Annotated[int, Field(deprecated="use y")], 5),
+    (int, Field(5, deprecated="use y")),
+    (int, Field(5, validate_default=True, exclude=True, frozen=True)),
+    (list[int], Field(default_factory=lambda data: [len(data)])),
+    (float, -0.0),
+    (BOUNDED, 0.0),
+    (BOUNDED, -0.0),
+    (int, None),
+    (OptionalInt, 5),
+    (UserId, 3),
+    (Page[int], REQUIRED),
+    (Page[Window] | None, None),
 ]
 DESCRIPTIONS = [None, "What to look for", 'Ünïcödé, "quotes" and\nnew lines']
 
@@ -212,8 +249,7 @@ class TestWhenThePiecesCannotVouch:
         assert theirs.endswith("Window")
 
     def test_a_renamed_field_is_no_piece(self):
-        # @tool refuses aliases (the argument would not match the parameter); the
-        # pieces still check that pydantic kept the field's name.
+        # @tool refuses aliases (see test_introspect); the pieces still check the name.
         renamed = ParameterSpec("value", Annotated[int, Field(alias="renamed")], REQUIRED, None)
         assert schema_module._field_schema(renamed) is None
 
@@ -238,6 +274,19 @@ def count_whole_model_schemas(monkeypatch: pytest.MonkeyPatch) -> list[type[Base
     return calls
 
 
+@pytest.mark.parametrize(
+    "pair",
+    [(Flag, other_module.Flag), (Same, other_module.Same)],
+    ids=["equal-but-not-identical", "identical"],
+)
+def test_two_classes_of_one_name_match_the_whole_model(pair):
+    """pydantic merges same-named definitions only when their JSON is the same."""
+    mine, theirs = pair
+    record = build_tool([("mine", mine, REQUIRED, None), ("theirs", theirs, REQUIRED, None)])
+    assembled, whole = assembled_and_whole(record)
+    assert assembled == whole
+
+
 def test_equal_but_different_defaults_are_kept_apart():
     one = build_tool([("value", int | bool, 1, None)])
     true = build_tool([("value", int | bool, True, None)])
@@ -255,8 +304,9 @@ _LEAVES = st.sampled_from(
      other_module.Window, Literal["a", "b"], Literal[1], Annotated[int, Field(ge=0)],
      Annotated[str, Field(description="inner")]]
 )  # fmt: skip
-# Not Annotated[<a recursive model>, Field(description=...)]: pydantic 2.14 then puts that
-# description on every later use of the model, in every model's schema, both ways.
+# Not Annotated[<a recursive model>, Field(description=...)] inside another type: pydantic
+# 2.14 then puts that description on every later use of the model, in every model's
+# schema, including pieces already asked for. The two ways would differ, by order of use.
 ANNOTATIONS = st.recursive(
     _LEAVES,
     lambda inner: st.one_of(

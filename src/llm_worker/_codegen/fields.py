@@ -2,18 +2,23 @@
 
 Shared by ``build`` (the model itself) and ``schema`` (which asks pydantic for
 one field's schema at a time), so both describe exactly the same field.
+
+Models often send ``null`` for "not given", so for an argument with a default
+``null`` means that default (OpenAI strict mode relies on it: see ``_formats``).
+Unless the type admits ``None`` itself, the field gets a validator that swaps
+``null`` for the default; like a default, that value is not validated.
 """
 
 from __future__ import annotations
 
 import copy
 import types
-from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BeforeValidator, ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, WrapValidator
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
-from .introspect import REQUIRED, ParameterSpec
+from .introspect import REQUIRED, DefaultFactory, ParameterSpec
 
 __all__ = ["ARGS_CONFIG", "field_of"]
 
@@ -28,49 +33,66 @@ ARGS_CONFIG = ConfigDict(
 def field_of(param: ParameterSpec) -> tuple[Any, Any]:
     """The ``(annotation, default)`` pair ``create_model`` takes for ``param``."""
     annotation, default, factory = param.annotation, param.default, param.default_factory
-    if factory is not None:
-        annotation = _null_means_default(annotation, factory)
+    if factory is not None:  # the Field(default_factory=...) in `annotation` stays in charge
+        annotation = _null_means_default(annotation, _factory_validator(factory))
         if param.description is None:
-            return (annotation, Field(default_factory=factory))
-        return (annotation, Field(default_factory=factory, description=param.description))
+            return annotation  # type: ignore[no-any-return]
+        return (annotation, Field(description=param.description))
     if default is REQUIRED:
         default = ...
     else:
-        annotation = _null_means_default(annotation, _default_getter(default))
+        annotation = _null_means_default(annotation, _default_validator(default))
     if param.description is None:
         return (annotation, default)  # a FieldInfo costs time at import; pydantic makes one
     return (annotation, Field(default, description=param.description))
 
 
-def _null_means_default(annotation: Any, get_default: Callable[[], Any]) -> Any:
-    # Models often send null for "not given"; for an argument with a default that
-    # is what it means. (OpenAI strict mode relies on it: see _formats.)
-    if _admits_none(annotation):
+def _null_means_default(annotation: Any, validator: Any) -> Any:
+    if admits_none(annotation):
         return annotation
-
-    def null_means_default(value: Any) -> Any:
-        return get_default() if value is None else value
-
-    return Annotated[annotation, BeforeValidator(null_means_default)]
+    return Annotated[annotation, validator]
 
 
 _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
 
 
-def _default_getter(default: Any) -> Callable[[], Any]:
-    if default is None or type(default) in _IMMUTABLE_DEFAULTS:
-        return lambda: default  # no copy needed
-    return lambda: copy.deepcopy(default)
+def _default_validator(default: Any) -> Any:
+    if default is None:
+        return _NONE_SKIPS_VALIDATION  # `x: int = None`: the type would refuse the default
+    immutable = type(default) in _IMMUTABLE_DEFAULTS  # no copy needed
+
+    def null_means_default(value: Any) -> Any:
+        if value is not None:
+            return value
+        return default if immutable else copy.deepcopy(default)
+
+    return BeforeValidator(null_means_default)
 
 
-def _admits_none(annotation: Any) -> bool:
+def _factory_validator(factory: DefaultFactory) -> Any:
+    def null_means_default(value: Any, info: ValidationInfo) -> Any:
+        return factory(info.data) if value is None else value
+
+    return BeforeValidator(null_means_default)
+
+
+def _none_or_validated(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    return None if value is None else handler(value)
+
+
+_NONE_SKIPS_VALIDATION = WrapValidator(_none_or_validated)
+
+
+def admits_none(annotation: Any) -> bool:
+    """Whether ``None`` is a valid value of ``annotation``."""
     if annotation in (None, type(None), Any, object):
         return True
     origin = get_origin(annotation)
     if origin is Annotated:
-        return _admits_none(get_args(annotation)[0])
+        return admits_none(get_args(annotation)[0])
     if origin is Union or isinstance(annotation, types.UnionType):
-        return any(_admits_none(arg) for arg in get_args(annotation))
+        return any(admits_none(arg) for arg in get_args(annotation))
     if origin is Literal:
         return None in get_args(annotation)
-    return False
+    aliased = getattr(annotation, "__value__", None) or getattr(annotation, "__supertype__", None)
+    return aliased is not None and admits_none(aliased)  # TypeAliasType, NewType

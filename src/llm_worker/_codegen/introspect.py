@@ -14,18 +14,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, cast, get_args, get_origin
 
-from pydantic import TypeAdapter
+from pydantic import create_model
 from pydantic.fields import FieldInfo
 
 from .._docstrings import parse_docstring
 from .._options import Description, ToolOptions
 
-__all__ = ["MethodSpec", "ParameterSpec", "introspect_method"]
+__all__ = [
+    "REQUIRED",
+    "DefaultFactory",
+    "MethodSpec",
+    "ParameterSpec",
+    "has_field_info",
+    "introspect_method",
+]
 
 # What every provider accepts as a tool name (OpenAI, Anthropic, Gemini, MCP).
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 REQUIRED: Any = inspect.Parameter.empty
+
+DefaultFactory = Callable[[dict[str, Any]], Any]
 
 
 @dataclass(frozen=True)
@@ -36,7 +45,9 @@ class ParameterSpec:
     annotation: Any  # resolved; Description taken out into ``description``
     default: Any  # REQUIRED when the parameter has no default (or has default_factory)
     description: str | None
-    default_factory: Callable[[], Any] | None = None
+    # From Field(default_factory=...), which stays in ``annotation``; given the
+    # arguments validated so far, as pydantic gives them to a factory that takes them.
+    default_factory: DefaultFactory | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +124,18 @@ def _read_parameters(
                     f"(add one, e.g. {param.name}: str)"
                 )
             continue  # unresolvable annotations were reported by _resolve_hints
-        hint, default, default_factory = _read_default(hints[param.name], param.default)
+        try:
+            hint, default, default_factory = _read_default(hints[param.name], param.default)
+        except Exception as exc:  # pydantic refuses the Field(...) combination
+            errors.append(f"{attr_name}: parameter {param.name!r}: {_first_line(str(exc))}")
+            continue
+        alias = _alias(hint)
+        if alias is not None:
+            errors.append(
+                f"{attr_name}: parameter {param.name!r} has the alias {alias!r}; a tool's "
+                f"arguments are named by its parameters, so rename the parameter instead"
+            )
+            continue
         annotation, description = _split_description(hint)
         if description is None:
             description = doc_params.get(param.name)
@@ -128,24 +150,39 @@ def _read_parameters(
     return tuple(specs)
 
 
-def _read_default(hint: Any, default: Any) -> tuple[Any, Any, Callable[[], Any] | None]:
-    """``(annotation, default, default_factory)``, with any ``Field(...)`` default read.
+def _read_default(hint: Any, default: Any) -> tuple[Any, Any, DefaultFactory | None]:
+    """``(annotation, default, default_factory)`` as pydantic reads them; may raise.
 
     ``x: T = Field(5, ge=1)`` means ``x: Annotated[T, Field(5, ge=1)]``, as in
     pydantic: the ``FieldInfo`` joins the metadata, where it outranks earlier ones.
     """
     if isinstance(default, FieldInfo):
         hint, default = Annotated[hint, default], REQUIRED
-    elif default is not REQUIRED:
-        return hint, default, None  # a plain default outranks any in Field(...)
-    if get_origin(hint) is not Annotated or not any(
-        isinstance(m, FieldInfo) for m in hint.__metadata__
-    ):
+    if not has_field_info(hint):
         return hint, default, None
-    info = FieldInfo.from_annotation(hint)  # merges them the way the model will
-    if info.default_factory is not None:
-        return hint, REQUIRED, cast("Callable[[], Any]", info.default_factory)
-    return hint, (REQUIRED if info.is_required() else info.default), None
+    if default is REQUIRED:
+        info = FieldInfo.from_annotation(hint)
+    else:
+        info = FieldInfo.from_annotated_attribute(hint, default)
+    factory = info.default_factory
+    if factory is None:
+        return hint, (REQUIRED if info.is_required() else info.default), None
+    if getattr(info, "default_factory_takes_validated_data", False):  # pydantic >= 2.10
+        return hint, REQUIRED, cast("DefaultFactory", factory)
+    return hint, REQUIRED, lambda _validated_data: cast("Callable[[], Any]", factory)()
+
+
+def _alias(annotation: Any) -> object:
+    for meta in getattr(annotation, "__metadata__", ()):
+        if isinstance(meta, FieldInfo) and (meta.alias or meta.validation_alias) is not None:
+            return meta.alias or meta.validation_alias
+    return None
+
+
+def has_field_info(annotation: Any) -> bool:
+    """Whether ``annotation`` is ``Annotated[...]`` with a pydantic ``Field(...)`` in it."""
+    metadata: tuple[Any, ...] = getattr(annotation, "__metadata__", ())
+    return any(isinstance(m, FieldInfo) for m in metadata)
 
 
 def _parameter_kind_problem(param: inspect.Parameter) -> str | None:
@@ -254,8 +291,9 @@ def _unsupported_type(annotation: Any) -> str | None:
 
 
 def _try_with_pydantic(annotation: Any) -> str | None:
+    # As a model field, where Field(...) metadata such as deprecated= belongs.
     try:
-        TypeAdapter(annotation).json_schema()
+        create_model("Check", x=annotation).model_json_schema()
     except Exception as exc:
         return _first_line(str(exc))
     return None
