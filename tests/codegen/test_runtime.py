@@ -520,6 +520,14 @@ class Defaults:
         return repr(limit)
 
     @tool
+    async def one(self, x: int | bool = 1) -> str:
+        return repr(x)
+
+    @tool
+    async def true(self, x: int | bool = True) -> str:
+        return repr(x)
+
+    @tool
     async def flagged(self, limit: int = Field(5, deprecated="use size", frozen=True)) -> str:
         return str(limit)
 
@@ -601,3 +609,8 @@ class TestFieldDefaults:
             "deprecated": True,
             "type": "integer",
         }
+
+    async def test_equal_defaults_of_two_types_stay_apart(self):
+        """1 and True are equal, but null means each tool's own default."""
+        assert await _run("one", '{"x": null}') == "1"
+        assert await _run("true", '{"x": null}') == "True"

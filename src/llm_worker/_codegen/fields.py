@@ -59,6 +59,23 @@ _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
 def _default_validator(default: Any) -> Any:
     if default is None:
         return _NONE_SKIPS_VALIDATION  # `x: int = None`: the type would refuse the default
+    kind: type[Any] = type(default)  # pyright: ignore[reportUnknownVariableType]
+    if kind in _SHARED_VALIDATOR_DEFAULTS:
+        # One validator per default value: typing caches Annotated[T, v] by v, and
+        # a cache miss costs more than the rest of a field at import.
+        key = (kind, default)
+        validator = _validators.get(key)
+        if validator is None:
+            validator = _validators[key] = _new_default_validator(default)
+        return validator
+    return _new_default_validator(default)
+
+
+_SHARED_VALIDATOR_DEFAULTS = (str, int, bool)
+_validators: dict[tuple[type[Any], Any], Any] = {}
+
+
+def _new_default_validator(default: Any) -> Any:
     immutable = type(default) in _IMMUTABLE_DEFAULTS  # no copy needed
 
     def null_means_default(value: Any) -> Any:
@@ -81,16 +98,21 @@ def _none_or_validated(value: Any, handler: ValidatorFunctionWrapHandler) -> Any
 
 
 _NONE_SKIPS_VALIDATION = WrapValidator(_none_or_validated)
+_NoneType = type(None)
 
 
 def admits_none(annotation: Any) -> bool:
     """Whether ``None`` is a valid value of ``annotation``."""
-    if annotation in (None, type(None), Any, object):
+    if annotation is None or annotation is _NoneType or annotation is Any or annotation is object:
         return True
+    if isinstance(annotation, types.UnionType):  # X | None, the common case
+        return any(arg is _NoneType or admits_none(arg) for arg in annotation.__args__)
+    if isinstance(annotation, type):
+        return False
     origin = get_origin(annotation)
     if origin is Annotated:
         return admits_none(get_args(annotation)[0])
-    if origin is Union or isinstance(annotation, types.UnionType):
+    if origin is Union:
         return any(admits_none(arg) for arg in get_args(annotation))
     if origin is Literal:
         return None in get_args(annotation)

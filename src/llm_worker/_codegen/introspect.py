@@ -260,17 +260,24 @@ _checked_types: dict[Any, str | None] = {}
 
 
 def _unsupported_type(annotation: Any) -> str | None:
-    """Why pydantic can't handle ``annotation``, or ``None`` if it can.
+    """Why pydantic can't handle ``annotation``, or ``None`` if it can (memoised).
 
     Plain leaves and standard containers are checked structurally, which costs
-    nothing; any other type is given to pydantic once (memoised), since
-    building its schema is the only real test.
+    nothing; any other type is given to pydantic, since building its schema is
+    the only real test.
     """
     try:
-        if annotation in _KNOWN_LEAVES:
-            return None
+        return _checked_types[annotation]
+    except KeyError:
+        problem = _checked_types[annotation] = _check_type(annotation)
+        return problem
     except TypeError:  # unhashable metadata inside Annotated
         return _try_with_pydantic(annotation)
+
+
+def _check_type(annotation: Any) -> str | None:
+    if annotation in _KNOWN_LEAVES:
+        return None
     origin = get_origin(annotation)
     if origin is typing.Literal:
         return None
@@ -281,13 +288,7 @@ def _unsupported_type(annotation: Any) -> str | None:
                 if problem is not None:
                     return problem
         return None
-    try:
-        if annotation in _checked_types:
-            return _checked_types[annotation]
-    except TypeError:
-        return _try_with_pydantic(annotation)
-    problem = _checked_types[annotation] = _try_with_pydantic(annotation)
-    return problem
+    return _try_with_pydantic(annotation)
 
 
 def _try_with_pydantic(annotation: Any) -> str | None:
