@@ -52,9 +52,15 @@ class _ToolSpec:
         object.__setattr__(self, "_name", name)
         object.__setattr__(self, "_description", description)
         object.__setattr__(self, "_schema_json", schema_json)
-        object.__setattr__(
-            self, "_sorted_json", json.dumps(json.loads(schema_json), sort_keys=True)
-        )
+
+    def _canonical_json(self) -> str:
+        """The schema with sorted keys, for ``==`` and ``hash``: worked out on first need."""
+        try:
+            return self._sorted_json
+        except AttributeError:
+            text = json.dumps(json.loads(self._schema_json), sort_keys=True)
+            object.__setattr__(self, "_sorted_json", text)
+            return text
 
     @classmethod
     def _from_parts(cls, name: str, description: str, schema_json: str) -> Self:
@@ -91,11 +97,11 @@ class _ToolSpec:
         return (
             self._name == other._name
             and self._description == other._description
-            and self._sorted_json == other._sorted_json
+            and self._canonical_json() == other._canonical_json()
         )
 
     def __hash__(self) -> int:
-        return hash((type(self), self._name, self._description, self._sorted_json))
+        return hash((type(self), self._name, self._description, self._canonical_json()))
 
     def __repr__(self) -> str:
         return (

@@ -3,6 +3,8 @@
 import dataclasses
 import datetime
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
 
 import anyio
@@ -20,7 +22,8 @@ from llm_worker import (
     tool,
     tool_registry,
 )
-from llm_worker._codegen.runtime import serialize_result
+from llm_worker._codegen import build as build_module
+from llm_worker._codegen.runtime import LazyArgsModel, serialize_result
 
 pytestmark = pytest.mark.anyio
 
@@ -614,3 +617,77 @@ class TestFieldDefaults:
         """1 and True are equal, but null means each tool's own default."""
         assert await _run("one", '{"x": null}') == "1"
         assert await _run("true", '{"x": null}') == "True"
+
+
+def _fresh_registry() -> type:
+    """A new registry class each time, so no test sees a model another one created."""
+
+    class Lazy:
+        @tool
+        async def find(self, query: str, limit: int = 5) -> str:
+            return f"{query}/{limit}"
+
+    return tool_registry(Lazy)
+
+
+class TestLazyArgsModel:
+    def test_created_on_first_read_then_in_its_place(self):
+        """Until read, the class holds a placeholder; the first read puts the model there."""
+        app = _fresh_registry()
+        placeholder = vars(app)["FindArgs"]
+        assert isinstance(placeholder, LazyArgsModel)
+        assert re.fullmatch(
+            r"<.*Lazy\.FindArgs, a pydantic model created on first use>", repr(placeholder)
+        )
+        model = app.FindArgs
+        assert issubclass(model, BaseModel)
+        assert vars(app)["FindArgs"] is model
+        assert vars(app.ToolFind)["args_model"] is model
+        assert app.ToolFind.args_model is model
+        assert list(model.model_fields) == ["query", "limit"]
+
+    def test_a_schema_creates_no_model(self):
+        """Reading the meta (the schema) leaves the placeholder alone."""
+        app = _fresh_registry()
+        assert app.find.meta().input_schema["required"] == ["query"]
+        assert isinstance(vars(app)["FindArgs"], LazyArgsModel)
+
+    async def test_the_first_call_creates_it(self):
+        app = _fresh_registry()
+        assert await app.ToolFind(app()).execute('{"query": "q"}') == "q/5"
+        assert issubclass(vars(app)["FindArgs"], BaseModel)
+
+    def test_read_through_a_subclass(self):
+        """A subclass reads its base's model, and the base gets it in place."""
+        app = _fresh_registry()
+        sub = type("Sub", (app,), {})
+        assert sub.FindArgs is app.FindArgs
+        assert issubclass(vars(app)["FindArgs"], BaseModel)
+
+    def test_one_model_across_threads(self):
+        """Threads reading it at once all get the same model."""
+        app = _fresh_registry()
+        placeholder = vars(app)["FindArgs"]
+        barrier = threading.Barrier(8)
+
+        def read() -> type:
+            barrier.wait()
+            return placeholder.get()
+
+        with ThreadPoolExecutor(8) as pool:
+            models = list(pool.map(lambda _: read(), range(8)))
+        assert len({id(model) for model in models}) == 1
+
+    def test_a_model_pydantic_refuses_is_a_declaration_error(self, monkeypatch):
+        """The error names the class and the method, as at decoration."""
+        app = _fresh_registry()
+
+        def refuse(*args: Any) -> type:
+            raise ValueError("no such model")
+
+        monkeypatch.setattr(build_module, "_create_args_model", refuse)
+        with pytest.raises(TypeError) as info:
+            app.FindArgs  # noqa: B018
+        assert str(info.value).endswith(
+            "Lazy:\n  find: pydantic could not build the argument model (no such model)"
+        )

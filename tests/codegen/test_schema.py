@@ -26,7 +26,7 @@ from typing_extensions import TypeAliasType, TypedDict
 from llm_worker import Description, tool, tool_registry
 from llm_worker._codegen import schema as schema_module
 from llm_worker._codegen.introspect import ParameterSpec
-from llm_worker._codegen.runtime import BuiltTool
+from llm_worker._codegen.runtime import BuiltTool, LazyArgsModel
 from llm_worker._codegen.schema import input_schema_of, model_schema_of
 
 from . import _schema_types as other_module
@@ -197,7 +197,7 @@ def build_tool(fields: list[tuple[str, Any, Any, str | None]]) -> BuiltTool:
 
 
 def assembled_and_whole(record: BuiltTool) -> tuple[str, str]:
-    assembled = input_schema_of(record.args_model, record.parameters)
+    assembled = input_schema_of(record.parameters, lambda: record.args_model)
     whole = model_schema_of(record.args_model)
     return json.dumps(assembled), json.dumps(whole)
 
@@ -241,7 +241,7 @@ class TestWhenThePiecesCannotVouch:
             [("mine", Window, REQUIRED, None), ("theirs", other_module.Window, REQUIRED, None)]
         )
         calls = count_whole_model_schemas(monkeypatch)
-        schema = input_schema_of(record.args_model, record.parameters)
+        schema = input_schema_of(record.parameters, lambda: record.args_model)
         assert calls == [record.args_model]
         mine, theirs = schema["$defs"]  # pydantic qualifies both names with their modules
         assert mine != theirs
@@ -256,9 +256,9 @@ class TestWhenThePiecesCannotVouch:
     def test_the_pieces_answer_for_common_fields(self, monkeypatch):
         record = build_tool([("query", str, REQUIRED, "q"), ("window", Window | None, None, None)])
         calls = count_whole_model_schemas(monkeypatch)
-        input_schema_of(record.args_model, record.parameters)
+        input_schema_of(record.parameters, lambda: record.args_model)
         assert calls == []  # no whole model was asked
-        assert not record.args_model.__pydantic_complete__  # nor its validator built
+        assert isinstance(vars(record.owner)["RunArgs"], LazyArgsModel)  # nor even created
 
 
 def count_whole_model_schemas(monkeypatch: pytest.MonkeyPatch) -> list[type[BaseModel]]:
@@ -290,8 +290,11 @@ def test_two_classes_of_one_name_match_the_whole_model(pair):
 def test_equal_but_different_defaults_are_kept_apart():
     one = build_tool([("value", int | bool, 1, None)])
     true = build_tool([("value", int | bool, True, None)])
-    assert input_schema_of(one.args_model, one.parameters)["properties"]["value"]["default"] == 1
-    schema = input_schema_of(true.args_model, true.parameters)
+    assert (
+        input_schema_of(one.parameters, lambda: one.args_model)["properties"]["value"]["default"]
+        == 1
+    )
+    schema = input_schema_of(true.parameters, lambda: true.args_model)
     assert schema["properties"]["value"]["default"] is True
 
 

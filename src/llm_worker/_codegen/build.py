@@ -7,6 +7,7 @@ as it was.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,7 @@ from .._limits import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_INPUT_DEPTH
 from .._types import ToolDefinition
 from .fields import ARGS_CONFIG, field_of
 from .plan import RegistryPlan, ToolPlan
-from .runtime import BuiltTool, GeneratedTool, make_execute
+from .runtime import BuiltTool, GeneratedTool, LazyArgsModel, make_execute
 
 __all__ = ["build_registry"]
 
@@ -27,8 +28,13 @@ def build_registry(plan: RegistryPlan) -> tuple[dict[str, Any], list[BuiltTool]]
     attrs: dict[str, Any] = {}
     records: list[BuiltTool] = []
     for tool_plan in plan.tools:
-        args_model = _build_args_model(plan.cls, tool_plan)
+        args_model = LazyArgsModel(
+            f"{plan.cls.__qualname__}.{tool_plan.args_name}",
+            functools.partial(_build_args_model, plan.cls, tool_plan),
+        )
+        args_model.place(plan.cls, tool_plan.args_name)
         tool_class = _build_tool_class(plan.cls, tool_plan, args_model)
+        args_model.place(tool_class, "args_model")
         record = BuiltTool(
             owner=plan.cls,
             attr_name=tool_plan.spec.attr_name,
@@ -51,29 +57,43 @@ def _generated_doc(cls: type, tool_plan: ToolPlan) -> str:
 
 def _build_args_model(cls: type, tool_plan: ToolPlan) -> type[BaseModel]:
     fields: dict[str, Any] = {p.name: field_of(p) for p in tool_plan.spec.parameters}
-    with warnings.catch_warnings():
-        # A field named `json` or `copy` shadows a deprecated BaseModel method; we
-        # never call those on Args, so the argument name the user chose stays.
-        warnings.filterwarnings("ignore", r"Field name .* shadows an attribute", UserWarning)
-        model: type[BaseModel] = create_model(
-            tool_plan.args_name,
-            __config__=ARGS_CONFIG,
-            __doc__=_generated_doc(cls, tool_plan),
-            __module__=cls.__module__,
-            **fields,
-        )
+    try:
+        if any(hasattr(BaseModel, name) for name in fields):
+            with warnings.catch_warnings():
+                # A field named `json` or `copy` shadows a deprecated BaseModel method;
+                # we never call those on Args, so the argument name the user chose stays.
+                warnings.filterwarnings("ignore", r"Field name .* shadows", UserWarning)
+                model = _create_args_model(cls, tool_plan, fields)
+        else:
+            model = _create_args_model(cls, tool_plan, fields)
+    except Exception as exc:  # pydantic refused something introspection let through
+        raise TypeError(
+            f"Cannot build tools for {cls.__module__}.{cls.__qualname__}:\n"
+            f"  {tool_plan.spec.attr_name}: pydantic could not build the argument model ({exc})"
+        ) from exc
     model.__qualname__ = f"{cls.__qualname__}.{tool_plan.args_name}"
     return model
 
 
+def _create_args_model(cls: type, tool_plan: ToolPlan, fields: dict[str, Any]) -> type[BaseModel]:
+    return create_model(
+        tool_plan.args_name,
+        __config__=ARGS_CONFIG,
+        __doc__=_generated_doc(cls, tool_plan),
+        __module__=cls.__module__,
+        **fields,
+    )
+
+
 def _build_tool_class(
-    cls: type, tool_plan: ToolPlan, args_model: type[BaseModel]
+    cls: type, tool_plan: ToolPlan, args_model: LazyArgsModel
 ) -> type[GeneratedTool]:
     spec = tool_plan.spec
     qualname = f"{cls.__qualname__}.{tool_plan.tool_class_name}"
     options = spec.options
     execute = make_execute(
-        args_model=args_model,
+        args_model=args_model.get,
+        field_names=tuple(p.name for p in spec.parameters),
         tool_name=spec.tool_name,
         is_async=spec.is_async,
         thread=options.thread,
@@ -84,7 +104,7 @@ def _build_tool_class(
     )
     execute.__qualname__ = f"{qualname}.execute"
     execute.__module__ = cls.__module__
-    execute.__doc__ = f"Validate the arguments into {args_model.__name__} and run the method."
+    execute.__doc__ = f"Validate the arguments into {tool_plan.args_name} and run the method."
     namespace: dict[str, Any] = {
         "__slots__": (),
         "__module__": cls.__module__,

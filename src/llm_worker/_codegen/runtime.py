@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, cast
 
@@ -28,6 +29,7 @@ from .schema import input_schema_of
 __all__ = [
     "BuiltTool",
     "GeneratedTool",
+    "LazyArgsModel",
     "ToolFactory",
     "describe_validation_error",
     "make_execute",
@@ -39,12 +41,56 @@ _MAX_REPORTED_ERRORS = 10
 _MAX_INPUT_PREVIEW = 60
 
 
+class LazyArgsModel:
+    """One tool's ``Args`` model, created on first use: what ``MyApp.SearchArgs`` holds until then.
+
+    Creating 200 pydantic models is most of what importing 200 tools would
+    cost, and a schema does not need them (see ``schema``); validation does,
+    at the first call. Read as a class attribute, this builds the model and
+    then puts it in its own place, so the class looks as if it always held it.
+    """
+
+    __slots__ = ("_build", "_homes", "_model", "_name")
+
+    def __init__(self, name: str, build: Callable[[], type[BaseModel]]) -> None:
+        self._name = name
+        self._build = build
+        self._model: type[BaseModel] | None = None
+        self._homes: list[tuple[type, str]] = []
+
+    def place(self, holder: type, attribute: str) -> None:
+        """Note that ``holder.attribute`` is this object, to replace by the model once built."""
+        self._homes.append((holder, attribute))
+
+    def get(self) -> type[BaseModel]:
+        """The model, created by the first caller (once, even across threads)."""
+        model = self._model
+        if model is None:
+            with _BUILD_LOCK:
+                model = self._model
+                if model is None:
+                    model = self._model = self._build()
+                    for holder, attribute in self._homes:
+                        if holder.__dict__.get(attribute) is self:
+                            setattr(holder, attribute, model)
+        return model
+
+    def __get__(self, instance: object, owner: type | None = None) -> type[BaseModel]:
+        return self.get()
+
+    def __repr__(self) -> str:
+        return f"<{self._name}, a pydantic model created on first use>"
+
+
+_BUILD_LOCK = threading.Lock()
+
+
 class BuiltTool:
     """The per-tool record a registry class keeps in ``__llm_worker_tools__``."""
 
     __slots__ = (
+        "_args_model",
         "_meta",
-        "args_model",
         "attr_name",
         "description",
         "name",
@@ -60,7 +106,7 @@ class BuiltTool:
         attr_name: str,
         name: str,
         description: str,
-        args_model: type[BaseModel],
+        args_model: LazyArgsModel,
         parameters: tuple[ParameterSpec, ...],
         tool_class: type[GeneratedTool],
     ) -> None:
@@ -68,17 +114,22 @@ class BuiltTool:
         self.attr_name = attr_name
         self.name = name
         self.description = description
-        self.args_model = args_model
+        self._args_model = args_model
         self.parameters = parameters
         self.tool_class = tool_class
         self._meta: ToolMeta | None = None
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The generated ``<Pascal>Args`` model (created on first use)."""
+        return self._args_model.get()
 
     def meta(self) -> ToolMeta:
         """The tool's ``ToolMeta``; the JSON schema is generated on first use, then kept."""
         meta = self._meta
         if meta is None:
             try:
-                schema = input_schema_of(self.args_model, self.parameters)
+                schema = input_schema_of(self.parameters, self._args_model.get)
             except Exception as exc:
                 raise TypeError(
                     f"Cannot build tools for {_where(self.owner)}:\n"
@@ -185,7 +236,8 @@ def _factory_for(owner: type, attr_name: str, app: object) -> ToolFactory:
 
 def make_execute(
     *,
-    args_model: type[BaseModel],
+    args_model: Callable[[], type[BaseModel]],
+    field_names: tuple[str, ...],
     tool_name: str,
     is_async: bool,
     thread: bool,
@@ -194,10 +246,11 @@ def make_execute(
     max_input_bytes: int,
     max_input_depth: int,
 ) -> Callable[[GeneratedTool, str], Awaitable[str]]:
-    """Build the ``execute`` method of one generated tool class."""
-    field_names = tuple(args_model.model_fields)
-    # The model's validator is built on first use (pydantic's defer_build), so
-    # importing a module of tools stays cheap; it is fetched on the first call.
+    """Build the ``execute`` method of one generated tool class.
+
+    ``args_model`` gives the ``Args`` model; the model and its validator are
+    created on the first call, so importing a module of tools stays cheap.
+    """
     validate_json: Callable[..., Any] | None = None
     # Inputs this short can be neither too big nor too deep: skip the checks.
     always_within_limits = min(max_input_bytes // 4, max_input_depth)
@@ -205,7 +258,7 @@ def make_execute(
     async def execute(self: GeneratedTool, input_json: str) -> str:
         nonlocal validate_json
         if validate_json is None:
-            validate_json = args_model.__pydantic_validator__.validate_json
+            validate_json = args_model().__pydantic_validator__.validate_json
         if not input_json or input_json.isspace():
             input_json = "{}"
         elif len(input_json) > always_within_limits:

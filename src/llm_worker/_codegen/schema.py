@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -67,13 +67,16 @@ def model_schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema(schema_generator=_ToolJsonSchema, mode="validation")
 
 
-def input_schema_of(model: type[BaseModel], parameters: Sequence[ParameterSpec]) -> dict[str, Any]:
-    """``model_schema_of(model)`` for the ``Args`` model built from ``parameters``.
+def input_schema_of(
+    parameters: Sequence[ParameterSpec], args_model: Callable[[], type[BaseModel]]
+) -> dict[str, Any]:
+    """``model_schema_of(args_model())``, the ``Args`` model built from ``parameters``.
 
-    The result shares dicts with a cache: read it (``ToolMeta`` copies it), never change it.
+    The model is only created if the pieces cannot answer. The result shares
+    dicts with a cache: read it (``ToolMeta`` copies it), never change it.
     """
     assembled = _assemble(parameters)
-    return assembled if assembled is not None else model_schema_of(model)
+    return assembled if assembled is not None else model_schema_of(args_model())
 
 
 @dataclass(frozen=True, slots=True)
