@@ -1,7 +1,8 @@
 """``_codegen.introspect``: one ``@tool`` method read into a ``MethodSpec``, or its problems."""
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal, get_args, get_origin
+from dataclasses import InitVar
+from typing import Annotated, Any, ClassVar, Final, Literal, get_args, get_origin
 
 import pytest
 from pydantic import BaseModel, Field
@@ -204,6 +205,29 @@ class TestProblems:
             "parameters, so rename the parameter instead",
             "f: parameter 'c' has the alias 'd'; a tool's arguments are named by its "
             "parameters, so rename the parameter instead",
+        ]
+
+    def test_class_attribute_qualifiers(self):
+        """ClassVar, Final and InitVar mark class attributes; pydantic would drop the field."""
+
+        def f(
+            self,
+            a: ClassVar[int],
+            b: Final[int],
+            c: Annotated[Final[int], Description("c")],
+            d: InitVar[int],
+        ) -> str:
+            return ""
+
+        assert _problems(f) == [
+            f"f: parameter {name!r} is marked {marker}, which only class attributes take; "
+            f"drop it from the annotation"
+            for name, marker in [
+                ("a", "ClassVar"),
+                ("b", "Final"),
+                ("c", "Final"),
+                ("d", "InitVar"),
+            ]
         ]
 
     def test_field_pydantic_refuses(self):

@@ -40,12 +40,7 @@ def generate(
     plan = plan_registry(cls, specs, inherited, errors)
     if errors:
         raise declaration_error(cls, errors)
-    try:
-        return build_registry(plan)
-    except Exception as exc:  # pydantic refused something the checks above let through
-        raise declaration_error(
-            cls, [f"pydantic could not build the argument models: {exc}"]
-        ) from exc
+    return build_registry(plan)
 
 
 def declaration_error(cls: type, problems: list[str]) -> TypeError:

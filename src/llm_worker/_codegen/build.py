@@ -32,9 +32,7 @@ def build_registry(plan: RegistryPlan) -> tuple[dict[str, Any], list[BuiltTool]]
             f"{plan.cls.__qualname__}.{tool_plan.args_name}",
             functools.partial(_build_args_model, plan.cls, tool_plan),
         )
-        args_model.place(plan.cls, tool_plan.args_name)
         tool_class = _build_tool_class(plan.cls, tool_plan, args_model)
-        args_model.place(tool_class, "args_model")
         record = BuiltTool(
             owner=plan.cls,
             attr_name=tool_plan.spec.attr_name,
@@ -57,20 +55,14 @@ def _generated_doc(cls: type, tool_plan: ToolPlan) -> str:
 
 def _build_args_model(cls: type, tool_plan: ToolPlan) -> type[BaseModel]:
     fields: dict[str, Any] = {p.name: field_of(p) for p in tool_plan.spec.parameters}
-    try:
-        if any(hasattr(BaseModel, name) for name in fields):
-            with warnings.catch_warnings():
-                # A field named `json` or `copy` shadows a deprecated BaseModel method;
-                # we never call those on Args, so the argument name the user chose stays.
-                warnings.filterwarnings("ignore", r"Field name .* shadows", UserWarning)
-                model = _create_args_model(cls, tool_plan, fields)
-        else:
+    if any(hasattr(BaseModel, name) for name in fields):
+        with warnings.catch_warnings():
+            # A field named `json` or `copy` shadows a deprecated BaseModel method; we
+            # never call those on Args, so the argument name the user chose stays.
+            warnings.filterwarnings("ignore", r"Field name .* shadows", UserWarning)
             model = _create_args_model(cls, tool_plan, fields)
-    except Exception as exc:  # pydantic refused something introspection let through
-        raise TypeError(
-            f"Cannot build tools for {cls.__module__}.{cls.__qualname__}:\n"
-            f"  {tool_plan.spec.attr_name}: pydantic could not build the argument model ({exc})"
-        ) from exc
+    else:
+        model = _create_args_model(cls, tool_plan, fields)
     model.__qualname__ = f"{cls.__qualname__}.{tool_plan.args_name}"
     return model
 

@@ -6,6 +6,7 @@ naming the method and the fix, so the registry can report all of them at once.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import types
@@ -139,6 +140,13 @@ def _read_parameters(
         annotation, description = _split_description(hint)
         if description is None:
             description = doc_params.get(param.name)
+        qualifier = _class_qualifier(annotation)
+        if qualifier is not None:
+            errors.append(
+                f"{attr_name}: parameter {param.name!r} is marked {qualifier}, which only "
+                f"class attributes take; drop it from the annotation"
+            )
+            continue
         type_problem = _unsupported_type(annotation)
         if type_problem is not None:
             errors.append(
@@ -170,6 +178,16 @@ def _read_default(hint: Any, default: Any) -> tuple[Any, Any, DefaultFactory | N
     if getattr(info, "default_factory_takes_validated_data", False):  # pydantic >= 2.10
         return hint, REQUIRED, cast("DefaultFactory", factory)
     return hint, REQUIRED, lambda _validated_data: cast("Callable[[], Any]", factory)()
+
+
+def _class_qualifier(annotation: Any) -> str | None:
+    base = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    for qualifier, name in ((typing.ClassVar, "ClassVar"), (typing.Final, "Final")):
+        if base is qualifier or get_origin(base) is qualifier:
+            return name
+    if isinstance(base, dataclasses.InitVar):
+        return "InitVar"
+    return None
 
 
 def _alias(annotation: Any) -> object:

@@ -1,9 +1,9 @@
 """What generated tools run per call: validate → call → serialise. The hot path.
 
-Everything known at build time (validator, function, flags) sits in closure
-cells; a call does one emptiness check, one validation, the call itself and,
-for non-``str`` results, one ``to_json``. Error messages are only worked out
-once validation has failed.
+Everything known at build time (function, flags) sits in closure cells, and
+the validator joins them at the first call; a call does one emptiness check,
+one validation, the call itself and, for non-``str`` results, one ``to_json``.
+Error messages are only worked out once validation has failed.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, ClassVar, cast
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
+from typing_extensions import Self
 
 from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
 from .._limits import input_limit_problem, model_safe_text
@@ -42,47 +43,45 @@ _MAX_INPUT_PREVIEW = 60
 
 
 class LazyArgsModel:
-    """One tool's ``Args`` model, created on first use: what ``MyApp.SearchArgs`` holds until then.
+    """What ``MyApp.SearchArgs`` holds: the tool's ``Args`` model, created on first use.
 
     Creating 200 pydantic models is most of what importing 200 tools would
     cost, and a schema does not need them (see ``schema``); validation does,
-    at the first call. Read as a class attribute, this builds the model and
-    then puts it in its own place, so the class looks as if it always held it.
+    at the first call. Read as an attribute (``MyApp.SearchArgs``), this is the
+    model itself. The user's class is never changed after decoration.
     """
 
-    __slots__ = ("_build", "_homes", "_model", "_name")
+    __slots__ = ("_build", "_lock", "_model", "_name")
 
     def __init__(self, name: str, build: Callable[[], type[BaseModel]]) -> None:
         self._name = name
-        self._build = build
+        self._build: Callable[[], type[BaseModel]] | None = build
         self._model: type[BaseModel] | None = None
-        self._homes: list[tuple[type, str]] = []
-
-    def place(self, holder: type, attribute: str) -> None:
-        """Note that ``holder.attribute`` is this object, to replace by the model once built."""
-        self._homes.append((holder, attribute))
+        self._lock = threading.Lock()
 
     def get(self) -> type[BaseModel]:
         """The model, created by the first caller (once, even across threads)."""
         model = self._model
         if model is None:
-            with _BUILD_LOCK:
+            with self._lock:
                 model = self._model
                 if model is None:
+                    assert self._build is not None
                     model = self._model = self._build()
-                    for holder, attribute in self._homes:
-                        if holder.__dict__.get(attribute) is self:
-                            setattr(holder, attribute, model)
+                    self._build = None  # let the plan go
         return model
 
     def __get__(self, instance: object, owner: type | None = None) -> type[BaseModel]:
         return self.get()
 
+    def __copy__(self) -> Self:
+        return self  # one model per tool, however the class is copied
+
+    def __deepcopy__(self, memo: dict[int, object]) -> Self:
+        return self
+
     def __repr__(self) -> str:
         return f"<{self._name}, a pydantic model created on first use>"
-
-
-_BUILD_LOCK = threading.Lock()
 
 
 class BuiltTool:
