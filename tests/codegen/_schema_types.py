@@ -1,4 +1,4 @@
-"""A second ``Window`` model, for tests where two types share one name."""
+"""Models named like some in test_schema.py, for tests where two types share one name."""
 
 from pydantic import BaseModel
 

@@ -6,7 +6,7 @@ import datetime
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Any
+from typing import Annotated, Any, NewType, Optional
 
 import anyio
 import pytest
@@ -23,7 +23,7 @@ from llm_worker import (
     tool,
     tool_registry,
 )
-from llm_worker._codegen.runtime import LazyArgsModel, serialize_result
+from llm_worker._codegen.runtime import serialize_result
 
 pytestmark = pytest.mark.anyio
 
@@ -481,6 +481,7 @@ class TestValidatorExceptions:
 
 
 OptionalInt = TypeAliasType("OptionalInt", int | None)
+MaybeInt = NewType("MaybeInt", Optional[int])  # type: ignore[misc]  # noqa: UP045
 
 
 @tool_registry
@@ -523,6 +524,26 @@ class Defaults:
         return repr(limit)
 
     @tool
+    async def new_type(self, limit: MaybeInt = 5) -> str:  # type: ignore[assignment]
+        return repr(limit)
+
+    @tool
+    async def ranked(
+        self,
+        limit: Annotated[int, Field(description="from Annotated")] = Field(
+            5, description="from the default"
+        ),
+        other: Annotated[int, Field(description="from Annotated")] = 1,
+    ) -> str:
+        """Descriptions from three places.
+
+        Args:
+            limit: from the docstring
+            other: from the docstring
+        """
+        return str(limit)
+
+    @tool
     async def one(self, x: int | bool = 1) -> str:
         return repr(x)
 
@@ -548,33 +569,49 @@ def _property(name: str) -> dict[str, Any]:
 
 class TestFieldDefaults:
     async def test_a_field_default_is_the_default_and_keeps_its_constraints(self):
+        """`limit: int = Field(5, ge=1)`: 5 when absent or null, and at least 1."""
         assert await _run("limited", "{}") == "5"
         assert await _run("limited", '{"limit": null}') == "5"
-        with pytest.raises(InvalidArgumentError, match="greater than or equal to 1"):
+        with pytest.raises(InvalidArgumentError) as info:
             await _run("limited", '{"limit": 0}')
+        assert str(info.value) == (
+            "Invalid argument: 'limit': Input should be greater than or equal to 1 (got 0)"
+        )
         assert _property("limited") == {
             "required": [],
             "limit": {"default": 5, "minimum": 1, "type": "integer"},
         }
 
     async def test_description_and_field_default_together(self):
+        """Description(...) and a Field default on one parameter: both apply."""
         assert await _run("described", '{"limit": null}') == "5"
         assert _property("described") == {
             "required": [],
             "limit": {"default": 5, "description": "How many", "type": "integer"},
         }
 
+    async def test_description_precedence(self):
+        """A `= Field(description=)` outranks one in Annotated, which outranks the docstring."""
+        assert _property("ranked")["limit"]["description"] == "from the default"
+        assert _property("ranked")["other"]["description"] == "from Annotated"
+
     async def test_a_field_without_default_is_required(self):
-        with pytest.raises(InvalidArgumentError, match="missing required argument"):
+        """`Field(description=...)` alone leaves the argument required; null is refused."""
+        with pytest.raises(InvalidArgumentError) as info:
             await _run("required", "{}")
-        with pytest.raises(InvalidArgumentError, match="valid integer"):
+        assert str(info.value) == "Invalid argument: 'limit': missing required argument"
+        with pytest.raises(InvalidArgumentError) as info:
             await _run("required", '{"limit": null}')
+        assert str(info.value) == (
+            "Invalid argument: 'limit': Input should be a valid integer (got null)"
+        )
         assert _property("required") == {
             "required": ["limit"],
             "limit": {"description": "How many", "type": "integer"},
         }
 
     async def test_a_default_factory_makes_a_fresh_default_each_call(self):
+        """The method appends to its list: each call still starts from a new one."""
         assert await _run("collected", "{}") == "[0]"
         assert await _run("collected", "{}") == "[0]"
         assert await _run("collected", '{"items": null}') == "[0]"
@@ -584,11 +621,13 @@ class TestFieldDefaults:
         }
 
     async def test_an_assigned_default_outranks_one_in_annotated(self):
+        """`Annotated[int, Field(7)] = 9` defaults to 9, as in pydantic."""
         assert await _run("overridden", "{}") == "9"
         assert await _run("overridden", '{"limit": null}') == "9"
         assert _property("overridden")["limit"]["default"] == 9
 
     async def test_a_factory_given_the_arguments_gets_them_for_null_too(self):
+        """A factory taking the validated data gets it, for an absent or a null argument."""
         assert await _run("derived", '{"size": 3}') == "6"
         assert await _run("derived", '{"size": 3, "limit": null}') == "6"
 
@@ -596,13 +635,17 @@ class TestFieldDefaults:
         """`x: int = None`: null is the default, None, as {} gives it."""
         assert await _run("noneable", "{}") == "None"
         assert await _run("noneable", '{"limit": null}') == "None"
-        with pytest.raises(InvalidArgumentError, match="valid integer"):
+        with pytest.raises(InvalidArgumentError) as info:
             await _run("noneable", '{"limit": "3"}')
+        assert str(info.value) == (
+            "Invalid argument: 'limit': Input should be a valid integer (got \"3\")"
+        )
 
-    async def test_null_is_a_value_when_the_aliased_type_admits_it(self):
-        """Through a TypeAliasType of `int | None`, null is None, not the default."""
-        assert await _run("aliased", "{}") == "5"
-        assert await _run("aliased", '{"limit": null}') == "None"
+    @pytest.mark.parametrize("name", ["aliased", "new_type"])
+    async def test_null_is_a_value_when_the_type_admits_it(self, name):
+        """Through a TypeAliasType or NewType of `int | None`, null is None, not the default."""
+        assert await _run(name, "{}") == "5"
+        assert await _run(name, '{"limit": null}') == "None"
 
     async def test_field_keywords_of_model_fields_are_accepted(self):
         """deprecated=, frozen= and the like belong on a field: no warning, no error."""
@@ -635,9 +678,9 @@ class TestLazyArgsModel:
         """MyApp.FindArgs, and ToolFind.args_model, are the model; the class holds a placeholder."""
         app = _fresh_registry()
         placeholder = vars(app)["FindArgs"]
-        assert isinstance(placeholder, LazyArgsModel)
         assert re.fullmatch(
-            r"<.*Lazy\.FindArgs, a pydantic model created on first use>", repr(placeholder)
+            r"<.*Lazy\.FindArgs: a pydantic model created on first use, not created yet>",
+            repr(placeholder),
         )
         model = app.FindArgs
         assert issubclass(model, BaseModel)
@@ -647,18 +690,22 @@ class TestLazyArgsModel:
         assert app().FindArgs is model
         assert list(model.model_fields) == ["query", "limit"]
         assert vars(app)["FindArgs"] is placeholder  # the user's class is left as it was
+        assert repr(placeholder).endswith(", created>")
 
     def test_a_schema_creates_no_model(self):
         """Reading the meta (the schema) does not create the model."""
         app = _fresh_registry()
         assert app.find.meta().input_schema["required"] == ["query"]
-        assert vars(app)["FindArgs"]._model is None
+        assert repr(vars(app)["FindArgs"]).endswith("not created yet>")
 
-    async def test_the_first_call_creates_it(self):
-        """The first execute creates the model that MyApp.FindArgs then gives."""
-        app = _fresh_registry()
-        assert await app.ToolFind(app()).execute('{"query": "q"}') == "q/5"
-        assert vars(app)["FindArgs"]._model is app.FindArgs
+    async def test_the_first_call_creates_it_and_its_validator(self):
+        """Reading the model builds no validator; the first call creates and builds both."""
+        read = _fresh_registry()
+        assert not read.FindArgs.__pydantic_complete__
+        called = _fresh_registry()
+        assert await called.ToolFind(called()).execute('{"query": "q"}') == "q/5"
+        assert repr(vars(called)["FindArgs"]).endswith(", created>")
+        assert called.FindArgs.__pydantic_complete__
 
     def test_read_through_a_subclass(self):
         """A subclass reads its base's model."""

@@ -26,7 +26,7 @@ from typing_extensions import TypeAliasType, TypedDict
 from llm_worker import Description, tool, tool_registry
 from llm_worker._codegen import schema as schema_module
 from llm_worker._codegen.introspect import ParameterSpec
-from llm_worker._codegen.runtime import BuiltTool, LazyArgsModel
+from llm_worker._codegen.runtime import BuiltTool
 from llm_worker._codegen.schema import input_schema_of, model_schema_of
 
 from . import _schema_types as other_module
@@ -74,6 +74,12 @@ class Flag(BaseModel):
 
 class Same(BaseModel):
     a: int
+
+
+class Unhashable:
+    """Metadata in Annotated[...] that cannot be a cache key."""
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Holder(BaseModel):
@@ -167,6 +173,7 @@ FIELDS: list[tuple[Any, Any]] = [
     (UserId, 3),
     (Page[int], REQUIRED),
     (Page[Window] | None, None),
+    (Annotated[str, Unhashable()], "s"),
 ]
 DESCRIPTIONS = [None, "What to look for", 'Ünïcödé, "quotes" and\nnew lines']
 
@@ -196,106 +203,24 @@ def build_tool(fields: list[tuple[str, Any, Any, str | None]]) -> BuiltTool:
     return record
 
 
-def assembled_and_whole(record: BuiltTool) -> tuple[str, str]:
-    assembled = input_schema_of(record.parameters, lambda: record.args_model)
+class WholeModel:
+    """The ``get_args_model`` given to ``input_schema_of``, noting whether it was asked."""
+
+    def __init__(self, record: BuiltTool) -> None:
+        self.record = record
+        self.asked = False
+
+    def __call__(self) -> type[BaseModel]:
+        self.asked = True
+        return self.record.args_model
+
+
+def assembled_and_whole(record: BuiltTool) -> tuple[str, str, bool]:
+    """Both schemas as JSON text, and whether the pieces had to ask the whole model."""
+    whole_model = WholeModel(record)
+    assembled = input_schema_of(record.parameters, whole_model)
     whole = model_schema_of(record.args_model)
-    return json.dumps(assembled), json.dumps(whole)
-
-
-@pytest.mark.filterwarnings("ignore::pydantic.json_schema.PydanticJsonSchemaWarning")
-@pytest.mark.parametrize("description", DESCRIPTIONS, ids=["plain", "described", "unicode"])
-@pytest.mark.parametrize(("annotation", "default"), FIELDS, ids=[repr(f) for f in FIELDS])
-def test_one_field_matches_the_whole_model(annotation, default, description):
-    record = build_tool([("value", annotation, default, description)])
-    assembled, whole = assembled_and_whole(record)
-    assert assembled == whole
-
-
-def test_no_fields():
-    assembled, whole = assembled_and_whole(build_tool([]))
-    assert (
-        assembled == whole == '{"additionalProperties": false, "properties": {}, "type": "object"}'
-    )
-
-
-@pytest.mark.filterwarnings("ignore::pydantic.json_schema.PydanticJsonSchemaWarning")
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.sampled_from(FIELDS), st.sampled_from(DESCRIPTIONS)),
-        max_size=7,
-    )
-)
-def test_any_mix_of_fields_matches_the_whole_model(chosen):
-    fields = [
-        (f"arg_{i}", annotation, default, description)
-        for i, ((annotation, default), description) in enumerate(chosen)
-    ]
-    assembled, whole = assembled_and_whole(build_tool(fields))
-    assert assembled == whole
-
-
-class TestWhenThePiecesCannotVouch:
-    def test_two_models_with_one_name_leave_the_naming_to_pydantic(self, monkeypatch):
-        record = build_tool(
-            [("mine", Window, REQUIRED, None), ("theirs", other_module.Window, REQUIRED, None)]
-        )
-        calls = count_whole_model_schemas(monkeypatch)
-        schema = input_schema_of(record.parameters, lambda: record.args_model)
-        assert calls == [record.args_model]
-        mine, theirs = schema["$defs"]  # pydantic qualifies both names with their modules
-        assert mine != theirs
-        assert mine.endswith("Window")
-        assert theirs.endswith("Window")
-
-    def test_a_renamed_field_is_no_piece(self):
-        # @tool refuses aliases (see test_introspect); the pieces still check the name.
-        renamed = ParameterSpec("value", Annotated[int, Field(alias="renamed")], REQUIRED, None)
-        assert schema_module._field_schema(renamed) is None
-
-    def test_the_pieces_answer_for_common_fields(self, monkeypatch):
-        record = build_tool([("query", str, REQUIRED, "q"), ("window", Window | None, None, None)])
-        calls = count_whole_model_schemas(monkeypatch)
-        input_schema_of(record.parameters, lambda: record.args_model)
-        assert calls == []  # no whole model was asked
-        assert isinstance(vars(record.owner)["RunArgs"], LazyArgsModel)  # nor even created
-
-
-def count_whole_model_schemas(monkeypatch: pytest.MonkeyPatch) -> list[type[BaseModel]]:
-    calls: list[type[BaseModel]] = []
-    real = schema_module.model_schema_of
-
-    def counting(model: type[BaseModel]) -> dict[str, Any]:
-        if model.__name__ != "Probe":
-            calls.append(model)
-        return real(model)
-
-    monkeypatch.setattr(schema_module, "model_schema_of", counting)
-    return calls
-
-
-@pytest.mark.parametrize(
-    "pair",
-    [(Flag, other_module.Flag), (Same, other_module.Same)],
-    ids=["equal-but-not-identical", "identical"],
-)
-def test_two_classes_of_one_name_match_the_whole_model(pair):
-    """pydantic merges same-named definitions only when their JSON is the same."""
-    mine, theirs = pair
-    record = build_tool([("mine", mine, REQUIRED, None), ("theirs", theirs, REQUIRED, None)])
-    assembled, whole = assembled_and_whole(record)
-    assert assembled == whole
-
-
-def test_equal_but_different_defaults_are_kept_apart():
-    one = build_tool([("value", int | bool, 1, None)])
-    true = build_tool([("value", int | bool, True, None)])
-    assert (
-        input_schema_of(one.parameters, lambda: one.args_model)["properties"]["value"]["default"]
-        == 1
-    )
-    schema = input_schema_of(true.parameters, lambda: true.args_model)
-    assert schema["properties"]["value"]["default"] is True
+    return json.dumps(assembled), json.dumps(whole), whole_model.asked
 
 
 def _union(members: list[Any]) -> Any:
@@ -322,15 +247,109 @@ ANNOTATIONS = st.recursive(
     max_leaves=4,
 )
 DEFAULTS = st.sampled_from([REQUIRED, REQUIRED, None, 0, "s", True, 1.5, [1], {"k": "v"}])
+# Fields whose pieces cannot vouch for the whole: Holder's two Window types get
+# module-qualified definition names.
+FALLS_BACK = (Holder,)
 
 
 @pytest.mark.filterwarnings("ignore::pydantic.json_schema.PydanticJsonSchemaWarning")
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(ANNOTATIONS, DEFAULTS, st.sampled_from(DESCRIPTIONS)), max_size=5))
-def test_any_nested_types_match_the_whole_model(chosen):
-    fields = [
-        (f"arg_{i}", annotation, default, description)
-        for i, (annotation, default, description) in enumerate(chosen)
-    ]
-    assembled, whole = assembled_and_whole(build_tool(fields))
-    assert assembled == whole
+class TestAgainstTheWholeModel:
+    @pytest.mark.parametrize("description", DESCRIPTIONS, ids=["plain", "described", "unicode"])
+    @pytest.mark.parametrize(("annotation", "default"), FIELDS, ids=[repr(f) for f in FIELDS])
+    def test_one_field(self, annotation, default, description):
+        """Each kind of field gives the whole model's JSON, from the pieces alone."""
+        record = build_tool([("value", annotation, default, description)])
+        assembled, whole, asked = assembled_and_whole(record)
+        assert assembled == whole
+        assert asked == (annotation in FALLS_BACK)
+
+    def test_no_fields(self):
+        """No parameters: an empty object that admits nothing else."""
+        assembled, whole, asked = assembled_and_whole(build_tool([]))
+        assert assembled == whole
+        assert assembled == '{"additionalProperties": false, "properties": {}, "type": "object"}'
+        assert not asked
+
+    @settings(max_examples=150, deadline=None)
+    @given(
+        st.lists(
+            st.tuples(st.sampled_from(FIELDS), st.sampled_from(DESCRIPTIONS)),
+            max_size=7,
+        )
+    )
+    def test_any_mix_of_fields(self, chosen):
+        """Several fields together: shared and nested definitions merge as pydantic merges them."""
+        fields = [
+            (f"arg_{i}", annotation, default, description)
+            for i, ((annotation, default), description) in enumerate(chosen)
+        ]
+        assembled, whole, _ = assembled_and_whole(build_tool(fields))
+        assert assembled == whole
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(ANNOTATIONS, DEFAULTS, st.sampled_from(DESCRIPTIONS)), max_size=5))
+    def test_any_nested_types(self, chosen):
+        """Random nestings of lists, dicts, tuples, unions and models."""
+        fields = [
+            (f"arg_{i}", annotation, default, description)
+            for i, (annotation, default, description) in enumerate(chosen)
+        ]
+        assembled, whole, _ = assembled_and_whole(build_tool(fields))
+        assert assembled == whole
+
+    @pytest.mark.parametrize(
+        "pair",
+        [(Flag, other_module.Flag), (Same, other_module.Same)],
+        ids=["equal-but-not-identical", "identical"],
+    )
+    def test_two_classes_of_one_name(self, pair):
+        """pydantic merges same-named definitions only when their JSON is the same."""
+        mine, theirs = pair
+        record = build_tool([("mine", mine, REQUIRED, None), ("theirs", theirs, REQUIRED, None)])
+        assembled, whole, _ = assembled_and_whole(record)
+        assert assembled == whole
+
+
+class TestThePieces:
+    def test_common_fields_need_no_model(self):
+        """Plain types, descriptions and defaults: no Args model is asked for, or created."""
+        record = build_tool([("query", str, REQUIRED, "q"), ("window", Window | None, None, None)])
+        whole_model = WholeModel(record)
+        input_schema_of(record.parameters, whole_model)
+        assert not whole_model.asked
+        assert repr(vars(record.owner)["RunArgs"]).endswith("not created yet>")
+
+    def test_equal_but_different_defaults_are_kept_apart(self):
+        """1 and True are equal, and hash alike, but are different JSON."""
+        one = build_tool([("value", int | bool, 1, None)])
+        true = build_tool([("value", int | bool, True, None)])
+        assert '"default": 1}' in assembled_and_whole(one)[0]
+        assert '"default": true}' in assembled_and_whole(true)[0]
+
+    def test_unhashable_metadata(self):
+        """Metadata that cannot be hashed (so not cached) still gives the schema."""
+        record = build_tool([("value", Annotated[str, Unhashable()], REQUIRED, "v")])
+        assembled, whole, asked = assembled_and_whole(record)
+        assert assembled == whole
+        assert not asked
+
+
+class TestWhenThePiecesCannotVouch:
+    def test_two_models_with_one_name_leave_the_naming_to_pydantic(self):
+        """Two Window types: the whole model names them, by module."""
+        record = build_tool(
+            [("mine", Window, REQUIRED, None), ("theirs", other_module.Window, REQUIRED, None)]
+        )
+        whole_model = WholeModel(record)
+        schema = input_schema_of(record.parameters, whole_model)
+        assert whole_model.asked
+        mine, theirs = schema["$defs"]  # pydantic qualifies both names with their modules
+        assert mine != theirs
+        assert mine.endswith("Window")
+        assert theirs.endswith("Window")
+
+    def test_a_renamed_field_is_no_piece(self):
+        """A field pydantic would rename is not taken as a piece."""
+        # @tool refuses aliases (see test_introspect); the pieces still check the name.
+        renamed = ParameterSpec("value", Annotated[int, Field(alias="renamed")], REQUIRED, None)
+        assert schema_module._field_schema(renamed) is None

@@ -25,7 +25,7 @@ __all__ = ["ARGS_CONFIG", "field_of"]
 ARGS_CONFIG = ConfigDict(
     extra="forbid",  # gives `additionalProperties: false`, and rejects what it promises to
     strict=True,  # the schema says integer, so "5" is not one
-    defer_build=True,  # validator and schema are built on first use: cheap imports
+    defer_build=True,  # creating the model builds no validator; the first validation does
     protected_namespaces=(),  # `model_name` is a fine argument name
 )
 
@@ -35,20 +35,16 @@ def field_of(param: ParameterSpec) -> tuple[Any, Any]:
     annotation, default, factory = param.annotation, param.default, param.default_factory
     if factory is not None:  # the Field(default_factory=...) in `annotation` stays in charge
         annotation = _null_means_default(annotation, _factory_validator(factory))
-        if param.description is None:
-            return annotation  # type: ignore[no-any-return]
         return (annotation, Field(description=param.description))
     if default is REQUIRED:
         default = ...
     else:
         annotation = _null_means_default(annotation, _default_validator(default))
-    if param.description is None:
-        return (annotation, default)  # a FieldInfo costs time at import; pydantic makes one
     return (annotation, Field(default, description=param.description))
 
 
 def _null_means_default(annotation: Any, validator: Any) -> Any:
-    if admits_none(annotation):
+    if _admits_none(annotation):
         return annotation
     return Annotated[annotation, validator]
 
@@ -59,23 +55,6 @@ _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
 def _default_validator(default: Any) -> Any:
     if default is None:
         return _NONE_SKIPS_VALIDATION  # `x: int = None`: the type would refuse the default
-    kind: type[Any] = type(default)  # pyright: ignore[reportUnknownVariableType]
-    if kind in _SHARED_VALIDATOR_DEFAULTS:
-        # One validator per default value: typing caches Annotated[T, v] by v, and
-        # a cache miss costs more than the rest of a field at import.
-        key = (kind, default)
-        validator = _validators.get(key)
-        if validator is None:
-            validator = _validators[key] = _new_default_validator(default)
-        return validator
-    return _new_default_validator(default)
-
-
-_SHARED_VALIDATOR_DEFAULTS = (str, int, bool)
-_validators: dict[tuple[type[Any], Any], Any] = {}
-
-
-def _new_default_validator(default: Any) -> Any:
     immutable = type(default) in _IMMUTABLE_DEFAULTS  # no copy needed
 
     def null_means_default(value: Any) -> Any:
@@ -101,20 +80,20 @@ _NONE_SKIPS_VALIDATION = WrapValidator(_none_or_validated)
 _NoneType = type(None)
 
 
-def admits_none(annotation: Any) -> bool:
+def _admits_none(annotation: Any) -> bool:
     """Whether ``None`` is a valid value of ``annotation``."""
     if annotation is None or annotation is _NoneType or annotation is Any or annotation is object:
         return True
     if isinstance(annotation, types.UnionType):  # X | None, the common case
-        return any(arg is _NoneType or admits_none(arg) for arg in annotation.__args__)
+        return any(arg is _NoneType or _admits_none(arg) for arg in annotation.__args__)
     if isinstance(annotation, type):
         return False
     origin = get_origin(annotation)
     if origin is Annotated:
-        return admits_none(get_args(annotation)[0])
+        return _admits_none(get_args(annotation)[0])
     if origin is Union:
-        return any(admits_none(arg) for arg in get_args(annotation))
+        return any(_admits_none(arg) for arg in get_args(annotation))
     if origin is Literal:
         return None in get_args(annotation)
     aliased = getattr(annotation, "__value__", None) or getattr(annotation, "__supertype__", None)
-    return aliased is not None and admits_none(aliased)  # TypeAliasType, NewType
+    return aliased is not None and _admits_none(aliased)  # TypeAliasType, NewType

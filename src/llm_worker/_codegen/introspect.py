@@ -1,7 +1,8 @@
 """Stage 1: read one ``@tool`` method (signature, type hints, docstring) into a ``MethodSpec``.
 
-Nothing is built here. Problems are appended to ``errors`` as one line each,
-naming the method and the fix, so the registry can report all of them at once.
+Nothing the registry keeps is built here (a type pydantic might refuse is tried
+once on a throwaway model). Problems are appended to ``errors`` as one line
+each, naming the method and the fix, so the registry can report all of them at once.
 """
 
 from __future__ import annotations
@@ -310,7 +311,8 @@ def _check_type(annotation: Any) -> str | None:
 
 
 def _try_with_pydantic(annotation: Any) -> str | None:
-    # As a model field, where Field(...) metadata such as deprecated= belongs.
+    # A throwaway one-field model, not a TypeAdapter: Field(...) metadata such as
+    # deprecated= belongs on a field, and is refused anywhere else.
     try:
         create_model("Check", x=annotation).model_json_schema()
     except Exception as exc:

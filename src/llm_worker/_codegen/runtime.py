@@ -11,14 +11,12 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import threading
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
-from typing_extensions import Self
 
 from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
 from .._limits import input_limit_problem, model_safe_text
@@ -27,10 +25,12 @@ from .._types import Tool
 from .introspect import ParameterSpec
 from .schema import input_schema_of
 
+if TYPE_CHECKING:
+    from .args_model import LazyArgsModel
+
 __all__ = [
     "BuiltTool",
     "GeneratedTool",
-    "LazyArgsModel",
     "ToolFactory",
     "describe_validation_error",
     "make_execute",
@@ -40,48 +40,6 @@ __all__ = [
 # A model that gets many things wrong at once learns the first few; the rest are counted.
 _MAX_REPORTED_ERRORS = 10
 _MAX_INPUT_PREVIEW = 60
-
-
-class LazyArgsModel:
-    """What ``MyApp.SearchArgs`` holds: the tool's ``Args`` model, created on first use.
-
-    Creating 200 pydantic models is most of what importing 200 tools would
-    cost, and a schema does not need them (see ``schema``); validation does,
-    at the first call. Read as an attribute (``MyApp.SearchArgs``), this is the
-    model itself. The user's class is never changed after decoration.
-    """
-
-    __slots__ = ("_build", "_lock", "_model", "_name")
-
-    def __init__(self, name: str, build: Callable[[], type[BaseModel]]) -> None:
-        self._name = name
-        self._build: Callable[[], type[BaseModel]] | None = build
-        self._model: type[BaseModel] | None = None
-        self._lock = threading.Lock()
-
-    def get(self) -> type[BaseModel]:
-        """The model, created by the first caller (once, even across threads)."""
-        model = self._model
-        if model is None:
-            with self._lock:
-                model = self._model
-                if model is None:
-                    assert self._build is not None
-                    model = self._model = self._build()
-                    self._build = None  # let the plan go
-        return model
-
-    def __get__(self, instance: object, owner: type | None = None) -> type[BaseModel]:
-        return self.get()
-
-    def __copy__(self) -> Self:
-        return self  # one model per tool, however the class is copied
-
-    def __deepcopy__(self, memo: dict[int, object]) -> Self:
-        return self
-
-    def __repr__(self) -> str:
-        return f"<{self._name}, a pydantic model created on first use>"
 
 
 class BuiltTool:
@@ -152,7 +110,7 @@ class GeneratedTool:
 
     __slots__ = ("_method", "ctx")
 
-    args_model: ClassVar[type[BaseModel]]
+    args_model: ClassVar[type[BaseModel]]  # a LazyArgsModel that gives the model when read
     tool_name: ClassVar[str]
     _owner: ClassVar[type]
     _attr_name: ClassVar[str]
@@ -235,7 +193,7 @@ def _factory_for(owner: type, attr_name: str, app: object) -> ToolFactory:
 
 def make_execute(
     *,
-    args_model: Callable[[], type[BaseModel]],
+    get_args_model: Callable[[], type[BaseModel]],
     field_names: tuple[str, ...],
     tool_name: str,
     is_async: bool,
@@ -247,8 +205,8 @@ def make_execute(
 ) -> Callable[[GeneratedTool, str], Awaitable[str]]:
     """Build the ``execute`` method of one generated tool class.
 
-    ``args_model`` gives the ``Args`` model; the model and its validator are
-    created on the first call, so importing a module of tools stays cheap.
+    ``get_args_model`` gives the ``Args`` model (creating it if nothing has read
+    it yet); its validator is built on the first call.
     """
     validate_json: Callable[..., Any] | None = None
     # Inputs this short can be neither too big nor too deep: skip the checks.
@@ -257,7 +215,7 @@ def make_execute(
     async def execute(self: GeneratedTool, input_json: str) -> str:
         nonlocal validate_json
         if validate_json is None:
-            validate_json = args_model().__pydantic_validator__.validate_json
+            validate_json = get_args_model().__pydantic_validator__.validate_json
         if not input_json or input_json.isspace():
             input_json = "{}"
         elif len(input_json) > always_within_limits:

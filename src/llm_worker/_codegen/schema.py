@@ -68,15 +68,18 @@ def model_schema_of(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def input_schema_of(
-    parameters: Sequence[ParameterSpec], args_model: Callable[[], type[BaseModel]]
+    parameters: Sequence[ParameterSpec], get_args_model: Callable[[], type[BaseModel]]
 ) -> dict[str, Any]:
-    """``model_schema_of(args_model())``, the ``Args`` model built from ``parameters``.
+    """``model_schema_of(get_args_model())``, the ``Args`` model built from ``parameters``.
 
     The model is only created if the pieces cannot answer. The result shares
     dicts with a cache: read it (``ToolMeta`` copies it), never change it.
     """
     assembled = _assemble(parameters)
-    return assembled if assembled is not None else model_schema_of(args_model())
+    return assembled if assembled is not None else model_schema_of(get_args_model())
+
+
+_PROBE_FIELD = "x"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,48 +127,57 @@ def _field_schema(param: ParameterSpec) -> _FieldSchema | None:
         return _probe(param)
     if _is_json_scalar(default):
         # Pydantic writes such a default as is, next to the type's schema.
-        piece = _cached_probe(annotation, repr(annotation), REQUIRED)
-        return piece and _FieldSchema(_with(piece.schema, description, default), piece.defs, False)
+        piece = _type_piece(annotation, REQUIRED)
+        if piece is None:
+            return None
+        schema = _with_keys(piece.schema, description=description, default=default)
+        return _FieldSchema(schema, piece.defs, required=False)
     if default is REQUIRED or isinstance(default, Enum):
-        piece = _cached_probe(annotation, repr(annotation), default)
-        return piece and _FieldSchema(_with(piece.schema, description), piece.defs, piece.required)
+        # An enum member is written by its value, which only pydantic knows how to
+        # encode: it stays with the type, and in the cache key.
+        piece = _type_piece(annotation, default)
+        if piece is None:
+            return None
+        schema = _with_keys(piece.schema, description=description)
+        return _FieldSchema(schema, piece.defs, piece.required)
     return _probe(param)
 
 
-def _with(
-    schema: dict[str, Any], description: str | None, default: Any = REQUIRED
-) -> dict[str, Any]:
-    added: dict[str, Any] = {}
-    if default is not REQUIRED:
-        added["default"] = default
-    if description is not None:
-        added["description"] = description
-    if not added:
+def _with_keys(schema: dict[str, Any], **keys: Any) -> dict[str, Any]:
+    """``schema`` plus ``keys`` (a ``description`` of ``None`` is no description)."""
+    if keys.get("description", "") is None:
+        del keys["description"]
+    if not keys:
         return schema
     # Pydantic sorts the keys of every schema, though not of `properties` or `default`.
-    return dict(sorted({**schema, **added}.items()))
+    return dict(sorted({**schema, **keys}.items()))
 
 
-# The repr keeps apart metadata that `==` confuses, such as Ge(1) and Ge(True);
-# `typed` does the same for defaults.
+def _type_piece(annotation: Any, default: Any) -> _FieldSchema | None:
+    try:
+        return _cached_probe(annotation, repr(annotation), default)
+    except TypeError:  # unhashable metadata inside Annotated[...]: no cache
+        return _probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
+
+
+# `annotation_repr` is only part of the key: it keeps apart metadata that `==`
+# confuses, such as Ge(1) and Ge(True); `typed` does the same for defaults.
 @functools.lru_cache(maxsize=1024, typed=True)
 def _cached_probe(annotation: Any, annotation_repr: str, default: Any) -> _FieldSchema | None:
     return _probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
 
 
-_PROBE_FIELD = "x"
-
-
 def _probe(param: ParameterSpec) -> _FieldSchema | None:
     """Ask pydantic for the schema of a model whose only field is ``param``."""
     try:
-        model = create_model("Probe", __config__=ARGS_CONFIG, x=field_of(param))
+        fields: dict[str, Any] = {_PROBE_FIELD: field_of(param)}
+        model = create_model("Probe", __config__=ARGS_CONFIG, **fields)
         schema = model_schema_of(model)
     except Exception:
         return None  # the whole model will report it, with the tool's name
     properties = schema.get("properties", {})
     if list(properties) != [_PROBE_FIELD]:
-        return None  # pydantic named the argument otherwise (an alias)
+        return None  # renamed (aliases are refused at declaration; this keeps it so)
     return _FieldSchema(
         properties[_PROBE_FIELD],
         schema.get("$defs", {}),
