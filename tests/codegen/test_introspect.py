@@ -9,7 +9,13 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
 from llm_worker import Description
-from llm_worker._codegen.introspect import REQUIRED, MethodSpec, ParameterSpec, introspect_method
+from llm_worker._codegen.introspect import (
+    REQUIRED,
+    MethodSpec,
+    ParameterSpec,
+    annotation_key,
+    introspect_method,
+)
 from llm_worker._options import ToolOptions
 
 
@@ -381,3 +387,42 @@ class TestProblems:
 
         f.__annotations__["a"] = annotation
         assert _problems(f) == []
+
+
+class TestAnnotationKey:
+    def test_equal_fields_written_twice_are_one_key(self):
+        """Two Field(...)s with the same attributes give one key, though each is only == itself."""
+        first = Annotated[int, Field(ge=1, description="d")]
+        second = Annotated[int, Field(ge=1, description="d")]
+        assert first != second
+        assert annotation_key(first) == annotation_key(second)
+        assert hash(annotation_key(first)) == hash(annotation_key(second))
+
+    @pytest.mark.parametrize(
+        "other",
+        [
+            Annotated[int, Field(ge=2, description="d")],
+            Annotated[int, Field(ge=True, description="d")],
+            Annotated[int, Field(ge=1)],
+            Annotated[bool, Field(ge=1, description="d")],
+        ],
+        ids=["other-bound", "bool-bound", "no-description", "other-type"],
+    )
+    def test_different_fields_are_different_keys(self, other):
+        """Any attribute, or the base type, makes another key."""
+        assert annotation_key(Annotated[int, Field(ge=1, description="d")]) != annotation_key(other)
+
+    def test_an_explicit_none_is_another_key(self):
+        """Field(description=None) overrides an earlier description; Field() does not."""
+        explicit = Annotated[int, Field(description="d"), Field(description=None)]
+        unset = Annotated[int, Field(description="d"), Field()]
+        assert annotation_key(explicit) != annotation_key(unset)
+
+    def test_annotations_without_field_are_their_own_key(self):
+        """Without Field(...) metadata the annotation is its own key."""
+        assert annotation_key(list[int] | None) == list[int] | None
+
+    def test_unhashable_metadata_has_no_key(self):
+        """Unhashable metadata: TypeError, so callers skip their caches."""
+        with pytest.raises(TypeError):
+            annotation_key(Annotated[int, Field(ge=1), {"not": "hashable"}])

@@ -174,6 +174,11 @@ FIELDS: list[tuple[Any, Any]] = [
     (Page[int], REQUIRED),
     (Page[Window] | None, None),
     (Annotated[str, Unhashable()], "s"),
+    # Equal Field(...)s written twice: one cache entry, apart by their defaults.
+    (Annotated[int | bool, Field(description="flag")], 1),
+    (Annotated[int | bool, Field(description="flag")], True),
+    (Annotated[float, Field(ge=-1)], 0.0),
+    (Annotated[float, Field(ge=-1)], -0.0),
 ]
 DESCRIPTIONS = [None, "What to look for", 'Ünïcödé, "quotes" and\nnew lines']
 

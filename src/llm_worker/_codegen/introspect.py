@@ -12,7 +12,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Annotated, Any, cast, get_args, get_origin
 
@@ -27,6 +27,7 @@ __all__ = [
     "DefaultFactory",
     "MethodSpec",
     "ParameterSpec",
+    "annotation_key",
     "has_field_info",
     "introspect_method",
 ]
@@ -198,6 +199,34 @@ def _alias(annotation: Any) -> object:
     return None
 
 
+def annotation_key(annotation: Any) -> Hashable:
+    """A key equal for annotations pydantic reads alike; ``TypeError`` if there is none.
+
+    The annotation itself, but for ``Field(...)`` metadata: a ``FieldInfo`` is
+    equal only to itself, so ``Annotated[int, Field(ge=1)]`` written in two
+    places would never match. Its attributes (by ``repr``) stand in for it.
+    """
+    if not has_field_info(annotation):
+        key: Hashable = annotation
+    else:
+        key = (
+            Annotated,
+            annotation.__origin__,
+            tuple(
+                _field_info_key(m) if isinstance(m, FieldInfo) else m
+                for m in annotation.__metadata__
+            ),
+        )
+    hash(key)
+    return key
+
+
+def _field_info_key(info: FieldInfo) -> Hashable:
+    # Which attributes were given matters too: a later Field(description=None) overrides.
+    given = tuple(sorted(getattr(info, "_attributes_set", ())))
+    return (FieldInfo, tuple((name, repr(value)) for name, value in info.__repr_args__()), given)
+
+
 def has_field_info(annotation: Any) -> bool:
     """Whether ``annotation`` is ``Annotated[...]`` with a pydantic ``Field(...)`` in it."""
     metadata: tuple[Any, ...] = getattr(annotation, "__metadata__", ())
@@ -286,12 +315,14 @@ def _unsupported_type(annotation: Any) -> str | None:
     the only real test.
     """
     try:
-        return _checked_types[annotation]
-    except KeyError:
-        problem = _checked_types[annotation] = _check_type(annotation)
-        return problem
+        key = annotation_key(annotation)
     except TypeError:  # unhashable metadata inside Annotated
         return _try_with_pydantic(annotation)
+    try:
+        return _checked_types[key]
+    except KeyError:
+        problem = _checked_types[key] = _check_type(annotation)
+        return problem
 
 
 def _check_type(annotation: Any) -> str | None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -34,7 +34,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaV
 from pydantic_core import CoreSchema
 
 from .fields import ARGS_CONFIG, field_of
-from .introspect import REQUIRED, ParameterSpec, has_field_info
+from .introspect import REQUIRED, ParameterSpec, annotation_key, has_field_info
 
 __all__ = ["input_schema_of", "model_schema_of"]
 
@@ -123,19 +123,19 @@ def _field_schema(param: ParameterSpec) -> _FieldSchema | None:
     annotation, default, description = param.annotation, param.default, param.description
     if param.default_factory is not None or has_field_info(annotation):
         # Field(...) may act on the default or the description (json_schema_extra):
-        # ask for this very field. A FieldInfo is equal only to itself: no cache.
-        return _probe(param)
+        # ask for this very field.
+        return _cached_probe(param)
     if _is_json_scalar(default):
         # Pydantic writes such a default as is, next to the type's schema.
-        piece = _type_piece(annotation, REQUIRED)
+        piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, REQUIRED, None))
         if piece is None:
             return None
         schema = _with_keys(piece.schema, description=description, default=default)
         return _FieldSchema(schema, piece.defs, required=False)
     if default is REQUIRED or isinstance(default, Enum):
         # An enum member is written by its value, which only pydantic knows how to
-        # encode: it stays with the type, and in the cache key.
-        piece = _type_piece(annotation, default)
+        # encode: it stays with the type.
+        piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
         if piece is None:
             return None
         schema = _with_keys(piece.schema, description=description)
@@ -153,18 +153,48 @@ def _with_keys(schema: dict[str, Any], **keys: Any) -> dict[str, Any]:
     return dict(sorted({**schema, **keys}.items()))
 
 
-def _type_piece(annotation: Any, default: Any) -> _FieldSchema | None:
+def _cached_probe(param: ParameterSpec) -> _FieldSchema | None:
     try:
-        return _cached_probe(annotation, repr(annotation), default)
-    except TypeError:  # unhashable metadata inside Annotated[...]: no cache
-        return _probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
+        return _probe_by_key(_ProbeKey(param))
+    except TypeError:  # unhashable metadata or default: no cache
+        return _probe(param)
 
 
-# `annotation_repr` is only part of the key: it keeps apart metadata that `==`
-# confuses, such as Ge(1) and Ge(True); `typed` does the same for defaults.
-@functools.lru_cache(maxsize=1024, typed=True)
-def _cached_probe(annotation: Any, annotation_repr: str, default: Any) -> _FieldSchema | None:
-    return _probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
+class _ProbeKey:
+    """``param`` in the probe cache, equal to any parameter pydantic would describe alike.
+
+    The key holds the annotation's ``annotation_key`` and the default, each with
+    its repr (and the default's type), which keep apart what ``==`` confuses:
+    the metadata Ge(1) and Ge(True), the defaults 1, 1.0 and True, 0.0 and -0.0.
+    Then the description and the default factory.
+    """
+
+    __slots__ = ("_hash", "key", "param")
+
+    def __init__(self, param: ParameterSpec) -> None:
+        default: Hashable = param.default
+        self.param = param
+        self.key: tuple[Hashable, ...] = (
+            annotation_key(param.annotation),
+            repr(param.annotation),
+            default,
+            type(default),
+            repr(default),
+            param.description,
+            param.default_factory,
+        )
+        self._hash = hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ProbeKey) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+@functools.lru_cache(maxsize=1024)
+def _probe_by_key(key: _ProbeKey) -> _FieldSchema | None:
+    return _probe(key.param)
 
 
 def _probe(param: ParameterSpec) -> _FieldSchema | None:
