@@ -13,10 +13,15 @@ after another (the order within a round alternates):
   schema   python -m llm_worker schema bench_cli_tools          the command
   strict   python -m llm_worker schema bench_cli_tools --format openai --strict
 
-and prints the median of the per-round ratios to ``import`` (target for
-``schema``: <= 1.3x), with the 25th-75th percentiles. ``metas`` splits the
-command's cost into the library's schema generation (``metas``/``import``) and
-what the command adds on top (``schema``/``metas``).
+  fields-import / fields-schema   the same two for a second module of 200
+           tools whose arguments all carry pydantic constraints,
+           ``Annotated[int, Field(ge=1, le=100, description=...)]`` and the like
+
+and prints the median of the per-round ratios to ``import`` (to
+``fields-import`` for the fields rows; target for ``schema``: <= 1.3x), with
+the 25th-75th percentiles. ``metas`` splits the command's cost into the
+library's schema generation (``metas``/``import``) and what the command adds
+on top (``schema``/``metas``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import time
 from pathlib import Path
 
 MODULE = "bench_cli_tools"
+FIELDS_MODULE = "bench_cli_fields"
 CLASSES = 10
 TOOLS_PER_CLASS = 20
 TARGET = 1.3
@@ -73,14 +79,33 @@ TOOL = '''
 '''
 
 
+FIELDS_TOOL = '''
+    @tool
+    async def {name}(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=200, description="What to find")],
+        limit: Annotated[int, Field(ge=1, le=100, description="At most this many")] = {limit},
+        tags: Annotated[list[str], Field(max_length=10, description="All of these")] = [],
+        mode: Annotated[Literal["fast", "exact"], Field(description="How hard")] = "fast",
+    ) -> str:
+        """Tool number {number}: look something up."""
+        return query
+'''
+
+
 def write_module(directory: Path) -> None:
-    parts = [HEADER]
-    for c in range(CLASSES):
-        parts.append(f"\n@tool_registry\nclass Registry{c}:")
-        for t in range(TOOLS_PER_CLASS):
-            number = c * TOOLS_PER_CLASS + t
-            parts.append(TOOL.format(name=f"tool_{number:03d}", limit=5 + t, number=number))
-    (directory / f"{MODULE}.py").write_text("".join(parts), encoding="utf-8")
+    for module, tool in ((MODULE, TOOL), (FIELDS_MODULE, FIELDS_TOOL)):
+        parts = [
+            HEADER.replace(
+                "from pydantic import BaseModel", "from pydantic import BaseModel, Field"
+            )
+        ]
+        for c in range(CLASSES):
+            parts.append(f"\n@tool_registry\nclass Registry{c}:")
+            for t in range(TOOLS_PER_CLASS):
+                number = c * TOOLS_PER_CLASS + t
+                parts.append(tool.format(name=f"tool_{number:03d}", limit=5 + t, number=number))
+        (directory / f"{module}.py").write_text("".join(parts), encoding="utf-8")
 
 
 def commands() -> dict[str, list[str]]:
@@ -95,6 +120,8 @@ def commands() -> dict[str, list[str]]:
         "metas": [python, "-c", metas],
         "schema": [python, "-m", "llm_worker", "schema", MODULE],
         "strict": [python, "-m", "llm_worker", "schema", MODULE, "--format", "openai", "--strict"],
+        "fields-import": [python, "-c", f"import {FIELDS_MODULE}"],
+        "fields-schema": [python, "-m", "llm_worker", "schema", FIELDS_MODULE],
     }
 
 
@@ -134,7 +161,6 @@ def main() -> int:
             for name in order:
                 times[name].append(time_once(variants[name], directory, env))
 
-    reference = times["import"]
     print(
         f"\n{CLASSES * TOOLS_PER_CLASS} tools, {args.rounds} interleaved rounds of fresh processes"
     )
@@ -142,6 +168,7 @@ def main() -> int:
     print("| case | median time | ratio to import (median) | p25-p75 | target |")
     print("|---|---|---|---|---|")
     for name in names:
+        reference = times["fields-import" if name.startswith("fields-") else "import"]
         ratios = [t / r for t, r in zip(times[name], reference, strict=True)]
         target = f"<= {TARGET}x" if name == "schema" else ""
         print(

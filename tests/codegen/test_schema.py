@@ -179,6 +179,13 @@ FIELDS: list[tuple[Any, Any]] = [
     (Annotated[int | bool, Field(description="flag")], True),
     (Annotated[float, Field(ge=-1)], 0.0),
     (Annotated[float, Field(ge=-1)], -0.0),
+    # Constraints with defaults, the everyday pydantic way.
+    (Annotated[int, Field(ge=1, le=100, description="At most this many")], 7),
+    (Annotated[list[str], Field(max_length=10)], []),
+    (Annotated[list[str], Field(max_length=3)], ["a"]),
+    (Annotated[tuple[int, ...], Field(max_length=3)], (1, 2)),
+    (list[dict[str, int]], [{"a": 1}]),
+    (Annotated[Literal["fast", "exact"], Field(description="How hard")], "fast"),
 ]
 DESCRIPTIONS = [None, "What to look for", 'Ünïcödé, "quotes" and\nnew lines']
 

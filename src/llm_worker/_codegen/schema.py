@@ -27,14 +27,15 @@ import math
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, create_model
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from .fields import ARGS_CONFIG, field_of
-from .introspect import REQUIRED, ParameterSpec, annotation_key, has_field_info
+from .introspect import REQUIRED, ParameterSpec, annotation_key
 
 __all__ = ["input_schema_of", "model_schema_of"]
 
@@ -50,8 +51,8 @@ class _ToolJsonSchema(GenerateJsonSchema):
         return False
 
     def encode_default(self, dft: Any) -> Any:
-        # Pydantic builds a TypeAdapter for every default; JSON scalars need none.
-        return dft if _is_json_scalar(dft) else super().encode_default(dft)
+        # Pydantic builds a TypeAdapter for every default; plain JSON needs none.
+        return dft if _is_json_value(dft) else super().encode_default(dft)
 
 
 def _is_json_scalar(value: object) -> bool:
@@ -121,26 +122,38 @@ def _assemble(parameters: Sequence[ParameterSpec]) -> dict[str, Any] | None:
 
 def _field_schema(param: ParameterSpec) -> _FieldSchema | None:
     annotation, default, description = param.annotation, param.default, param.description
-    if param.default_factory is not None or has_field_info(annotation):
-        # Field(...) may act on the default or the description (json_schema_extra):
-        # ask for this very field.
-        return _cached_probe(param)
-    if _is_json_scalar(default):
-        # Pydantic writes such a default as is, next to the type's schema.
-        piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, REQUIRED, None))
-        if piece is None:
-            return None
-        schema = _with_keys(piece.schema, description=description, default=default)
-        return _FieldSchema(schema, piece.defs, required=False)
-    if default is REQUIRED or isinstance(default, Enum):
-        # An enum member is written by its value, which only pydantic knows how to
-        # encode: it stays with the type.
-        piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
-        if piece is None:
-            return None
-        schema = _with_keys(piece.schema, description=description)
-        return _FieldSchema(schema, piece.defs, piece.required)
-    return _probe(param)
+    if param.default_factory is None and not _has_schema_extra(annotation):
+        if _is_json_value(default):
+            # Pydantic writes such a default as is, next to the type's schema.
+            piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, REQUIRED, None))
+            if piece is None:
+                return None
+            schema = _with_keys(piece.schema, description=description, default=default)
+            return _FieldSchema(schema, piece.defs, required=False)
+        if default is REQUIRED or isinstance(default, Enum):
+            piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
+            if piece is None:
+                return None
+            schema = _with_keys(piece.schema, description=description)
+            return _FieldSchema(schema, piece.defs, piece.required)
+    # Field(json_schema_extra=...) may read the default or the description, and
+    # other defaults (tuples, models...) are pydantic's to encode: ask for this very field.
+    return _cached_probe(param)
+
+
+def _has_schema_extra(annotation: Any) -> bool:
+    metadata: tuple[Any, ...] = getattr(annotation, "__metadata__", ())
+    return any(isinstance(m, FieldInfo) and m.json_schema_extra is not None for m in metadata)
+
+
+def _is_json_value(value: object) -> bool:
+    """Scalars, and lists and str-keyed dicts of them: what pydantic writes as they are."""
+    if type(value) is list:
+        return all(_is_json_value(item) for item in cast("list[object]", value))
+    if type(value) is dict:
+        items = cast("dict[object, object]", value).items()
+        return all(type(key) is str and _is_json_value(item) for key, item in items)
+    return _is_json_scalar(value)
 
 
 def _with_keys(schema: dict[str, Any], **keys: Any) -> dict[str, Any]:
