@@ -186,6 +186,12 @@ FIELDS: list[tuple[Any, Any]] = [
     (Annotated[tuple[int, ...], Field(max_length=3)], (1, 2)),
     (list[dict[str, int]], [{"a": 1}]),
     (Annotated[Literal["fast", "exact"], Field(description="How hard")], "fast"),
+    # Nested dicts in a default: pydantic sorts their keys.
+    (dict[str, dict[str, int]], {"k": {"b": 1, "a": 2}}),
+    (dict[str, list[dict[str, int]]], {"k": [{"b": 1, "a": 2}]}),
+    # Field(...) that reads the field: its name, its default.
+    (Annotated[int, Field(field_title_generator=lambda name, info: name.upper())], REQUIRED),
+    (Annotated[int, Field(field_title_generator=lambda name, info: f"d={info.default}")], 3),
 ]
 DESCRIPTIONS = [None, "What to look for", 'Ünïcödé, "quotes" and\nnew lines']
 
@@ -228,11 +234,15 @@ class WholeModel:
 
 
 def assembled_and_whole(record: BuiltTool) -> tuple[str, str, bool]:
-    """Both schemas as JSON text, and whether the pieces had to ask the whole model."""
+    """Both schemas as JSON text, and whether the pieces had to ask the whole model.
+
+    The assembled one is written out first: if the whole model's schema changed
+    anything the two share, the texts differ.
+    """
     whole_model = WholeModel(record)
-    assembled = input_schema_of(record.parameters, whole_model)
-    whole = model_schema_of(record.args_model)
-    return json.dumps(assembled), json.dumps(whole), whole_model.asked
+    assembled = json.dumps(input_schema_of(record.parameters, whole_model))
+    whole = json.dumps(model_schema_of(record.args_model))
+    return assembled, whole, whole_model.asked
 
 
 def _union(members: list[Any]) -> Any:
@@ -344,6 +354,47 @@ class TestThePieces:
         assembled, whole, asked = assembled_and_whole(record)
         assert assembled == whole
         assert not asked
+
+
+@dataclasses.dataclass(frozen=True)
+class Cursor:
+    """Equal, and printed alike, whatever its `token`: only pydantic's JSON tells them apart."""
+
+    size: int
+    token: str = dataclasses.field(default="", compare=False, repr=False)
+
+
+class Tag(str):
+    """A str that always prints as Tag."""
+
+    def __repr__(self) -> str:
+        return "Tag"
+
+
+class TestCacheKeys:
+    def test_defaults_equal_and_printed_alike_are_not_shared(self):
+        """Two defaults that == and repr cannot tell apart each get pydantic's own JSON."""
+        for token in ("a", "b"):
+            record = build_tool([("cursor", Cursor, Cursor(10, token), None)])
+            assembled, whole, _ = assembled_and_whole(record)
+            assert assembled == whole
+            assert f'"token": "{token}"' in assembled
+
+    def test_field_values_are_compared_by_value(self):
+        """Field(...) attributes that print alike but differ are different keys."""
+        for value in ("one", "two"):
+            annotation = Annotated[int, Field(json_schema_extra={"x-tag": Tag(value)})]
+            assembled, whole, _ = assembled_and_whole(build_tool([("n", annotation, 1, None)]))
+            assert assembled == whole
+            assert f'"x-tag": "{value}"' in assembled
+
+    def test_the_users_default_is_left_alone(self):
+        """Writing the schema changes nothing in a default, even one that looks like a $ref."""
+        default = {"note": "#/$defs/Window-Input"}
+        record = build_tool([("w", Window, REQUIRED, None), ("d", dict[str, str], default, None)])
+        input_schema_of(record.parameters, WholeModel(record))
+        model_schema_of(record.args_model)
+        assert default == {"note": "#/$defs/Window-Input"}
 
 
 class TestWhenThePiecesCannotVouch:

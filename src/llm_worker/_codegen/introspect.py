@@ -204,7 +204,9 @@ def annotation_key(annotation: Any) -> Hashable:
 
     The annotation itself, but for ``Field(...)`` metadata: a ``FieldInfo`` is
     equal only to itself, so ``Annotated[int, Field(ge=1)]`` written in two
-    places would never match. Its attributes (by ``repr``) stand in for it.
+    places would never match. Its attributes stand in for it, each by value
+    (lists and dicts as tuples) and by ``repr``: values that compare equal and
+    print alike are taken as alike (``ge=1`` and ``ge=True`` print apart).
     """
     if not has_field_info(annotation):
         key: Hashable = annotation
@@ -224,7 +226,17 @@ def annotation_key(annotation: Any) -> Hashable:
 def _field_info_key(info: FieldInfo) -> Hashable:
     # Which attributes were given matters too: a later Field(description=None) overrides.
     given = tuple(sorted(getattr(info, "_attributes_set", ())))
-    return (FieldInfo, tuple((name, repr(value)) for name, value in info.__repr_args__()), given)
+    values = tuple((name, _by_value(value), repr(value)) for name, value in info.__repr_args__())
+    return (FieldInfo, values, given)
+
+
+def _by_value(value: object) -> object:
+    if type(value) in (list, tuple):
+        return (type(value), tuple(_by_value(item) for item in cast("list[object]", value)))
+    if type(value) is dict:
+        items = cast("dict[object, object]", value).items()
+        return (dict, tuple((key, _by_value(item)) for key, item in items))
+    return value
 
 
 def has_field_info(annotation: Any) -> bool:

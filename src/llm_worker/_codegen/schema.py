@@ -25,6 +25,7 @@ import functools
 import json
 import math
 from collections.abc import Callable, Hashable, Sequence
+from copy import copy
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, cast
@@ -51,8 +52,9 @@ class _ToolJsonSchema(GenerateJsonSchema):
         return False
 
     def encode_default(self, dft: Any) -> Any:
-        # Pydantic builds a TypeAdapter for every default; plain JSON needs none.
-        return dft if _is_json_value(dft) else super().encode_default(dft)
+        # Pydantic builds a TypeAdapter for every default; a scalar needs none.
+        # (Containers go through it: it copies them, and what it writes goes on.)
+        return dft if _is_json_scalar(dft) else super().encode_default(dft)
 
 
 def _is_json_scalar(value: object) -> bool:
@@ -122,13 +124,13 @@ def _assemble(parameters: Sequence[ParameterSpec]) -> dict[str, Any] | None:
 
 def _field_schema(param: ParameterSpec) -> _FieldSchema | None:
     annotation, default, description = param.annotation, param.default, param.description
-    if param.default_factory is None and not _has_schema_extra(annotation):
-        if _is_json_value(default):
+    if param.default_factory is None and not _reads_its_field(annotation):
+        if _is_plain_json(default):
             # Pydantic writes such a default as is, next to the type's schema.
             piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, REQUIRED, None))
             if piece is None:
                 return None
-            schema = _with_keys(piece.schema, description=description, default=default)
+            schema = _with_keys(piece.schema, description=description, default=copy(default))
             return _FieldSchema(schema, piece.defs, required=False)
         if default is REQUIRED or isinstance(default, Enum):
             piece = _cached_probe(ParameterSpec(_PROBE_FIELD, annotation, default, None))
@@ -136,23 +138,32 @@ def _field_schema(param: ParameterSpec) -> _FieldSchema | None:
                 return None
             schema = _with_keys(piece.schema, description=description)
             return _FieldSchema(schema, piece.defs, piece.required)
-    # Field(json_schema_extra=...) may read the default or the description, and
-    # other defaults (tuples, models...) are pydantic's to encode: ask for this very field.
-    return _cached_probe(param)
+    # Ask for this very field: Field(...) may read its name, default or description
+    # (json_schema_extra, field_title_generator), and other defaults (tuples,
+    # models...) are pydantic's to encode. Only plain ones are safe cache keys.
+    if param.default_factory is None and (
+        default is REQUIRED or isinstance(default, Enum) or _is_plain_json(default)
+    ):
+        return _cached_probe(param)
+    return _probe(param)
 
 
-def _has_schema_extra(annotation: Any) -> bool:
+def _reads_its_field(annotation: Any) -> bool:
     metadata: tuple[Any, ...] = getattr(annotation, "__metadata__", ())
-    return any(isinstance(m, FieldInfo) and m.json_schema_extra is not None for m in metadata)
+    return any(
+        isinstance(m, FieldInfo)
+        and (m.json_schema_extra is not None or m.field_title_generator is not None)
+        for m in metadata
+    )
 
 
-def _is_json_value(value: object) -> bool:
-    """Scalars, and lists and str-keyed dicts of them: what pydantic writes as they are."""
+def _is_plain_json(value: object) -> bool:
+    """A scalar, or a list or str-keyed dict of scalars: written as it is, even by key order."""
     if type(value) is list:
-        return all(_is_json_value(item) for item in cast("list[object]", value))
+        return all(_is_json_scalar(item) for item in cast("list[object]", value))
     if type(value) is dict:
         items = cast("dict[object, object]", value).items()
-        return all(type(key) is str and _is_json_value(item) for key, item in items)
+        return all(type(key) is str and _is_json_scalar(item) for key, item in items)
     return _is_json_scalar(value)
 
 
@@ -176,10 +187,10 @@ def _cached_probe(param: ParameterSpec) -> _FieldSchema | None:
 class _ProbeKey:
     """``param`` in the probe cache, equal to any parameter pydantic would describe alike.
 
-    The key holds the annotation's ``annotation_key`` and the default, each with
-    its repr (and the default's type), which keep apart what ``==`` confuses:
-    the metadata Ge(1) and Ge(True), the defaults 1, 1.0 and True, 0.0 and -0.0.
-    Then the description and the default factory.
+    The key holds the name, the annotation's ``annotation_key`` and the default,
+    each of the last two with its repr (and the default's type), which keep
+    apart what ``==`` confuses: the metadata Ge(1) and Ge(True), the defaults
+    1, 1.0 and True, 0.0 and -0.0. Then the description.
     """
 
     __slots__ = ("_hash", "key", "param")
@@ -188,13 +199,13 @@ class _ProbeKey:
         default: Hashable = param.default
         self.param = param
         self.key: tuple[Hashable, ...] = (
+            param.name,
             annotation_key(param.annotation),
             repr(param.annotation),
-            default,
+            _by_value(default),
             type(default),
             repr(default),
             param.description,
-            param.default_factory,
         )
         self._hash = hash(self.key)
 
@@ -205,6 +216,15 @@ class _ProbeKey:
         return self._hash
 
 
+def _by_value(value: object) -> Hashable:
+    # A plain list or dict default, as a tuple (the cache needs it hashable).
+    if type(value) is list:
+        return (list, tuple(cast("list[Hashable]", value)))
+    if type(value) is dict:
+        return (dict, tuple(cast("dict[str, Hashable]", value).items()))
+    return value
+
+
 @functools.lru_cache(maxsize=1024)
 def _probe_by_key(key: _ProbeKey) -> _FieldSchema | None:
     return _probe(key.param)
@@ -212,17 +232,16 @@ def _probe_by_key(key: _ProbeKey) -> _FieldSchema | None:
 
 def _probe(param: ParameterSpec) -> _FieldSchema | None:
     """Ask pydantic for the schema of a model whose only field is ``param``."""
+    name = param.name
     try:
-        fields: dict[str, Any] = {_PROBE_FIELD: field_of(param)}
+        fields: dict[str, Any] = {name: field_of(param)}
         model = create_model("Probe", __config__=ARGS_CONFIG, **fields)
         schema = model_schema_of(model)
     except Exception:
         return None  # the whole model will report it, with the tool's name
     properties = schema.get("properties", {})
-    if list(properties) != [_PROBE_FIELD]:
+    if list(properties) != [name]:
         return None  # renamed (aliases are refused at declaration; this keeps it so)
     return _FieldSchema(
-        properties[_PROBE_FIELD],
-        schema.get("$defs", {}),
-        _PROBE_FIELD in schema.get("required", ()),
+        properties[name], schema.get("$defs", {}), name in schema.get("required", ())
     )
