@@ -13,10 +13,12 @@ of a throwaway model; a tool's schema is put together from those pieces. The
 tests compare the result with the whole model's schema, as JSON text, on every
 kind of field and on random mixes of nested types. It costs a small part of the
 whole-model way when many tools share a few types, as they do (see
-benchmarks/README.md). A field with ``Field(...)`` metadata is asked for as it
-is, description and default included; anything the pieces cannot vouch for
-(pydantic renamed the field, or two types want one definition name) makes
-the whole model answer instead.
+benchmarks/README.md). A plain default (a scalar, or a flat list or dict of
+them) and the description are written next to the type's piece, as pydantic
+writes them; a field whose ``Field(...)`` reads its name, default or
+description, or with any other default, is asked for as it is. Anything the
+pieces cannot vouch for (pydantic renamed the field, or two types want one
+definition name) makes the whole model answer instead.
 """
 
 from __future__ import annotations
