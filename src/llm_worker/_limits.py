@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ._model_texts import INPUT_TOO_DEEP, INPUT_TOO_LARGE, truncation_note
+
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "DEFAULT_MAX_INPUT_DEPTH",
@@ -74,14 +76,14 @@ def input_limit_problem(input_json: str, max_bytes: int, max_depth: int) -> str 
     if len(input_json) * 4 > max_bytes:
         size = len(input_json.encode("utf-8", "surrogatepass"))
         if size > max_bytes:
-            return f"input is {size} bytes, over the limit of {max_bytes} bytes"
+            return INPUT_TOO_LARGE.format(size=size, limit=max_bytes)
     # Fewer brackets than the limit cannot nest deeper than it.
     if input_json.count("{") + input_json.count("[") > max_depth:
         depth = 0
         for bracket in _BRACKET.findall(_JSON_STRING.sub("", input_json)):
             depth += 1 if bracket in "[{" else -1
             if depth > max_depth:
-                return f"input nests deeper than the limit of {max_depth} levels"
+                return INPUT_TOO_DEEP.format(limit=max_depth)
     return None
 
 
@@ -96,11 +98,7 @@ def cap_result(text: str, max_bytes: int) -> str:
     note_room = 120 + 2 * len(str(len(data)))
     kept = data[: max(0, max_bytes - note_room)].decode("utf-8", "ignore")
     dropped = len(data) - len(kept.encode("utf-8", "surrogatepass"))
-    note = (
-        f"\n[truncated: {dropped} of {len(data)} bytes dropped; "
-        f"narrow the request (filter, paginate or ask for less) to see the rest]"
-    )
-    return kept + note
+    return kept + truncation_note(dropped, len(data))
 
 
 # An absolute path, not the tail of a URL or of a word ("https://x/y", "a/b").

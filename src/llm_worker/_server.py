@@ -18,15 +18,12 @@ from typing_extensions import final
 
 from ._exceptions import DuplicateToolError, ToolError, ToolExecutionError, ToolNotFoundError
 from ._meta import LlmToolDefinition, ToolMeta
+from ._model_texts import NOT_TEXT, UNEXPECTED
 from ._types import Tool, ToolDefinition
 
 __all__ = ["ToolServer", "ToolServerHandle", "call_for_model"]
 
 logger = logging.getLogger("llm_worker")
-
-# What the model reads when a tool breaks its contract (a bug in the tool, not a bad call).
-UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
-NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
 
 _Entry = tuple[ToolMeta, Tool]
 

@@ -39,6 +39,7 @@ from ._client import (
 )
 from ._conversation import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from ._exceptions import (
+    ExecutionFailedError,
     InvalidArgumentError,
     LlmClientError,
     MaxTurnsExceededError,
@@ -59,20 +60,13 @@ from ._hooks import (
     run_pre_hooks,
 )
 from ._limits import Limits, cap_result, input_limit_problem
+from ._model_texts import ABORTED, CANCELLED, NOT_RUN, SKIPPED, TIMED_OUT, WITHHELD
 from ._server import ToolServer, ToolServerHandle, call_for_model
 from ._types import ToolDefinition
 
 __all__ = ["LockedWorker", "Worker", "WorkerResult"]
 
 logger = logging.getLogger("llm_worker")
-
-# What the model reads for calls that did not produce a result of their own.
-TIMED_OUT = "Execution failed: tool '{name}' timed out after {seconds:g}s"
-SKIPPED = "Tool call '{name}' was skipped by the application; it did not run"
-ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
-CANCELLED = "Tool call '{name}' was cancelled before it finished"
-NOT_RUN = "Tool call '{name}' did not run: the run stopped with an error"
-WITHHELD = "Tool call '{name}' ran, but its result was withheld: {why}"
 
 
 class WorkerResult(enum.Enum):
@@ -271,7 +265,8 @@ class _Session:
             return await call_for_model(self.handle, call.name, call.input_json)
         # Only the timeout scope can end the block without a return.
         logger.info("Tool %r timed out after %ss", call.name, limits.tool_timeout)
-        return TIMED_OUT.format(name=call.name, seconds=limits.tool_timeout or 0.0), True
+        timed_out = TIMED_OUT.format(name=call.name, seconds=limits.tool_timeout or 0.0)
+        return str(ExecutionFailedError(timed_out)), True
 
     def withhold(
         self, batch: _Batch, unreviewed: Sequence[tuple[int, ToolCallContext]], why: str

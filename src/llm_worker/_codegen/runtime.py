@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -21,6 +20,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
 from .._limits import input_limit_problem, model_safe_text
 from .._meta import ToolMeta
+from .._model_texts import TIMED_OUT, describe_validation_error
 from .._types import Tool
 from .introspect import ParameterSpec
 from .schema import input_schema_of
@@ -32,14 +32,9 @@ __all__ = [
     "BuiltTool",
     "GeneratedTool",
     "ToolFactory",
-    "describe_validation_error",
     "make_execute",
     "serialize_result",
 ]
-
-# A model that gets many things wrong at once learns the first few; the rest are counted.
-_MAX_REPORTED_ERRORS = 10
-_MAX_INPUT_PREVIEW = 60
 
 
 class BuiltTool:
@@ -274,7 +269,7 @@ async def _call_with_timeout(
         else:
             result = func(ctx, **kwargs)
     if scope.cancelled_caught:
-        raise ExecutionFailedError(f"tool '{tool_name}' timed out after {timeout:g}s")
+        raise ExecutionFailedError(TIMED_OUT.format(name=tool_name, seconds=timeout))
     return result
 
 
@@ -287,72 +282,6 @@ def serialize_result(result: object) -> str:
         return to_json(result, inf_nan_mode="strings").decode()
     except (PydanticSerializationError, ValueError, TypeError, UnicodeDecodeError):
         return repr(result)
-
-
-def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]) -> str:
-    """One line naming every failing argument and why, in terms a model can act on."""
-    errors = exc.errors(include_url=False, include_context=False)
-    if len(errors) == 1:
-        return _describe_one(errors[0], field_names)
-    problems = [_describe_one(error, field_names) for error in errors[:_MAX_REPORTED_ERRORS]]
-    if len(errors) > _MAX_REPORTED_ERRORS:
-        problems.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more errors")
-    return "; ".join(problems)
-
-
-def _describe_one(error: Any, field_names: tuple[str, ...]) -> str:
-    kind: str = error["type"]
-    loc: tuple[int | str, ...] = error["loc"]
-    message: str = error["msg"]
-    if kind == "json_invalid":
-        return f"input is not valid JSON ({message.removeprefix('Invalid JSON: ')})"
-    if kind == "string_unicode" and not loc:
-        return "input is not valid Unicode text"
-    if kind in ("model_type", "model_attributes_type", "dict_type") and not loc:
-        return f"input must be a JSON object, got {_json_type(error.get('input'))}"
-    where = _format_loc(loc)
-    if kind == "missing":
-        return f"{where}: missing required argument" if len(loc) == 1 else f"{where}: missing"
-    if kind == "extra_forbidden":
-        if len(loc) == 1:
-            allowed = ", ".join(field_names) if field_names else "no arguments"
-            return f"{where}: unexpected argument (this tool takes: {allowed})"
-        return f"{where}: unexpected field"
-    return f"{where}: {message} (got {_preview(error.get('input'))})"
-
-
-def _format_loc(loc: tuple[int | str, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return f"'{text}'" if text else "input"
-
-
-def _json_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if value is None:
-        return "null"
-    return type(value).__name__
-
-
-_encode_json = json.JSONEncoder(ensure_ascii=False).encode
-
-
-def _preview(value: object) -> str:
-    try:
-        text = _encode_json(value)
-    except (TypeError, ValueError):
-        text = _json_type(value)
-    if len(text) > _MAX_INPUT_PREVIEW:
-        text = text[: _MAX_INPUT_PREVIEW - 1] + "…"
-    return text
 
 
 def _where(cls: type) -> str:

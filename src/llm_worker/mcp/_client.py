@@ -42,10 +42,16 @@ from mcp import Client, ClientSession, MCPError
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import final
 
-from .._codegen.runtime import describe_validation_error
 from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError
 from .._limits import model_safe_text
 from .._meta import ToolMeta
+from .._model_texts import (
+    MCP_CONNECTION_LOST,
+    MCP_ERROR,
+    MCP_NO_MESSAGE,
+    MCP_UNEXPECTED,
+    describe_validation_error,
+)
 from .._types import Tool, ToolDefinition
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
@@ -129,19 +135,17 @@ class McpTool:
         try:
             result = await self.session.call_tool(name, arguments)
         except MCPError as exc:
-            raise ExecutionFailedError(f"MCP error: {model_safe_text(exc)}") from exc
+            raise ExecutionFailedError(MCP_ERROR.format(message=model_safe_text(exc))) from exc
         except _CONNECTION_ERRORS as exc:
-            raise ExecutionFailedError(
-                f"lost the connection to the MCP server ({type(exc).__name__})"
-            ) from exc
+            raise ExecutionFailedError(MCP_CONNECTION_LOST.format(kind=type(exc).__name__)) from exc
         except Exception as exc:
             logger.exception("Calling MCP tool %r raised %s", name, type(exc).__name__)
             raise InternalToolError(
-                f"calling MCP tool '{name}' failed unexpectedly ({type(exc).__name__})"
+                MCP_UNEXPECTED.format(name=name, kind=type(exc).__name__)
             ) from exc
         text = result_text(result)
         if result.is_error:
-            raise ExecutionFailedError(text or f"MCP tool '{name}' reported an error (no message)")
+            raise ExecutionFailedError(text or MCP_NO_MESSAGE.format(name=name))
         return text
 
     def __repr__(self) -> str:
