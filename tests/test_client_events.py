@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_worker import assert_history_valid
+from support import assert_history_valid
 
 from llm_worker import (
     AssistantMessage,

@@ -6,7 +6,7 @@ import dataclasses
 
 import anyio
 import pytest
-from test_worker import Lab, assert_history_valid, broken_definition, calls, results_of
+from support import Lab, assert_history_valid, broken_definition, calls, results_of
 
 from llm_worker import (
     Abort,
@@ -238,16 +238,51 @@ class TestHookContexts:
         assert lab.log == ["echo y"]
 
     @pytest.mark.anyio
-    async def test_rewritten_call_id_does_not_change_the_result_id(self):
-        """A result always answers the model's call id, even if a hook changed ctx.call.id."""
-        worker, _ = make_worker(ScriptedClient([calls(("echo", {"text": "x"})), "ok"]))
+    async def test_a_pre_hook_cannot_change_the_call_id(self):
+        """A pre-hook that changes ctx.call.id ends the run with HookError; nothing runs."""
+        worker, lab = make_worker(ScriptedClient([calls(("echo", {"text": "x"})), "ok"]))
 
         def rewrite(ctx):
             ctx.call = dataclasses.replace(ctx.call, id="made-up")
 
         worker.add_pre_tool_call_hook(rewrite)
-        await worker.run("go")
-        assert results_of(worker.history) == [ToolResult("call_0_0", "x", False)]
+        with pytest.raises(HookError) as caught:
+            await worker.run("go")
+        assert caught.value.problem == (
+            "changed the call id from 'call_0_0' to 'made-up'; a hook may change a call's "
+            "arguments, not its id"
+        )
+        assert lab.log == []
+        assert results_of(worker.history) == [
+            ToolResult(
+                "call_0_0", "Tool call 'echo' did not run: the run stopped with an error", True
+            )
+        ]
+        assert_history_valid(worker.history)
+
+    @pytest.mark.anyio
+    async def test_a_pre_hook_cannot_send_a_call_to_another_tool(self):
+        """A pre-hook that changes ctx.call.name ends the run with HookError: the other tool
+        never runs without its own hooks being asked, and no post-hook sees the wrong meta."""
+        worker, lab = make_worker(ScriptedClient([calls(("echo", {"text": "x"})), "ok"]))
+        seen: list[str] = []
+
+        def reroute(ctx):
+            seen.append(ctx.meta.name)
+            if ctx.call.name == "echo":
+                ctx.call = dataclasses.replace(ctx.call, name="fail", input_json='{"why": "x"}')
+
+        worker.add_pre_tool_call_hook(reroute)
+        worker.add_post_tool_call_hook(lambda ctx: seen.append(f"post {ctx.meta.name}"))
+        with pytest.raises(HookError) as caught:
+            await worker.run("go")
+        assert caught.value.problem == (
+            "changed the tool of call 'call_0_0' from 'echo' to 'fail'; a hook may change a "
+            "call's arguments, not which tool it calls (return SyntheticResult(...) or "
+            "Skip(reason) instead)"
+        )
+        assert seen == ["echo"]
+        assert lab.log == []
         assert_history_valid(worker.history)
 
     @pytest.mark.anyio
@@ -533,7 +568,7 @@ class TestHookErrors:
         with pytest.raises(HookError) as info:
             await worker.run("go")
         assert str(info.value) == (
-            f"post_tool_call hook {wrong.__qualname__} failed: returned Skip(); "
+            f"post_tool_call hook {wrong.__qualname__} failed: returned Skip(reason=None); "
             "expected one of Continue(), Abort() or None"
         )
         assert info.value.__cause__ is None
@@ -552,7 +587,7 @@ class TestHookErrors:
             await worker.run("go")
         assert str(info.value) == (
             f"pre_tool_call hook {wrong.__qualname__} failed: returned True; "
-            "expected one of Continue(), Skip(), Abort(), Pause() or None"
+            "expected one of Continue(), Skip(), Abort(), Pause(), SyntheticResult() or None"
         )
         assert lab.log == []
         assert_history_valid(worker.history)
@@ -603,7 +638,7 @@ class TestHookErrors:
             await worker.run("go")
         assert str(info.value) == (
             f"post_tool_call hook {wrong.__qualname__} failed: "
-            "set ctx.result to 'just text', not a ToolResult"
+            "set ctx.result to 'just text', not a ToolResult with text content"
         )
         assert_history_valid(worker.history)
         assert "just text" not in worker.history

@@ -6,7 +6,7 @@ import contextlib
 
 import anyio
 import pytest
-from test_worker import Lab
+from support import Lab
 
 from llm_worker import (
     Completion,

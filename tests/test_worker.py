@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
+from support import (
+    Lab,
+    Threads,
+    assert_history_valid,
+    broken_definition,
+    calls,
+    make_worker,
+    results_of,
+)
 
 from llm_worker import (
     AssistantMessage,
@@ -25,8 +32,6 @@ from llm_worker import (
     LlmRequest,
     LockedWorker,
     MaxTurnsExceededError,
-    Message,
-    Pause,
     Skip,
     TextDelta,
     ToolCall,
@@ -38,9 +43,7 @@ from llm_worker import (
     Worker,
     WorkerResult,
     WorkerStateError,
-    tool,
     tool_definitions,
-    tool_registry,
 )
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
@@ -50,124 +53,6 @@ LOCKED = (
 )
 UNLOCKED = "This LockedWorker was unlocked; use the Worker that unlock() returned"
 CANCELLED = "Tool call '{}' was cancelled before it finished"
-
-
-# -- the history invariant -----------------------------------------------------------------
-
-
-def assert_history_valid(history: Sequence[Message]) -> None:
-    """Every assistant message's tool calls are followed by exactly one ToolResult per call,
-    in call order, with matching call ids, before the next assistant or user message."""
-    items = list(history)
-    position = 0
-    while position < len(items):
-        item = items[position]
-        position += 1
-        if isinstance(item, ToolResult):
-            raise AssertionError(
-                f"history[{position - 1}] {item!r} answers no tool call of the message before it"
-            )
-        if not isinstance(item, AssistantMessage):
-            continue
-        for call in item.tool_calls:
-            if position >= len(items):
-                raise AssertionError(f"tool call {call.id!r} ({call.name}) has no result")
-            result = items[position]
-            if not isinstance(result, ToolResult) or result.call_id != call.id:
-                raise AssertionError(
-                    f"history[{position}] should be the result of call {call.id!r} "
-                    f"({call.name}), found {result!r}"
-                )
-            position += 1
-
-
-def results_of(history: Sequence[Message]) -> list[ToolResult]:
-    return [m for m in history if isinstance(m, ToolResult)]
-
-
-def calls(*pairs: tuple[str, str | dict[str, object]]) -> ScriptedResponse:
-    """A scripted response calling each ``(tool name, arguments)`` in order."""
-    return ScriptedResponse(tool_calls=[ScriptedCall(name, args) for name, args in pairs])
-
-
-# -- tools ---------------------------------------------------------------------------------
-
-
-@tool_registry
-class Lab:
-    """Tools that record what happened to them."""
-
-    def __init__(self) -> None:
-        self.log: list[str] = []
-        self.count: Counter[str] = Counter()
-        self.all_started: anyio.Event | None = None
-        self.expected_starts = 0
-
-    @tool
-    async def echo(self, text: str) -> str:
-        """Return the text."""
-        self.count[f"echo {text}"] += 1
-        self.log.append(f"echo {text}")
-        return text
-
-    @tool
-    async def nap(self, name: str, seconds: float) -> str:
-        """Sleep, then say so."""
-        self.count[f"nap {name}"] += 1
-        self.log.append(f"start {name}")
-        if self.all_started is not None and self.count.total() >= self.expected_starts:
-            self.all_started.set()
-        try:
-            await anyio.sleep(seconds)
-            self.log.append(f"woke {name}")
-        finally:
-            self.log.append(f"exit {name}")
-        return f"{name} rested"
-
-    @tool
-    async def fail(self, why: str) -> str:
-        """Always fails."""
-        raise ValueError(why)
-
-
-@tool_registry
-class Threads:
-    """A plain-def tool that blocks its worker thread until the test releases it."""
-
-    def __init__(self) -> None:
-        self.started = threading.Event()
-        self.release = threading.Event()
-        self.finished = threading.Event()
-
-    @tool
-    def block(self) -> str:
-        """Blocks until released."""
-        self.started.set()
-        try:
-            self.release.wait(10)
-            return "late result"
-        finally:
-            self.finished.set()
-
-
-class BrokenTool:
-    """A hand-written Tool with a bug: it raises something that is not a ToolError."""
-
-    async def execute(self, input_json: str) -> str:
-        raise RuntimeError("oops")
-
-
-def broken_definition() -> tuple[ToolMeta, BrokenTool]:
-    return ToolMeta(name="broken", description="Has a bug."), BrokenTool()
-
-
-def make_worker(
-    client: ScriptedClient, *, system_prompt: str | None = None, max_turns: int = 10
-) -> tuple[Worker, Lab]:
-    lab = Lab()
-    worker = Worker(client, system_prompt=system_prompt, max_turns=max_turns)
-    worker.register_tools(tool_definitions(lab))
-    return worker, lab
 
 
 # -- the invariant helper can fail ---------------------------------------------------------
@@ -725,99 +610,6 @@ class TestToolFailures:
 
 
 # -- pause and resume ----------------------------------------------------------------------
-
-
-class TestPauseResume:
-    @pytest.mark.anyio
-    async def test_pause_then_resume_finishes_without_rerunning(self):
-        """Pause() returns PAUSED; resume() finishes and completed tools are not run again."""
-        client = ScriptedClient(
-            [
-                calls(("echo", {"text": "a"}), ("echo", {"text": "b"}), ("echo", {"text": "c"})),
-                "all done",
-            ]
-        )
-        worker, lab = make_worker(client)
-        asked: list[str] = []
-        approved: set[str] = set()
-
-        def gate(ctx):
-            asked.append(ctx.call.id)
-            if ctx.call.id == "call_0_1" and ctx.call.id not in approved:
-                approved.add(ctx.call.id)
-                return Pause()
-            return None
-
-        worker.add_pre_tool_call_hook(gate)
-        assert await worker.run("go") is WorkerResult.PAUSED
-        assert worker.is_paused
-        assert lab.count == {"echo a": 1}  # the call before the pause ran
-        assert len(client.requests) == 1
-        # while paused the calls are pending: no results in history yet
-        assert isinstance(worker.history[-1], AssistantMessage)
-        assert worker.history[-1].tool_calls
-
-        assert await worker.resume() is WorkerResult.FINISHED
-        assert not worker.is_paused
-        assert lab.count == {"echo a": 1, "echo b": 1, "echo c": 1}
-        assert asked == ["call_0_0", "call_0_1", "call_0_1", "call_0_2"]  # pausing call re-asked
-        assert [r.content for r in results_of(worker.history)] == ["a", "b", "c"]
-        assert worker.final_text == "all done"
-        assert_history_valid(worker.history)
-        assert_history_valid(client.requests[1].messages)
-
-    @pytest.mark.anyio
-    async def test_run_while_paused_is_refused(self):
-        """run() on a paused worker raises WorkerStateError; the pause survives it."""
-        client = ScriptedClient([calls(("echo", {"text": "a"})), "done"])
-        worker, lab = make_worker(client)
-        paused_once: list[bool] = []
-
-        def gate(ctx):
-            if not paused_once:
-                paused_once.append(True)
-                return Pause()
-            return None
-
-        worker.add_pre_tool_call_hook(gate)
-        assert await worker.run("go") is WorkerResult.PAUSED
-        with pytest.raises(WorkerStateError) as info:
-            await worker.run("other")
-        assert str(info.value) == (
-            "Cannot call run(): the worker is paused with tool calls pending; call resume() first"
-        )
-        with pytest.raises(WorkerStateError, match=r"^Cannot call set_history\(\): the worker"):
-            worker.set_history([])
-        assert worker.is_paused
-        assert await worker.resume() is WorkerResult.FINISHED
-        assert lab.count == {"echo a": 1}
-        assert UserMessage("other") not in worker.history
-
-    @pytest.mark.anyio
-    async def test_resume_when_not_paused_is_refused(self):
-        """resume() without a pause raises WorkerStateError."""
-        worker, _ = make_worker(ScriptedClient(["hi"]))
-        with pytest.raises(
-            WorkerStateError, match=r"^Nothing to resume: the worker is not paused$"
-        ):
-            await worker.resume()
-        await worker.run("x")
-        with pytest.raises(WorkerStateError, match=r"^Nothing to resume"):
-            await worker.resume()
-
-    @pytest.mark.anyio
-    async def test_pause_survives_lock(self):
-        """A run paused on a Worker can be resumed by its LockedWorker."""
-        client = ScriptedClient([calls(("echo", {"text": "a"})), "done"])
-        worker, lab = make_worker(client)
-        decisions = iter([Pause(), None])
-        worker.add_pre_tool_call_hook(lambda ctx: next(decisions))
-        assert await worker.run("go") is WorkerResult.PAUSED
-        locked = worker.lock()
-        assert locked.is_paused
-        assert await locked.resume() is WorkerResult.FINISHED
-        assert lab.count == {"echo a": 1}
-        assert_history_valid(locked.history)
 
 
 # -- cancellation --------------------------------------------------------------------------

@@ -8,17 +8,28 @@ from __future__ import annotations
 
 import contextlib
 
+from ._approvals import Approve, Decision, Deny, PendingCall
 from ._client import (
     Completion,
     LlmClient,
     LlmEvent,
     LlmRequest,
     TextDelta,
+    ToolChoice,
     ToolInputDelta,
     ToolUseStart,
     ToolUseStop,
 )
-from ._conversation import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
+from ._context import ToolContext
+from ._conversation import (
+    AssistantMessage,
+    Message,
+    RunUsage,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 from ._decorators import (
     BoundToolMethod,
     ToolMethod,
@@ -26,6 +37,21 @@ from ._decorators import (
     tool_definitions,
     tool_metas,
     tool_registry,
+)
+from ._events import (
+    ApprovalRequested,
+    ResponseCompleted,
+    ResponseStarted,
+    RunAborted,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    ToolCallFinished,
+    ToolCallOutcome,
+    ToolCallProgress,
+    ToolCallReady,
+    ToolCallRunning,
 )
 from ._exceptions import (
     DuplicateToolError,
@@ -36,10 +62,12 @@ from ._exceptions import (
     LlmClientError,
     MaxTurnsExceededError,
     ProviderError,
+    RunStateError,
     ToolError,
     ToolExecutionError,
     ToolNotFoundError,
     ToolServerError,
+    UsageLimitExceededError,
     WorkerAbortedError,
     WorkerError,
     WorkerStateError,
@@ -47,6 +75,7 @@ from ._exceptions import (
 from ._formats import FORMATS, FormatName, export_tools
 from ._hooks import (
     Abort,
+    ApprovalPolicy,
     Continue,
     Pause,
     PostToolCallContext,
@@ -55,24 +84,32 @@ from ._hooks import (
     PreToolCallDecision,
     PreToolCallHook,
     Skip,
+    SyntheticResult,
     ToolCallContext,
 )
 from ._limits import Limits
 from ._meta import LlmToolDefinition, ToolMeta
 from ._options import Description
+from ._run import RunStream
 from ._server import ToolServer, ToolServerHandle
+from ._state import RunState
 from ._types import Tool, ToolDefinition
-from ._worker import LockedWorker, Worker, WorkerResult
+from ._worker import LockedWorker, RunStateWarning, Worker, WorkerResult
 
 __version__ = "0.1.0"
 
 __all__ = [
     "FORMATS",
     "Abort",
+    "ApprovalPolicy",
+    "ApprovalRequested",
+    "Approve",
     "AssistantMessage",
     "BoundToolMethod",
     "Completion",
     "Continue",
+    "Decision",
+    "Deny",
     "Description",
     "DuplicateToolError",
     "ExecutionFailedError",
@@ -90,17 +127,38 @@ __all__ = [
     "MaxTurnsExceededError",
     "Message",
     "Pause",
+    "PendingCall",
     "PostToolCallContext",
     "PostToolCallDecision",
     "PostToolCallHook",
     "PreToolCallDecision",
     "PreToolCallHook",
     "ProviderError",
+    "ResponseCompleted",
+    "ResponseStarted",
+    "RunAborted",
+    "RunEvent",
+    "RunFailed",
+    "RunFinished",
+    "RunPaused",
+    "RunState",
+    "RunStateError",
+    "RunStateWarning",
+    "RunStream",
+    "RunUsage",
     "Skip",
+    "SyntheticResult",
     "TextDelta",
     "Tool",
     "ToolCall",
     "ToolCallContext",
+    "ToolCallFinished",
+    "ToolCallOutcome",
+    "ToolCallProgress",
+    "ToolCallReady",
+    "ToolCallRunning",
+    "ToolChoice",
+    "ToolContext",
     "ToolDefinition",
     "ToolError",
     "ToolExecutionError",
@@ -115,6 +173,7 @@ __all__ = [
     "ToolUseStart",
     "ToolUseStop",
     "Usage",
+    "UsageLimitExceededError",
     "UserMessage",
     "Worker",
     "WorkerAbortedError",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
 from ._conversation import Message, Usage
 from ._meta import LlmToolDefinition
@@ -22,19 +22,33 @@ __all__ = [
     "LlmEvent",
     "LlmRequest",
     "TextDelta",
+    "ToolChoice",
     "ToolInputDelta",
     "ToolUseStart",
     "ToolUseStop",
 ]
 
+ToolChoice: TypeAlias = Literal["auto", "required", "none"] | str
+"""Whether the model may call tools: ``"auto"`` (it decides), ``"required"`` (it must call
+one), ``"none"`` (it may not), or a tool's name (it must call that tool)."""
+
 
 @dataclass(frozen=True)
 class LlmRequest:
-    """Everything the model is sent: system prompt, history and sorted tool definitions."""
+    """Everything the model is sent: system prompt, history and sorted tool definitions.
+
+    ``tools`` is always every registered tool, so the prompt prefix a provider
+    caches stays the same; ``allowed_tools`` (sorted names, ``None`` for all)
+    and ``tool_choice`` say which of them the model may call in this request.
+    A client sends them in the provider's own fields where it has them; the
+    worker refuses a call outside ``allowed_tools`` whatever the model does.
+    """
 
     system_prompt: str | None
     messages: Sequence[Message]
     tools: Sequence[LlmToolDefinition]
+    tool_choice: ToolChoice = "auto"
+    allowed_tools: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

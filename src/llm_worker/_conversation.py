@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-__all__ = ["AssistantMessage", "Message", "ToolCall", "ToolResult", "Usage", "UserMessage"]
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "RunUsage",
+    "ToolCall",
+    "ToolResult",
+    "Usage",
+    "UserMessage",
+]
 
 
 @dataclass(frozen=True)
@@ -34,14 +42,72 @@ class ToolResult:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens a response cost, as the provider reported them."""
+    """Tokens one response cost, as the provider reported them.
+
+    ``input_tokens`` counts every input token, ``cached_input_tokens`` of them
+    read from the provider's prompt cache; ``output_tokens`` counts every
+    output token, ``reasoning_tokens`` of them spent on hidden reasoning. A
+    provider that does not report a figure leaves it at 0.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
-            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """What a run (or a whole conversation) has cost so far.
+
+    ``requests`` counts model requests that got a complete response,
+    ``tool_calls`` the tool calls those responses made (run or not); the token
+    fields add up each response's ``Usage``.
+    """
+
+    requests: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def add_response(self, tool_calls: int, usage: Usage | None) -> RunUsage:
+        """This usage plus one response that made ``tool_calls`` calls and cost ``usage``."""
+        if usage is None:
+            return RunUsage(
+                self.requests + 1,
+                self.tool_calls + tool_calls,
+                self.input_tokens,
+                self.output_tokens,
+                self.cached_input_tokens,
+                self.reasoning_tokens,
+            )
+        return RunUsage(
+            self.requests + 1,
+            self.tool_calls + tool_calls,
+            self.input_tokens + usage.input_tokens,
+            self.output_tokens + usage.output_tokens,
+            self.cached_input_tokens + usage.cached_input_tokens,
+            self.reasoning_tokens + usage.reasoning_tokens,
+        )
+
+    def __add__(self, other: RunUsage) -> RunUsage:
+        return RunUsage(
+            self.requests + other.requests,
+            self.tool_calls + other.tool_calls,
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_input_tokens + other.cached_input_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
 

@@ -14,6 +14,8 @@
     ├── WorkerStateError           the call is not allowed in the worker's current state
     ├── WorkerAbortedError         a hook returned Abort(reason)
     ├── MaxTurnsExceededError      the model kept calling tools for max_turns requests
+    ├── UsageLimitExceededError    the run used up a budget of Limits (requests, tokens)
+    ├── RunStateError              a history or saved run state is not one the worker can continue
     ├── HookError                  a hook raised or returned something it may not
     ├── LlmClientError             the LlmClient broke the event protocol
     └── ProviderError              the model provider refused or failed the request
@@ -26,6 +28,8 @@ import time, not part of this tree.
 
 from __future__ import annotations
 
+from ._model_texts import shown_name
+
 __all__ = [
     "DuplicateToolError",
     "ExecutionFailedError",
@@ -35,10 +39,12 @@ __all__ = [
     "LlmClientError",
     "MaxTurnsExceededError",
     "ProviderError",
+    "RunStateError",
     "ToolError",
     "ToolExecutionError",
     "ToolNotFoundError",
     "ToolServerError",
+    "UsageLimitExceededError",
     "WorkerAbortedError",
     "WorkerError",
     "WorkerStateError",
@@ -102,7 +108,7 @@ class ToolNotFoundError(ToolServerError, LookupError):
         self.name = name
 
     def __str__(self) -> str:
-        return f"Tool '{self.name}' not found"
+        return f"Tool '{shown_name(self.name)}' not found"
 
 
 class ToolExecutionError(ToolServerError):
@@ -148,6 +154,40 @@ class MaxTurnsExceededError(WorkerError):
             f"The model was still calling tools after {self.max_turns} requests "
             f"(max_turns={self.max_turns}); the run was stopped"
         )
+
+
+class UsageLimitExceededError(WorkerError):
+    """The run used up one of its budgets (``Limits.max_requests``, ``max_input_tokens``...).
+
+    ``limit`` names the ``Limits`` field, ``maximum`` its value and ``used``
+    what the run had used when it stopped, before the next model request. The
+    history is valid: raise the budget (``worker.limits = ...``) and call
+    ``retry()`` to go on.
+    """
+
+    def __init__(self, limit: str, maximum: int, used: int) -> None:
+        super().__init__(limit, maximum, used)
+        self.limit = limit
+        self.maximum = maximum
+        self.used = used
+
+    def __str__(self) -> str:
+        what = (
+            "model requests"
+            if self.limit == "max_requests"
+            else self.limit.removeprefix("max_").replace("_", " ")
+        )
+        return (
+            f"The run has used {self.used} {what} of its budget of {self.maximum} "
+            f"(Limits.{self.limit}); it was stopped before the next model request"
+        )
+
+
+class RunStateError(WorkerError, ValueError):
+    """A history or a saved ``RunState`` cannot be continued; the message says what is wrong.
+
+    Nothing of it was loaded: the worker is as it was.
+    """
 
 
 class HookError(WorkerError):

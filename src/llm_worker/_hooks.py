@@ -1,8 +1,9 @@
 """Tool-call hooks: what they see (contexts) and what they may decide.
 
-``pre_tool_call(ctx: ToolCallContext)`` runs before a call and returns
-``Continue()``, ``Skip()``, ``Abort(reason)`` or ``Pause()``.
-``post_tool_call(ctx: PostToolCallContext)`` runs after it and returns
+``pre_tool_call(ctx: ToolCallContext)`` runs once per call, before it runs,
+and returns ``Continue()``, ``Skip(reason)``, ``Abort(reason)``,
+``Pause(reason)`` or ``SyntheticResult(content)``.
+``post_tool_call(ctx: PostToolCallContext)`` runs after a call ran and returns
 ``Continue()`` or ``Abort(reason)``. ``None`` means ``Continue()``. Hooks may
 be ``async def`` or plain functions.
 """
@@ -13,7 +14,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from ._conversation import ToolCall, ToolResult
 from ._exceptions import HookError
@@ -22,6 +23,7 @@ from ._types import Tool
 
 __all__ = [
     "Abort",
+    "ApprovalPolicy",
     "Continue",
     "Pause",
     "PostToolCallContext",
@@ -30,7 +32,11 @@ __all__ = [
     "PreToolCallDecision",
     "PreToolCallHook",
     "Skip",
+    "SyntheticResult",
     "ToolCallContext",
+    "needs_approval",
+    "run_post_hooks",
+    "run_pre_hooks",
 ]
 
 
@@ -41,7 +47,9 @@ class Continue:
 
 @dataclass(frozen=True)
 class Skip:
-    """Do not run this call; the model is told it was skipped."""
+    """Do not run this call; the model is told it was skipped, and ``reason`` if given."""
+
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,22 +61,42 @@ class Abort:
 
 @dataclass(frozen=True)
 class Pause:
-    """Stop here and return ``WorkerResult.PAUSED``; ``resume()`` asks this hook again."""
+    """Hold this call for a decision: the run pauses, and ``resume()`` takes one.
+
+    ``reason`` is shown in ``worker.pending``. A paused call is decided like a
+    call that needs approval (``Approve()`` or ``Deny(reason)``); the hooks are
+    not asked about it again.
+    """
+
+    reason: str | None = None
 
 
-PreToolCallDecision: TypeAlias = Continue | Skip | Abort | Pause
+@dataclass(frozen=True)
+class SyntheticResult:
+    """Answer the call without running it: the model reads ``content`` as its result."""
+
+    content: str
+    is_error: bool = False
+
+
+PreToolCallDecision: TypeAlias = Continue | Skip | Abort | Pause | SyntheticResult
 PostToolCallDecision: TypeAlias = Continue | Abort
 
 
 class ToolCallContext:
-    """What a ``pre_tool_call`` hook sees. ``call`` may be changed; ``meta`` and ``tool`` not."""
+    """What a ``pre_tool_call`` hook sees. ``call`` may be changed; the rest not.
 
-    __slots__ = ("_meta", "_tool", "call")
+    ``meta`` and ``tool`` are the called tool's, ``deps`` the dependencies the
+    run was given (``run(..., deps=...)``; ``None`` if none).
+    """
 
-    def __init__(self, call: ToolCall, meta: ToolMeta, tool: Tool) -> None:
+    __slots__ = ("_deps", "_meta", "_tool", "call")
+
+    def __init__(self, call: ToolCall, meta: ToolMeta, tool: Tool, deps: Any = None) -> None:
         self.call = call
         self._meta = meta
         self._tool = tool
+        self._deps = deps
 
     @property
     def meta(self) -> ToolMeta:
@@ -80,6 +108,11 @@ class ToolCallContext:
         """The tool instance, for reading its state."""
         return self._tool
 
+    @property
+    def deps(self) -> Any:
+        """The run's dependencies (``run(..., deps=...)``), or ``None``."""
+        return self._deps
+
     def __repr__(self) -> str:
         return f"ToolCallContext(call={self.call!r}, tool={self._meta.name!r})"
 
@@ -89,8 +122,10 @@ class PostToolCallContext(ToolCallContext):
 
     __slots__ = ("result",)
 
-    def __init__(self, call: ToolCall, result: ToolResult, meta: ToolMeta, tool: Tool) -> None:
-        super().__init__(call, meta, tool)
+    def __init__(
+        self, call: ToolCall, result: ToolResult, meta: ToolMeta, tool: Tool, deps: Any = None
+    ) -> None:
+        super().__init__(call, meta, tool, deps)
         self.result = result
 
     def __repr__(self) -> str:
@@ -107,27 +142,50 @@ PostToolCallHook: TypeAlias = Callable[
     [PostToolCallContext],
     Awaitable[PostToolCallDecision | None] | PostToolCallDecision | None,
 ]
+ApprovalPolicy: TypeAlias = bool | Callable[[ToolCallContext], bool | Awaitable[bool]]
+"""Whether a tool's calls need a human's approval: always, never, or decided per call."""
 
-_PRE_DECISIONS = (Continue, Skip, Abort, Pause)
+_PRE_DECISIONS = (Continue, Skip, Abort, Pause, SyntheticResult)
 _POST_DECISIONS = (Continue, Abort)
 
 
 async def run_pre_hooks(hooks: list[PreToolCallHook], ctx: ToolCallContext) -> PreToolCallDecision:
-    """Run hooks in order until one decides something other than ``Continue``."""
+    """Run hooks in order until one decides something other than ``Continue``.
+
+    A hook may give the call other arguments (``ctx.call = replace(ctx.call,
+    input_json=...)``), not another id or tool: the result must answer the
+    call the model made, and the tool's own hooks must see its calls.
+    """
+    original = ctx.call
     for hook in hooks:
         decision = await _call(hook, ctx, "pre_tool_call", _PRE_DECISIONS)
         call: object = ctx.call
-        if not isinstance(call, ToolCall) or not all(
-            isinstance(value, str) for value in (call.id, call.name, call.input_json)
-        ):
-            raise HookError(
-                _hook_name(hook),
-                "pre_tool_call",
-                f"set ctx.call to {call!r}; it must be a ToolCall of strings",
-            )
+        if call is not original:
+            _check_rewrite(hook, call, original)
         if not isinstance(decision, Continue):
             return decision
     return Continue()
+
+
+def _check_rewrite(hook: Callable[..., object], call: object, original: ToolCall) -> None:
+    if not isinstance(call, ToolCall) or not all(
+        isinstance(value, str) for value in (call.id, call.name, call.input_json)
+    ):
+        problem = f"set ctx.call to {call!r}; it must be a ToolCall of strings"
+    elif call.id != original.id:
+        problem = (
+            f"changed the call id from {original.id!r} to {call.id!r}; a hook may change "
+            f"a call's arguments, not its id"
+        )
+    elif call.name != original.name:
+        problem = (
+            f"changed the tool of call {original.id!r} from {original.name!r} to "
+            f"{call.name!r}; a hook may change a call's arguments, not which tool it calls "
+            f"(return SyntheticResult(...) or Skip(reason) instead)"
+        )
+    else:
+        return
+    raise HookError(_hook_name(hook), "pre_tool_call", problem)
 
 
 async def run_post_hooks(
@@ -142,17 +200,36 @@ async def run_post_hooks(
     for hook in hooks:
         decision = await _call(hook, ctx, "post_tool_call", _POST_DECISIONS)
         result: object = ctx.result
-        if not isinstance(result, ToolResult):
+        if not isinstance(result, ToolResult) or not isinstance(result.content, str):
             raise HookError(
                 _hook_name(hook),
                 "post_tool_call",
-                f"set ctx.result to {result!r}, not a ToolResult",
+                f"set ctx.result to {result!r}, not a ToolResult with text content",
             )
         if result.call_id != call_id:
             ctx.result = dataclasses.replace(result, call_id=call_id)
         if isinstance(decision, Abort):
             return decision
     return Continue()
+
+
+async def needs_approval(policy: ApprovalPolicy, ctx: ToolCallContext) -> bool:
+    """Ask a tool's approval policy about one call; a policy that fails is a ``HookError``."""
+    if policy is True or policy is False:
+        return policy
+    try:
+        answer = policy(ctx)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:
+        raise HookError(
+            _hook_name(policy), "requires_approval", f"{type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(answer, bool):
+        raise HookError(
+            _hook_name(policy), "requires_approval", f"returned {answer!r}; expected True or False"
+        )
+    return answer
 
 
 async def _call(

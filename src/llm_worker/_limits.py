@@ -38,6 +38,15 @@ class Limits:
     - ``max_result_bytes``: longer results are cut at a UTF-8 boundary and the
       model is told how much was dropped.
     - ``max_concurrent_calls``: how many calls of one response run at once.
+
+    Budgets of a run (``run()`` and the ``resume()`` / ``retry()`` that continue
+    it; ``None``: no budget). Before each model request the worker checks
+    what the run has used; once a budget is used up it raises
+    ``UsageLimitExceededError`` instead of sending:
+
+    - ``max_requests``: model requests;
+    - ``max_input_tokens`` / ``max_output_tokens``: tokens, as the provider
+      reported them in each response's ``usage``.
     """
 
     max_input_bytes: int = DEFAULT_MAX_INPUT_BYTES
@@ -45,8 +54,15 @@ class Limits:
     tool_timeout: float | None = 300.0
     max_result_bytes: int = 100_000
     max_concurrent_calls: int = 16
+    max_requests: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        for name in ("max_requests", "max_input_tokens", "max_output_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"Limits.{name} must be at least 1 (or None), got {value}")
         for name in ("max_input_bytes", "max_input_depth"):
             if getattr(self, name) < 1:
                 raise ValueError(f"Limits.{name} must be at least 1, got {getattr(self, name)}")

@@ -22,27 +22,39 @@ if TYPE_CHECKING:
 __all__ = [
     "ABORTED",
     "CANCELLED",
+    "DENIED",
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
     "MCP_CONNECTION_LOST",
     "MCP_ERROR",
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
+    "NOT_ALLOWED",
     "NOT_RUN",
     "NOT_TEXT",
     "SKIPPED",
+    "SKIPPED_BECAUSE",
+    "STOPPED",
     "TIMED_OUT",
     "UNEXPECTED",
     "WITHHELD",
+    "call_text",
     "describe_validation_error",
+    "shown_name",
     "truncation_note",
 ]
 
 # -- calls that did not run ---------------------------------------------------------------
 
 SKIPPED = "Tool call '{name}' was skipped by the application; it did not run"
+SKIPPED_BECAUSE = "Tool call '{name}' was skipped by the application; it did not run: {reason}"
+DENIED = "Tool call '{name}' was denied; it did not run: {reason}"
+NOT_ALLOWED = (
+    "Tool call '{name}' did not run: that tool is not available now (available: {allowed})"
+)
 ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
 CANCELLED = "Tool call '{name}' was cancelled before it finished"
+STOPPED = "Tool call '{name}' was cancelled before it finished: {why}"
 NOT_RUN = "Tool call '{name}' did not run: the run stopped with an error"
 
 # -- calls that ran, but whose own result the model does not get ---------------------------
@@ -53,6 +65,19 @@ TIMED_OUT = "tool '{name}' timed out after {seconds:g}s"
 # A tool that broke its contract (a bug in the tool, not a bad call).
 UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
 NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
+
+_MAX_NAME_SHOWN = 100  # a model-chosen name can be a megabyte long
+
+
+def shown_name(name: str) -> str:
+    """``name`` as a text shows it: cut short when a model made it long."""
+    return name if len(name) <= _MAX_NAME_SHOWN else name[: _MAX_NAME_SHOWN - 1] + "…"
+
+
+def call_text(template: str, name: str, **fields: object) -> str:
+    """``template`` (one of the above) filled in for a call of tool ``name``."""
+    return template.format(name=shown_name(name), **fields)
+
 
 # -- MCP tools (the text after "Execution failed: " or "Internal error: ") -------------------
 

@@ -9,23 +9,78 @@ Guarantees (each one tested under the same words):
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Iterable
-from typing import cast
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import final
 
 from ._exceptions import DuplicateToolError, ToolError, ToolExecutionError, ToolNotFoundError
 from ._meta import LlmToolDefinition, ToolMeta
-from ._model_texts import NOT_TEXT, UNEXPECTED
 from ._types import Tool, ToolDefinition
 
-__all__ = ["ToolServer", "ToolServerHandle", "call_for_model"]
+if TYPE_CHECKING:
+    from ._context import ToolContext
+    from ._hooks import ApprovalPolicy
 
-logger = logging.getLogger("llm_worker")
+__all__ = ["ToolEntry", "ToolServer", "ToolServerHandle", "entry_of", "sorted_definitions"]
 
-_Entry = tuple[ToolMeta, Tool]
+
+@final
+class ToolEntry:
+    """A registered tool, resolved once at registration: what every call of it needs.
+
+    ``requires_approval`` and ``sequential`` come from the registration's
+    keywords, else from the tool's attributes of those names (``@tool(...)``
+    sets them on generated tools), else ``False``. ``execute_with_context`` is
+    the tool's method of that name when it takes a ``ToolContext``.
+    """
+
+    __slots__ = (
+        "execute",
+        "execute_with_context",
+        "meta",
+        "pair",
+        "requires_approval",
+        "sequential",
+        "tool",
+    )
+
+    def __init__(
+        self,
+        meta: ToolMeta,
+        tool: Tool,
+        requires_approval: ApprovalPolicy | None,
+        sequential: bool | None,
+    ) -> None:
+        self.meta = meta
+        self.tool = tool
+        self.pair = (meta, tool)
+        self.execute: Callable[[str], Awaitable[str]] = tool.execute
+        with_context: object = getattr(tool, "execute_with_context", None)
+        self.execute_with_context = cast(
+            "Callable[[str, ToolContext[Any]], Awaitable[str]] | None",
+            with_context if callable(with_context) else None,
+        )
+        self.requires_approval: ApprovalPolicy = _option(
+            meta.name, tool, "requires_approval", requires_approval
+        )
+        self.sequential: bool = _option(meta.name, tool, "sequential", sequential) is True
+
+    def __repr__(self) -> str:
+        return f"<ToolEntry {self.meta.name!r}>"
+
+
+def _option(name: str, tool: Tool, option: str, given: object) -> Any:
+    value = getattr(tool, option, False) if given is None else given
+    if option == "sequential" and not isinstance(value, bool):
+        raise TypeError(f"tool {name!r}: sequential must be True or False, not {value!r}")
+    if option == "requires_approval" and not (isinstance(value, bool) or callable(value)):
+        raise TypeError(
+            f"tool {name!r}: requires_approval must be True, False or a function of the "
+            f"call's ToolCallContext returning a bool, not {value!r}"
+        )
+    return value
 
 
 class _ToolMap:
@@ -39,7 +94,7 @@ class _ToolMap:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.tools: dict[str, _Entry] = {}  # never mutated once published
+        self.tools: dict[str, ToolEntry] = {}  # never mutated once published
         # Rebuilt lazily after each registration; tuples so callers get copies.
         self.sorted_definitions: tuple[LlmToolDefinition, ...] | None = None
 
@@ -61,26 +116,42 @@ class ToolServer:
         """A handle sharing this server's tools (lookup and calls, no registration)."""
         return ToolServerHandle._create(self._map)
 
-    def register_tool(self, definition: ToolDefinition) -> None:
+    def register_tool(
+        self,
+        definition: ToolDefinition,
+        *,
+        requires_approval: ApprovalPolicy | None = None,
+        sequential: bool | None = None,
+    ) -> None:
         """Call ``definition`` once and register the tool it makes.
 
-        Raises ``DuplicateToolError`` if the name is taken.
+        Raises ``DuplicateToolError`` if the name is taken. ``requires_approval``
+        and ``sequential`` (see ``Worker.register_tool``) override the tool's own.
         """
-        self.register_tools((definition,))
+        self.register_tools(
+            (definition,), requires_approval=requires_approval, sequential=sequential
+        )
 
-    def register_tools(self, definitions: Iterable[ToolDefinition]) -> None:
+    def register_tools(
+        self,
+        definitions: Iterable[ToolDefinition],
+        *,
+        requires_approval: ApprovalPolicy | None = None,
+        sequential: bool | None = None,
+    ) -> None:
         """Register a batch: all or none; each factory is called once, outside the lock.
 
         If any factory raises, or any name is taken or appears twice in the
         batch, nothing of the batch is added and the error propagates
-        (``DuplicateToolError`` for names).
+        (``DuplicateToolError`` for names). The keywords apply to every tool
+        of the batch.
         """
-        batch: dict[str, _Entry] = {}
+        batch: dict[str, ToolEntry] = {}
         for definition in definitions:
             meta, tool = _call_factory(definition)
             if meta.name in batch:
                 raise DuplicateToolError(meta.name)
-            batch[meta.name] = (meta, tool)
+            batch[meta.name] = ToolEntry(meta, tool, requires_approval, sequential)
         tool_map = self._map
         with tool_map.lock:
             for name in batch:
@@ -119,7 +190,8 @@ class ToolServerHandle:
 
     def get_tool(self, name: str) -> tuple[ToolMeta, Tool] | None:
         """The ``(meta, tool)`` registered under ``name``, or ``None``."""
-        return self._map.tools.get(name)
+        entry = self._map.tools.get(name)
+        return None if entry is None else entry.pair
 
     async def call_tool(self, name: str, input_json: str) -> str:
         """Run tool ``name`` on ``input_json`` and return its text.
@@ -132,20 +204,13 @@ class ToolServerHandle:
         if entry is None:
             raise ToolNotFoundError(name)
         try:
-            return await entry[1].execute(input_json)
+            return await entry.execute(input_json)
         except ToolError as exc:
             raise ToolExecutionError(name, str(exc)) from exc
 
     def tool_definitions_sorted(self) -> list[LlmToolDefinition]:
         """Every tool's definition, sorted by name: the same registrations give the same list."""
-        tool_map = self._map
-        with tool_map.lock:
-            if tool_map.sorted_definitions is None:
-                tools = tool_map.tools
-                tool_map.sorted_definitions = tuple(
-                    tools[name][0].to_llm_definition() for name in sorted(tools)
-                )
-            return list(tool_map.sorted_definitions)
+        return list(_sorted_definitions(self._map))
 
     def __len__(self) -> int:
         return len(self._map.tools)
@@ -165,7 +230,27 @@ class ToolServerHandle:
         return f"<ToolServerHandle tools={len(self._map.tools)}>"
 
 
-def _call_factory(definition: ToolDefinition) -> _Entry:
+def _sorted_definitions(tool_map: _ToolMap) -> tuple[LlmToolDefinition, ...]:
+    with tool_map.lock:
+        if tool_map.sorted_definitions is None:
+            tools = tool_map.tools
+            tool_map.sorted_definitions = tuple(
+                tools[name].meta.to_llm_definition() for name in sorted(tools)
+            )
+        return tool_map.sorted_definitions
+
+
+def entry_of(handle: ToolServerHandle, name: str) -> ToolEntry | None:
+    """The ``ToolEntry`` registered under ``name``: how the Worker and MCP resolve a call."""
+    return handle._map.tools.get(name)
+
+
+def sorted_definitions(handle: ToolServerHandle) -> tuple[LlmToolDefinition, ...]:
+    """``tool_definitions_sorted()`` without the copy: for the Worker's every request."""
+    return _sorted_definitions(handle._map)
+
+
+def _call_factory(definition: ToolDefinition) -> tuple[ToolMeta, Tool]:
     if not callable(definition):
         raise TypeError(
             f"a tool definition must be a callable returning (ToolMeta, Tool), "
@@ -183,26 +268,3 @@ def _call_factory(definition: ToolDefinition) -> _Entry:
             f"got {type(made).__name__}"
         )
     return pair[0], cast(Tool, pair[1])
-
-
-async def call_for_model(handle: ToolServerHandle, name: str, input_json: str) -> tuple[str, bool]:
-    """Call a tool and return ``(text the model reads, is_error)``; ordinary failures never raise.
-
-    Shared by the Worker and the MCP server, so a model reads the same text
-    for the same failure wherever it called from. The full exception goes to
-    the ``llm_worker`` logger.
-    """
-    try:
-        content: object = await handle.call_tool(name, input_json)
-    except ToolExecutionError as exc:
-        logger.info("Tool %r failed: %s", name, exc.detail, exc_info=exc)
-        return exc.detail, True
-    except ToolNotFoundError as exc:
-        return str(exc), True
-    except Exception as exc:
-        logger.exception("Tool %r raised %s", name, type(exc).__name__)
-        return UNEXPECTED.format(name=name, kind=type(exc).__name__), True
-    if isinstance(content, str):  # a str subclass (a StrEnum member) is text too
-        return str.__str__(content), False
-    logger.error("Tool %r returned %r, not a str", name, content)
-    return NOT_TEXT.format(name=name, kind=type(content).__name__), True

@@ -12,7 +12,7 @@ import itertools
 import anyio
 import openai
 import pytest
-from test_worker import assert_history_valid
+from support import assert_history_valid
 
 from llm_worker import (
     AssistantMessage,

@@ -10,7 +10,7 @@ import itertools
 
 import openai
 import pytest
-from test_worker import assert_history_valid
+from support import assert_history_valid
 
 from llm_worker import (
     AssistantMessage,

@@ -16,6 +16,7 @@ import dataclasses
 
 from llm_worker import (
     Abort,
+    Approve,
     Continue,
     LockedWorker,
     Pause,
@@ -94,7 +95,7 @@ async def main() -> list[str]:
     same_handle: ToolServerHandle = locked.tool_server_handle()
     result: WorkerResult = await locked.run("remember milk")
     if locked.is_paused:
-        result = await locked.resume()
+        result = await locked.resume(Approve())
     prompt: str | None = locked.system_prompt
 
     again: Worker = locked.unlock()
@@ -102,7 +103,7 @@ async def main() -> list[str]:
     await again.run("how many?")
     final: str | None = again.final_text
     history_length = len(again.history)
-    again.set_history(again.history[:2])
+    again.set_history(again.history[:3])
     again.clear_history()
     other = Worker(ScriptedClient())
     other.register_tools(tool_definitions(Notes()))

@@ -10,7 +10,7 @@ MCP request        what the server does
 ``tools/list``     ``handle.tool_definitions_sorted()`` through ``export_tools(..., "mcp")``:
                    the same name, description and ``inputSchema`` as
                    ``llm-worker schema --format mcp``, sorted by name, in one page.
-``tools/call``     ``handle.call_tool(name, json.dumps(arguments))``; the text the tool
+``tools/call``     the tool's ``execute(json.dumps(arguments))``; the text the tool
                    returns is one text content block.
 =================  ===================================================================
 
@@ -18,10 +18,10 @@ A failed call is a result, not a protocol error, so the model reads what went
 wrong and can try again (``isError: true``, one text block):
 
 - a ``ToolError`` from the tool: its text, ``Invalid argument: ...``,
-  ``Execution failed: ...`` (the ``ToolExecutionError``'s ``detail``);
+  ``Execution failed: ...``;
 - an unknown name: ``Tool 'x' not found``;
 - any other exception: ``Internal error: tool 'x' failed unexpectedly (KeyError)``,
-  with the traceback logged (logger ``llm_worker.mcp``), never sent.
+  with the traceback logged (logger ``llm_worker``), never sent.
 
 Cancellation (the client cancelled the request, or the server is shutting
 down) propagates.
@@ -44,8 +44,11 @@ from mcp.server.stdio import stdio_server
 from starlette.applications import Starlette
 
 from .. import __version__
+from .._conversation import ToolCall
+from .._exceptions import ToolNotFoundError
+from .._execution import execute_call
 from .._formats import export_tools
-from .._server import ToolServer, ToolServerHandle, call_for_model
+from .._server import ToolServer, ToolServerHandle, entry_of
 
 __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
 
@@ -114,9 +117,12 @@ async def call_mcp_tool(
     handle: ToolServerHandle, name: str, arguments: Mapping[str, Any] | None
 ) -> types.CallToolResult:
     """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result."""
+    entry = entry_of(handle, name)
+    if entry is None:
+        return _result(str(ToolNotFoundError(name)), is_error=True)
     input_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
-    text, is_error = await call_for_model(handle, name, input_json)
-    return _result(text, is_error=is_error)
+    result = await execute_call(entry, ToolCall("", name, input_json), None, None)
+    return _result(result.content, is_error=result.is_error)
 
 
 def _result(text: str, *, is_error: bool) -> types.CallToolResult:

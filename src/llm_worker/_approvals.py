@@ -1,0 +1,60 @@
+"""Calls held for a human's decision, and the decisions ``resume()`` takes.
+
+When a response holds calls that need approval (``@tool(requires_approval=...)``,
+``register_tool(..., requires_approval=...)``) or that a pre-hook paused, the
+run pauses once for the whole response: ``worker.pending`` lists each held
+call as a ``PendingCall``, and ``resume(decisions)`` takes one decision per
+call id, ``Approve()`` (optionally with other arguments) or ``Deny(reason)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from ._conversation import ToolCall
+from ._meta import ToolMeta
+
+__all__ = ["Approve", "Decision", "Deny", "PendingCall"]
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A call waiting for a decision: the ``call`` as it would run, its tool's ``meta``, and why.
+
+    ``reason`` is ``"requires approval"`` for a tool that needs approval, or
+    the reason a pre-hook gave ``Pause(reason)``.
+    """
+
+    call: ToolCall
+    meta: ToolMeta
+    reason: str
+
+
+@dataclass(frozen=True)
+class Approve:
+    """Run the call; with ``arguments`` (a JSON object, as text or a mapping), run it with those."""
+
+    arguments: str | Mapping[str, Any] | None = None
+
+    def input_json(self, call: ToolCall) -> str:
+        """The argument JSON the approved call runs with."""
+        arguments = self.arguments
+        if arguments is None:
+            return call.input_json
+        if isinstance(arguments, str):
+            return arguments
+        return json.dumps(dict(arguments), ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Deny:
+    """Do not run the call; the model reads that it was denied, and ``reason``."""
+
+    reason: str
+
+
+Decision: TypeAlias = Approve | Deny
+"""What ``resume()`` takes for a pending call."""

@@ -1,0 +1,135 @@
+"""``ToolBatch``: the tool calls of one response, from the model's answer to their results.
+
+The invariant "every tool call gets exactly one result, in call order" lives
+here. Each call has one ``CallSlot`` that moves one way through its states:
+
+    UNDECIDED ─┬─> READY ──> RUNNING ──> RAN ──> FINAL
+               ├─> HELD (waits for a human) ──> READY, or FINAL
+               └─> FINAL (decided without running: unknown, skipped, answered...)
+
+``finalize`` gives a slot its one result; ``close`` gives every slot still
+without one the text of how the batch ended and returns all results in call
+order, for the history. Nothing is recorded after ``close``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ._conversation import ToolCall, ToolResult
+from ._events import ToolCallOutcome
+from ._model_texts import STOPPED, call_text
+
+if TYPE_CHECKING:
+    from ._hooks import ToolCallContext
+    from ._server import ToolEntry
+
+__all__ = ["CallSlot", "SlotState", "ToolBatch"]
+
+
+class SlotState(enum.Enum):
+    UNDECIDED = "undecided"
+    READY = "ready"  # will run, as ``run_call``
+    HELD = "held"  # waits for a decision, for ``reason``
+    RUNNING = "running"
+    RAN = "ran"  # has the tool's result; the post-hooks have not reviewed it yet
+    FINAL = "final"  # has the result the model reads
+
+
+class CallSlot:
+    """One call of the batch: what the model asked, what will run, and what came of it."""
+
+    __slots__ = (
+        "call",
+        "entry",
+        "hook_context",
+        "index",
+        "outcome",
+        "reason",
+        "result",
+        "run_call",
+        "state",
+    )
+
+    def __init__(self, index: int, call: ToolCall) -> None:
+        self.index = index
+        self.call = call  # as the model made it: the history keeps this one
+        self.run_call = call  # as it will run, after hooks and humans changed its arguments
+        self.entry: ToolEntry | None = None
+        self.hook_context: ToolCallContext | None = None
+        self.state = SlotState.UNDECIDED
+        self.reason: str | None = None
+        self.result: ToolResult | None = None
+        self.outcome: ToolCallOutcome | None = None
+
+    def __repr__(self) -> str:
+        return f"<CallSlot {self.index} {self.call.name!r} {self.state.value}>"
+
+
+class ToolBatch:
+    """The calls of one response while they are decided, run, reviewed and recorded."""
+
+    __slots__ = ("closed", "slots", "turns")
+
+    def __init__(self, calls: tuple[ToolCall, ...], turns: int) -> None:
+        self.slots: list[CallSlot] = [CallSlot(index, call) for index, call in enumerate(calls)]
+        self.turns = turns  # model requests made so far in this run (for max_turns)
+        self.closed = False
+
+    def __iter__(self) -> Iterator[CallSlot]:
+        return iter(self.slots)
+
+    def ready(self, slot: CallSlot, run_call: ToolCall) -> None:
+        """``slot`` will run, as ``run_call`` (same id and tool; maybe other arguments)."""
+        slot.run_call = run_call
+        slot.state = SlotState.READY
+
+    def hold(self, slot: CallSlot, run_call: ToolCall, reason: str) -> None:
+        """``slot`` waits for a decision."""
+        slot.run_call = run_call
+        slot.reason = reason
+        slot.state = SlotState.HELD
+
+    def ran(self, slot: CallSlot, result: ToolResult) -> None:
+        """The tool gave ``result``; the post-hooks review it next. Ignored after ``close``."""
+        if not self.closed and slot.state is SlotState.RUNNING:
+            slot.result = result
+            slot.state = SlotState.RAN
+
+    def finalize(self, slot: CallSlot, result: ToolResult, outcome: ToolCallOutcome) -> None:
+        """Give ``slot`` the result the model reads. Each slot gets exactly one."""
+        assert slot.state is not SlotState.FINAL, slot
+        assert not self.closed, slot
+        assert result.call_id == slot.call.id, (result, slot)
+        slot.result = result
+        slot.outcome = outcome
+        slot.state = SlotState.FINAL
+
+    def close(
+        self, template: str, outcome: ToolCallOutcome, *, why: str | None = None, **fields: str
+    ) -> tuple[list[ToolResult], list[CallSlot]]:
+        """End the batch: every slot without a result gets ``template`` (and ``outcome``).
+
+        ``template`` is one of ``_model_texts``' (``{name}`` and ``fields``
+        filled in). With ``why``, a call that was running when the batch
+        stopped is told it was cancelled, and why. Returns every result in call
+        order, for the history, and the slots this filled.
+        """
+        filled = [slot for slot in self.slots if slot.state is not SlotState.FINAL]
+        for slot in filled:
+            if why is not None and slot.state is SlotState.RUNNING:
+                text = call_text(STOPPED, slot.call.name, why=why)
+            else:
+                text = call_text(template, slot.call.name, **fields)
+            self.finalize(slot, ToolResult(slot.call.id, text, True), outcome)
+        self.closed = True
+        return [slot.result for slot in self.slots if slot.result is not None], filled
+
+    def held(self) -> list[CallSlot]:
+        return [slot for slot in self.slots if slot.state is SlotState.HELD]
+
+    def __repr__(self) -> str:
+        states = ", ".join(slot.state.value for slot in self.slots)
+        return f"<ToolBatch [{states}]{' closed' if self.closed else ''}>"

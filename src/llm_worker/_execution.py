@@ -1,0 +1,107 @@
+"""Running one resolved tool call for a model: the one place its outcome becomes text.
+
+``execute_call`` is shared by the Worker and the MCP server: a ``ToolError``
+becomes its text, any other exception the "failed unexpectedly" text (with
+the traceback logged, never shown), a result that is not text the "not text"
+one, and the result is made valid Unicode and capped. Only cancellation and
+``BaseException``s that are not ``Exception``s (``KeyboardInterrupt``,
+``SystemExit``...) propagate. ``ToolServerHandle.call_tool`` keeps its own,
+documented, wrapping for direct callers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from typing import Any
+
+import anyio
+
+from ._context import ToolContext
+from ._conversation import ToolCall, ToolResult
+from ._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError, ToolError
+from ._limits import Limits, cap_result, input_limit_problem
+from ._model_texts import NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
+from ._server import ToolEntry
+
+__all__ = ["execute_call", "valid_text"]
+
+logger = logging.getLogger("llm_worker")
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+async def execute_call(
+    entry: ToolEntry, call: ToolCall, limits: Limits | None, context: ToolContext[Any] | None
+) -> ToolResult:
+    """Run ``call`` on ``entry``'s tool within ``limits``: the result the model reads.
+
+    ``limits`` (a Worker's) add input limits, a timeout and a result cap to the
+    tool's own; ``None`` applies only the tool's. ``context`` is passed to a
+    tool that takes one.
+    """
+    if limits is None:
+        return await _execute(entry, call, context, math.inf)
+    problem = input_limit_problem(call.input_json, limits.max_input_bytes, limits.max_input_depth)
+    if problem is not None:
+        logger.info("Tool %r refused its input: %s", call.name, problem)
+        return ToolResult(call.id, str(InvalidArgumentError(problem)), True)
+    timeout = limits.tool_timeout
+    if timeout is None:
+        return await _execute(entry, call, context, limits.max_result_bytes)
+    with anyio.move_on_after(timeout):
+        return await _execute(entry, call, context, limits.max_result_bytes)
+    # Only the timeout can end the block without a return.
+    logger.info("Tool %r timed out after %ss", call.name, timeout)
+    text = str(ExecutionFailedError(call_text(TIMED_OUT, call.name, seconds=timeout)))
+    return ToolResult(call.id, text, True)
+
+
+async def _execute(
+    entry: ToolEntry, call: ToolCall, context: ToolContext[Any] | None, max_bytes: float
+) -> ToolResult:
+    try:
+        with_context = entry.execute_with_context
+        if with_context is not None and context is not None:
+            content: object = await with_context(call.input_json, context)
+        else:
+            content = await entry.execute(call.input_json)
+    except ToolError as exc:
+        _log_failure(call.name, exc)
+        return ToolResult(call.id, valid_text(str(exc), max_bytes), True)
+    except Exception as exc:
+        logger.error("Tool %r raised %s", call.name, type(exc).__name__, exc_info=exc)
+        return ToolResult(call.id, call_text(UNEXPECTED, call.name, kind=type(exc).__name__), True)
+    if type(content) is str or isinstance(content, str):  # a StrEnum member is text too
+        return ToolResult(call.id, valid_text(str.__str__(content), max_bytes))
+    logger.error("Tool %r returned %s, not a str", call.name, type(content).__name__)
+    return ToolResult(call.id, call_text(NOT_TEXT, call.name, kind=type(content).__name__), True)
+
+
+def _log_failure(name: str, exc: ToolError) -> None:
+    # A tool's bug (an exception the tool did not raise on purpose, wrapped by a
+    # generated tool) is logged like a hand-written tool's: at ERROR, with its traceback.
+    cause = exc.__cause__
+    if (
+        isinstance(exc, (ExecutionFailedError, InternalToolError))
+        and isinstance(cause, Exception)
+        and not isinstance(cause, ToolError)
+    ):
+        logger.error("Tool %r raised %s: %s", name, type(cause).__name__, exc, exc_info=cause)
+    else:
+        logger.info("Tool %r failed: %s", name, exc)
+
+
+def valid_text(text: str, max_bytes: float) -> str:
+    """``text`` as valid Unicode (lone surrogates become U+FFFD), capped at ``max_bytes``."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate (say a file name os.listdir decoded with surrogateescape)
+            # would make every later request of the conversation fail to encode.
+            text = _LONE_SURROGATE.sub("\ufffd", text)
+    if max_bytes == math.inf:
+        return text
+    return cap_result(text, int(max_bytes))

@@ -1,0 +1,832 @@
+"""The turn loop, as a stream of events: ``RunStream``.
+
+One run is one async generator, ``_Turns.events()``, read top to bottom like
+the loop it is: check the budgets, send the request, pass the response's
+deltas on, decide each tool call (pre-hooks, approvals), run the allowed ones,
+review their results (post-hooks) in call order, record them, and go again
+until the model answers without calling tools. Every step is a yield of a
+``RunEvent``, and the state between steps is the session's data. ``run()``
+reads the same stream and keeps only how it ended.
+
+Concurrency: the stream is an async context manager that owns one task
+group for the whole run; the calls of a response that run together are
+tasks in it, and hand their results back through a memory stream, so the
+generator itself never yields inside a cancel scope. Leaving the stream early
+(break, an exception, cancellation) closes the generator, which gives every
+unfinished call its "cancelled" result, then cancels the tasks.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Generic
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from typing_extensions import Self, TypeVar, final
+
+from ._approvals import Decision, PendingCall
+from ._batch import CallSlot, SlotState, ToolBatch
+from ._client import (
+    Completion,
+    LlmEvent,
+    LlmRequest,
+    TextDelta,
+    ToolChoice,
+    ToolInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+)
+from ._context import ToolContext
+from ._conversation import AssistantMessage, RunUsage, ToolCall, ToolResult, UserMessage
+from ._events import (
+    ApprovalRequested,
+    ResponseCompleted,
+    ResponseStarted,
+    RunAborted,
+    RunEvent,
+    RunFailed,
+    RunFinished,
+    RunPaused,
+    ToolCallFinished,
+    ToolCallOutcome,
+    ToolCallProgress,
+    ToolCallReady,
+    ToolCallRunning,
+)
+from ._exceptions import (
+    LlmClientError,
+    MaxTurnsExceededError,
+    ToolNotFoundError,
+    UsageLimitExceededError,
+    WorkerAbortedError,
+    WorkerStateError,
+)
+from ._execution import execute_call
+from ._hooks import (
+    Abort,
+    Continue,
+    Pause,
+    PostToolCallContext,
+    Skip,
+    SyntheticResult,
+    ToolCallContext,
+    needs_approval,
+    run_post_hooks,
+    run_pre_hooks,
+)
+from ._model_texts import (
+    ABORTED,
+    CANCELLED,
+    NOT_ALLOWED,
+    NOT_RUN,
+    SKIPPED,
+    SKIPPED_BECAUSE,
+    WITHHELD,
+    call_text,
+)
+from ._server import entry_of, sorted_definitions
+from ._session import Phase, Session, WorkerResult
+
+__all__ = ["RunStream", "Start"]
+
+DepsT = TypeVar("DepsT", default=None)
+
+_CONTINUE = Continue()
+_STARTED = object()  # a runner took its next call
+_PROGRESS = object()  # a call reported progress: drain the reports
+
+
+@dataclass(frozen=True)
+class Start:
+    """How a run begins: a new message (``user_input``), a resume (``decisions``), or a retry."""
+
+    kind: str  # "run" | "resume" | "retry"
+    user_input: str = ""
+    decisions: Mapping[str, Decision] | Decision | None = None
+
+
+@final
+class RunStream(Generic[DepsT]):
+    """The events of one run, as they happen. Always used as an async context manager::
+
+        async with worker.run_stream("Close the stale issues") as stream:
+            async for event in stream:
+                ...
+        stream.result   # WorkerResult.FINISHED or PAUSED
+
+    The stream ends with ``RunFinished`` or ``RunPaused``; after ``RunAborted``
+    or ``RunFailed`` it raises the error, as ``run()`` would. Leaving the
+    ``async with`` early cancels the run the way cancelling ``run()`` does:
+    every unfinished call gets its "cancelled" result and the history stays
+    valid. Nothing is produced until it is asked for, so a slow reader slows
+    the run (the model's stream is read as the events are, and running tools
+    hand back at most one result each).
+    """
+
+    __slots__ = ("_events", "_group", "_session", "_start", "_state", "_turns")
+
+    def __init__(
+        self,
+        session: Session,
+        start: Start,
+        *,
+        deps: DepsT | None,
+        tool_choice: ToolChoice | None,
+        allowed_tools: Sequence[str] | None,
+    ) -> None:
+        # Refuse at once what could never run, before the caller enters the stream.
+        _check_start(session, start)
+        self._session = session
+        self._start = start
+        self._turns = _Turns(session, deps, tool_choice, allowed_tools)
+        self._group: TaskGroup | None = None
+        self._events: AsyncGenerator[RunEvent, None] | None = None
+        self._state = "new"
+
+    @property
+    def result(self) -> WorkerResult | None:
+        """``FINISHED`` or ``PAUSED`` once the stream has ended so; ``None`` before, or if not."""
+        return self._turns.result
+
+    async def __aenter__(self) -> Self:
+        if self._state != "new":
+            raise WorkerStateError("A RunStream can be entered only once")
+        _check_start(self._session, self._start)
+        group = anyio.create_task_group()
+        await group.__aenter__()
+        try:
+            self._turns.begin(self._start)
+        except BaseException:
+            await group.__aexit__(None, None, None)
+            raise
+        self._state = "open"
+        self._group = group
+        self._turns.group = group
+        self._events = self._turns.events()
+        return self
+
+    def __aiter__(self) -> AsyncIterator[RunEvent]:
+        return self
+
+    async def __anext__(self) -> RunEvent:
+        events = self._events
+        if events is None:
+            raise WorkerStateError(
+                "Read a RunStream inside `async with worker.run_stream(...) as stream:`"
+            )
+        return await events.__anext__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        group, events = self._group, self._events
+        self._events = None
+        self._state = "closed"
+        turns = self._turns
+        try:
+            if events is not None:
+                with anyio.CancelScope(shield=True):
+                    await events.aclose()  # closes an unfinished batch: "cancelled" results
+            turns.abandon()
+        finally:
+            try:
+                if group is not None:
+                    group.cancel_scope.cancel()
+                    # The body's exception (if any) propagates as it is, never in a group.
+                    await group.__aexit__(None, None, None)
+            finally:
+                turns.end()
+        escaped = turns.escaped
+        if escaped is not None and exc is None:
+            raise escaped  # a tool's KeyboardInterrupt or SystemExit, unchanged
+
+    def __repr__(self) -> str:
+        return f"<RunStream {self._start.kind} {self._state}>"
+
+
+def _check_start(session: Session, start: Start) -> None:
+    if start.kind == "run":
+        session.require_phase(Phase.IDLE, "run()")
+        if not isinstance(start.user_input, str):
+            raise TypeError(f"run() takes the user's message as a str, not {start.user_input!r}")
+    elif start.kind == "resume":
+        session.check_decisions(start.decisions)
+    else:
+        session.require_retryable()
+
+
+class _Turns:
+    """One run's loop: the generator ``events()`` and what it keeps between steps."""
+
+    def __init__(
+        self,
+        session: Session,
+        deps: Any,
+        tool_choice: ToolChoice | None,
+        allowed_tools: Sequence[str] | None,
+    ) -> None:
+        self.session = session
+        self.deps = deps
+        self.new_tool_choice = tool_choice
+        self.new_allowed_tools = (
+            None if allowed_tools is None else tuple(sorted(set(allowed_tools)))
+        )
+        self.result: WorkerResult | None = None
+        self.turns = 0
+        self.batch: ToolBatch | None = None  # a resumed batch, until events() takes it
+        self.group: TaskGroup | None = None
+        self.channel: tuple[MemoryObjectSendStream[Any], MemoryObjectReceiveStream[Any]] | None
+        self.channel = None
+        self.scopes: set[anyio.CancelScope] = set()
+        self.progress: _ProgressReports | None = None
+        self.escaped: BaseException | None = None
+        self.message: AssistantMessage | None = None
+
+    # -- start and end ---------------------------------------------------------------
+
+    def begin(self, start: Start) -> None:
+        """Claim the session for this run; a resume or retry keeps the run's tool selection."""
+        session = self.session
+        if start.kind == "resume":
+            self.batch = session.apply_decisions(start.decisions)
+            self.turns = self.batch.turns
+        elif start.kind == "run":
+            session.history.append(UserMessage(start.user_input))
+            session.run_usage = RunUsage()
+            session.tool_choice = self.new_tool_choice or "auto"
+            session.allowed_tools = self.new_allowed_tools
+        session.phase = Phase.RUNNING
+
+    def abandon(self) -> None:
+        """A resumed batch the generator never took ends as a cancelled one."""
+        batch, self.batch = self.batch, None
+        if batch is not None:
+            results, _ = batch.close(CANCELLED, ToolCallOutcome.NOT_RUN)
+            self.session.history.extend(results)
+
+    def end(self) -> None:
+        session = self.session
+        session.phase = Phase.PAUSED if session.paused is not None else Phase.IDLE
+        if self.channel is not None:
+            send, receive = self.channel
+            send.close()
+            receive.close()
+
+    # -- the loop --------------------------------------------------------------------
+
+    async def events(self) -> AsyncGenerator[RunEvent, None]:
+        session = self.session
+        try:
+            batch, self.batch = self.batch, None
+            if batch is not None:
+                denied = [
+                    ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED)
+                    for slot in batch
+                    if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
+                ]
+                async for event in self.finish(batch, denied):
+                    yield event
+            while True:
+                self.check_budgets()
+                yield ResponseStarted(session.run_usage.requests + 1)
+                async for event in self.receive():
+                    yield event
+                message = self.message
+                assert message is not None
+                session.history.append(message)
+                calls = len(message.tool_calls)
+                session.run_usage = session.run_usage.add_response(calls, message.usage)
+                session.usage = session.usage.add_response(calls, message.usage)
+                self.turns += 1
+                yield ResponseCompleted(message)
+                if not message.tool_calls:
+                    self.result = WorkerResult.FINISHED
+                    yield RunFinished(message.text)
+                    return
+                if session.tool_choice not in ("auto", "none"):
+                    # A forced call has been made; forcing it again would loop until max_turns.
+                    session.tool_choice = "auto"
+                batch = ToolBatch(message.tool_calls, self.turns)
+                async for event in self.decide(batch):
+                    yield event
+                held = batch.held()
+                if held:
+                    session.paused = batch
+                    pending = tuple(
+                        PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
+                        for slot in held
+                        if slot.entry is not None
+                    )
+                    self.result = WorkerResult.PAUSED
+                    for waiting in pending:
+                        yield ApprovalRequested(waiting)
+                    yield RunPaused(pending)
+                    return
+                async for event in self.finish(batch):
+                    yield event
+        except WorkerAbortedError as exc:
+            yield RunAborted(exc.reason)
+            raise
+        except Exception as exc:
+            yield RunFailed(exc)
+            raise
+
+    def check_budgets(self) -> None:
+        session = self.session
+        if self.turns >= session.max_turns:
+            raise MaxTurnsExceededError(session.max_turns)
+        limits, used = session.limits, session.run_usage
+        for limit, maximum, value in (
+            ("max_requests", limits.max_requests, used.requests),
+            ("max_input_tokens", limits.max_input_tokens, used.input_tokens),
+            ("max_output_tokens", limits.max_output_tokens, used.output_tokens),
+        ):
+            if maximum is not None and value >= maximum:
+                raise UsageLimitExceededError(limit, maximum, value)
+
+    # -- the model's response ----------------------------------------------------------
+
+    async def receive(self) -> AsyncGenerator[RunEvent, None]:
+        """Send the request; pass the response's events on; leave it in ``self.message``."""
+        session = self.session
+        request = LlmRequest(
+            system_prompt=session.system_prompt,
+            messages=tuple(session.history),
+            tools=sorted_definitions(session.handle),
+            tool_choice=session.tool_choice,
+            allowed_tools=session.allowed_tools,
+        )
+        self.message = None
+        response = _Response()
+        stream = session.client.stream(request)
+        done = False
+        try:
+            async for event in stream:
+                forwarded = response.feed(event)
+                if forwarded is not None:
+                    yield forwarded
+            done = True
+        finally:
+            if not done:  # a stream read to its end needs no closing
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    with anyio.CancelScope(shield=True):
+                        await aclose()
+        self.message = response.message()
+
+    # -- deciding each call ------------------------------------------------------------
+
+    async def decide(self, batch: ToolBatch) -> AsyncGenerator[RunEvent, None]:
+        """Resolve each call and ask its pre-hooks and approval policy, in call order, once."""
+        session = self.session
+        hooks = session.pre_hooks
+        allowed = session.allowed_tools
+        abort: Abort | None = None
+        try:
+            for slot in batch:
+                call = slot.call
+                entry = entry_of(session.handle, call.name)
+                if entry is None:
+                    text = str(ToolNotFoundError(call.name))
+                    yield self.answer(batch, slot, text, True, ToolCallOutcome.NOT_FOUND)
+                    continue
+                slot.entry = entry
+                if allowed is not None and call.name not in allowed:
+                    text = call_text(NOT_ALLOWED, call.name, allowed=", ".join(allowed) or "none")
+                    yield self.answer(batch, slot, text, True, ToolCallOutcome.NOT_ALLOWED)
+                    continue
+                policy = entry.requires_approval
+                if not hooks and policy is False:
+                    batch.ready(slot, call)
+                    continue
+                ctx = ToolCallContext(call, entry.meta, entry.tool, self.deps)
+                slot.hook_context = ctx
+                decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
+                if isinstance(decision, Continue):
+                    if policy is not False and await needs_approval(policy, ctx):
+                        batch.hold(slot, ctx.call, "requires approval")
+                    else:
+                        batch.ready(slot, ctx.call)
+                elif isinstance(decision, Pause):
+                    batch.hold(slot, ctx.call, decision.reason or "paused by a hook")
+                elif isinstance(decision, Skip):
+                    if decision.reason is None:
+                        text = call_text(SKIPPED, call.name)
+                    else:
+                        text = call_text(SKIPPED_BECAUSE, call.name, reason=decision.reason)
+                    yield self.answer(batch, slot, text, True, ToolCallOutcome.SKIPPED)
+                elif isinstance(decision, SyntheticResult):
+                    outcome = ToolCallOutcome.ANSWERED
+                    yield self.answer(batch, slot, decision.content, decision.is_error, outcome)
+                else:
+                    abort = decision
+                    break
+        except Exception:
+            for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN):
+                yield finished
+            raise
+        except BaseException:
+            self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN)
+            raise
+        if abort is not None:
+            # An abort stops everything: no call of the response runs.
+            stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, reason=abort.reason)
+            for finished in stopped:
+                yield finished
+            raise WorkerAbortedError(abort.reason)
+
+    def answer(
+        self, batch: ToolBatch, slot: CallSlot, text: str, is_error: bool, outcome: ToolCallOutcome
+    ) -> ToolCallFinished:
+        result = ToolResult(slot.call.id, text, is_error)
+        batch.finalize(slot, result, outcome)
+        return ToolCallFinished(slot.call, result, outcome)
+
+    # -- running and reviewing ---------------------------------------------------------
+
+    async def finish(
+        self, batch: ToolBatch, decided: Sequence[ToolCallFinished] = ()
+    ) -> AsyncGenerator[RunEvent, None]:
+        """Run the batch's ready calls, review their results in call order, record them all.
+
+        ``decided`` are the events of calls a human decided before this stream began.
+        """
+        ready = [slot for slot in batch if slot.state is SlotState.READY]
+        unreviewed = deque(ready)
+        abort: Abort | None = None
+        try:
+            for finished in decided:
+                yield finished
+            for wave in _waves(ready):
+                if len(wave) == 1 and _runs_inline(wave[0]):
+                    slot = wave[0]
+                    slot.state = SlotState.RUNNING
+                    yield ToolCallRunning(slot.run_call)
+                    batch.ran(slot, await self.execute(slot))
+                    async for event in self.review(batch, unreviewed, slot):
+                        yield event
+                else:
+                    async for event in self.run_together(batch, wave, unreviewed):
+                        yield event
+        except _Aborted as stop:
+            abort = stop.decision
+        except Exception:
+            self.cancel_runners()
+            why = "the run stopped with an error"
+            for event in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why=why):
+                yield event
+            raise
+        except BaseException as exc:
+            self.cancel_runners()
+            cancelled = isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit))
+            why = "the run was cancelled" if cancelled else "the run stopped with an error"
+            template = CANCELLED if cancelled else NOT_RUN
+            self.stop(batch, template, ToolCallOutcome.NOT_RUN, why=why, stopped=not cancelled)
+            raise
+        if abort is not None:
+            self.cancel_runners()
+            why = f"the run was aborted ({abort.reason})"
+            for event in self.stop(
+                batch, ABORTED, ToolCallOutcome.ABORTED, why=why, reason=abort.reason
+            ):
+                yield event
+            raise WorkerAbortedError(abort.reason)
+        results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
+        self.session.history.extend(results)
+
+    async def execute(self, slot: CallSlot) -> ToolResult:
+        entry = slot.entry
+        assert entry is not None
+        if entry.execute_with_context is None:
+            return await execute_call(entry, slot.run_call, self.session.limits, None)
+        reports = self.progress_reports()
+        call_id = slot.call.id
+        context = ToolContext(
+            call_id=call_id, tool_name=entry.meta.name, deps=self.deps, sink=reports
+        )
+        reports.start(call_id)
+        try:
+            return await execute_call(entry, slot.run_call, self.session.limits, context)
+        finally:
+            reports.finish(call_id)  # later reports (an abandoned thread's) go nowhere
+
+    async def review(
+        self, batch: ToolBatch, unreviewed: deque[CallSlot], arrived: CallSlot
+    ) -> AsyncGenerator[RunEvent, None]:
+        """Finalize what can be now that ``arrived`` ran: post-hooks see results in call order."""
+        hooks = self.session.post_hooks
+        if not hooks:
+            # Nothing reviews results, so each one is final the moment it comes.
+            assert arrived.result is not None
+            batch.finalize(arrived, arrived.result, ToolCallOutcome.RAN)
+            yield ToolCallFinished(arrived.call, arrived.result, ToolCallOutcome.RAN)
+            return
+        while unreviewed and unreviewed[0].state is SlotState.RAN:
+            slot = unreviewed.popleft()
+            entry = slot.entry
+            assert slot.result is not None
+            assert entry is not None
+            ctx = PostToolCallContext(slot.run_call, slot.result, entry.meta, entry.tool, self.deps)
+            decision = await run_post_hooks(hooks, ctx)
+            batch.finalize(slot, ctx.result, ToolCallOutcome.RAN)
+            yield ToolCallFinished(slot.call, ctx.result, ToolCallOutcome.RAN)
+            if isinstance(decision, Abort):
+                raise _Aborted(decision)
+
+    async def run_together(
+        self, batch: ToolBatch, wave: list[CallSlot], unreviewed: deque[CallSlot]
+    ) -> AsyncGenerator[RunEvent, None]:
+        """Run ``wave``'s calls as tasks, at most ``max_concurrent_calls`` at a time."""
+        send, receive = self.open_channel()
+        group = self.group
+        assert group is not None
+        runners = min(self.session.limits.max_concurrent_calls, len(wave))
+        # The first calls start at once: they are announced here. The runners share one
+        # iterator, so calls start in call order whichever runner the backend runs first.
+        for slot in wave[:runners]:
+            slot.state = SlotState.RUNNING
+            yield ToolCallRunning(slot.run_call)
+        queue = iter(wave)
+        for _ in range(runners):
+            group.start_soon(self.runner, queue, send)
+        outstanding = len(wave)
+        while outstanding:
+            message: tuple[int, object] = await receive.receive()
+            index, what = message
+            if what is _PROGRESS:
+                assert self.progress is not None
+                for report in self.progress.drain():
+                    yield report
+                continue
+            slot = batch.slots[index]
+            if what is _STARTED:
+                yield ToolCallRunning(slot.run_call)
+                continue
+            outstanding -= 1
+            if isinstance(what, BaseException):
+                raise what  # KeyboardInterrupt, SystemExit...: the run stops, the error goes on
+            assert isinstance(what, ToolResult)
+            batch.ran(slot, what)
+            async for event in self.review(batch, unreviewed, slot):
+                yield event
+
+    async def runner(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+        with anyio.CancelScope() as scope:
+            self.scopes.add(scope)
+            try:
+                for slot in queue:
+                    if slot.state is not SlotState.RUNNING:  # it waited for a free runner
+                        slot.state = SlotState.RUNNING
+                        _send(send, (slot.index, _STARTED))
+                    try:
+                        result: object = await self.execute(slot)
+                    except anyio.get_cancelled_exc_class():
+                        raise
+                    except BaseException as exc:  # not an Exception: execute_call turned those
+                        if self.escaped is None:
+                            self.escaped = exc
+                        _send(send, (slot.index, exc))
+                        return
+                    _send(send, (slot.index, result))
+            finally:
+                self.scopes.discard(scope)
+
+    def collect_arrived(self, batch: ToolBatch) -> None:
+        """Take in the results runners sent that the loop has not read."""
+        if self.channel is None:
+            return
+        receive = self.channel[1]
+        while True:
+            try:
+                index, what = receive.receive_nowait()
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                return
+            if isinstance(what, ToolResult) and 0 <= index < len(batch.slots):
+                batch.ran(batch.slots[index], what)
+
+    def cancel_runners(self) -> None:
+        for scope in list(self.scopes):
+            scope.cancel()
+
+    def stop(
+        self,
+        batch: ToolBatch,
+        template: str,
+        outcome: ToolCallOutcome,
+        *,
+        why: str | None = None,
+        stopped: bool = True,
+        **fields: str,
+    ) -> list[ToolCallFinished]:
+        """End the batch early: withheld and closing results into the history; their events.
+
+        ``why`` the batch stopped is what a result the post-hooks did not review
+        is withheld for, and (if ``stopped``) what a call still running reads.
+        Results that arrived but were not read yet count: those calls ran.
+        """
+        self.collect_arrived(batch)
+        settled: list[CallSlot] = []
+        for slot in batch:
+            if slot.state is SlotState.RAN and slot.result is not None:
+                if self.session.post_hooks:
+                    text = call_text(WITHHELD, slot.call.name, why=why or "the run stopped")
+                    result = ToolResult(slot.call.id, text, True)
+                    batch.finalize(slot, result, ToolCallOutcome.WITHHELD)
+                else:  # nothing would have reviewed it: it is final as it is
+                    batch.finalize(slot, slot.result, ToolCallOutcome.RAN)
+                settled.append(slot)
+        results, filled = batch.close(template, outcome, why=why if stopped else None, **fields)
+        self.session.history.extend(results)
+        return [
+            ToolCallFinished(slot.call, slot.result, slot.outcome)  # type: ignore[arg-type]
+            for slot in (*settled, *filled)
+        ]
+
+    # -- plumbing -----------------------------------------------------------------------
+
+    def open_channel(self) -> tuple[MemoryObjectSendStream[Any], MemoryObjectReceiveStream[Any]]:
+        if self.channel is None:
+            # Each running call sends at most a start notice and one result; progress
+            # reports are coalesced. So the buffer holds at most a few messages per call.
+            self.channel = anyio.create_memory_object_stream[Any](math.inf)
+        return self.channel
+
+    def progress_reports(self) -> _ProgressReports:
+        if self.progress is None:
+            send, _ = self.open_channel()
+            self.progress = _ProgressReports(send)
+        return self.progress
+
+
+class _Aborted(Exception):
+    def __init__(self, decision: Abort) -> None:
+        super().__init__(decision.reason)
+        self.decision = decision
+
+
+def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
+    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+        send.send_nowait(message)
+
+
+def _runs_inline(slot: CallSlot) -> bool:
+    # A call alone runs in the loop's own task, unless it may report progress: then
+    # the loop must be free to pass the reports on while it runs.
+    return slot.entry is not None and slot.entry.execute_with_context is None
+
+
+def _waves(ready: list[CallSlot]) -> Iterator[list[CallSlot]]:
+    """The ready calls in the groups that run together: a ``sequential`` tool's call runs alone."""
+    wave: list[CallSlot] = []
+    for slot in ready:
+        assert slot.entry is not None
+        if slot.entry.sequential:
+            if wave:
+                yield wave
+                wave = []
+            yield [slot]
+        else:
+            wave.append(slot)
+    if wave:
+        yield wave
+
+
+class _ProgressReports:
+    """Progress reports of running calls, from any thread, coalesced to the latest per call."""
+
+    def __init__(self, send: MemoryObjectSendStream[Any]) -> None:
+        self._send = send
+        self._lock = threading.Lock()
+        self._latest: dict[str, ToolCallProgress] = {}
+        self._running: set[str] = set()
+        self._loop_thread = threading.get_ident()
+        self._token = anyio.lowlevel.current_token()
+
+    def start(self, call_id: str) -> None:
+        with self._lock:
+            self._running.add(call_id)
+
+    def finish(self, call_id: str) -> None:
+        with self._lock:
+            self._running.discard(call_id)
+            self._latest.pop(call_id, None)
+
+    def report(
+        self, call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        with self._lock:
+            if call_id not in self._running:
+                return  # its result is in, or it never ran here
+            wake = not self._latest
+            self._latest[call_id] = ToolCallProgress(call_id, progress, total, message)
+        if not wake:
+            return
+        if threading.get_ident() == self._loop_thread:
+            _send(self._send, (-1, _PROGRESS))
+        else:
+            with suppress(RuntimeError):  # the run is over and its event loop gone
+                anyio.from_thread.run_sync(_send, self._send, (-1, _PROGRESS), token=self._token)
+
+    def drain(self) -> list[ToolCallProgress]:
+        with self._lock:
+            reports = list(self._latest.values())
+            self._latest.clear()
+        return reports
+
+
+class _Response:
+    """Assembles a client's events into one ``AssistantMessage``, checking the protocol."""
+
+    __slots__ = ("calls", "completion", "fragments", "ids", "stopped", "text")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, ToolUseStart] = {}
+        self.fragments: dict[int, list[str]] = {}
+        self.ids: set[str] = set()
+        self.stopped: set[int] = set()
+        self.completion: Completion | None = None
+
+    def feed(self, event: LlmEvent) -> RunEvent | None:
+        """Take one event; return what the run stream passes on, if anything."""
+        if self.completion is not None:
+            raise LlmClientError(f"LlmClient sent {event!r} after the Completion event")
+        if isinstance(event, TextDelta):
+            if type(event.text) is not str:
+                raise LlmClientError(f"LlmClient sent text that is not a str: {event!r}")
+            self.text.append(event.text)
+            return event
+        if isinstance(event, ToolInputDelta):
+            index = event.index
+            if index not in self.calls:
+                raise LlmClientError(
+                    f"LlmClient sent input for tool call index {index} before its ToolUseStart"
+                )
+            if index in self.stopped:
+                raise LlmClientError(
+                    f"LlmClient sent input for tool call index {index} after its ToolUseStop"
+                )
+            if type(event.fragment) is not str:
+                raise LlmClientError(
+                    f"LlmClient sent an argument fragment that is not a str for tool call "
+                    f"index {index}: {type(event.fragment).__name__}"
+                )
+            self.fragments[index].append(event.fragment)
+            return event
+        if isinstance(event, ToolUseStart):
+            index = event.index
+            if index in self.calls:
+                raise LlmClientError(f"LlmClient started tool call index {index} twice")
+            if type(event.call_id) is not str or type(event.name) is not str:
+                raise LlmClientError(
+                    f"LlmClient started a tool call whose id or name is not a str: {event!r}"
+                )
+            if event.call_id in self.ids:
+                raise LlmClientError(
+                    f"LlmClient sent two tool calls with the id {event.call_id!r} in one "
+                    f"response; each call needs its own id"
+                )
+            self.ids.add(event.call_id)
+            self.calls[index] = event
+            self.fragments[index] = []
+            return event
+        if isinstance(event, ToolUseStop):
+            index = event.index
+            if index not in self.calls:
+                raise LlmClientError(
+                    f"LlmClient stopped tool call index {index}, which never started"
+                )
+            if index in self.stopped:
+                return None
+            self.stopped.add(index)
+            start = self.calls[index]
+            return ToolCallReady(
+                index, ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
+            )
+        if isinstance(event, Completion):
+            self.completion = event
+            return None
+        raise LlmClientError(f"LlmClient sent an unknown event: {event!r}")
+
+    def message(self) -> AssistantMessage:
+        completion = self.completion
+        if completion is None:
+            raise LlmClientError("LlmClient's stream ended without a Completion event")
+        calls = tuple(
+            ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
+            for index, start in self.calls.items()
+        )
+        return AssistantMessage("".join(self.text), calls, completion.stop_reason, completion.usage)

@@ -1,0 +1,264 @@
+"""The state a ``Worker`` and its ``LockedWorker`` share: one conversation and its tools.
+
+Between runs everything here is data that ``RunState`` can hold: the
+history, the paused response (a ``ToolBatch`` whose calls wait), the
+counters and usage. ``snapshot`` and ``restore`` convert between the two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._approvals import Approve, Decision, Deny, PendingCall
+from ._batch import SlotState, ToolBatch
+from ._client import LlmClient, ToolChoice
+from ._conversation import AssistantMessage, Message, RunUsage, ToolResult
+from ._events import ToolCallOutcome
+from ._exceptions import RunStateError, WorkerStateError
+from ._hooks import PostToolCallHook, PreToolCallHook
+from ._limits import Limits
+from ._model_texts import DENIED, call_text
+from ._server import ToolServer, entry_of, sorted_definitions
+from ._state import PausedCall, RunState, check_history, fingerprint_of
+
+if TYPE_CHECKING:
+    from ._state_json import CallStatus
+
+__all__ = ["Phase", "RunStateWarning", "Session", "WorkerResult"]
+
+
+class WorkerResult(enum.Enum):
+    """How a run ended (errors are raised, not returned)."""
+
+    FINISHED = "finished"
+    """The model answered without calling tools."""
+    PAUSED = "paused"
+    """Calls wait for decisions (``worker.pending``); ``resume(decisions)`` goes on."""
+
+
+class RunStateWarning(UserWarning):
+    """A state was loaded into a worker whose system prompt or tools differ from its own."""
+
+
+class Phase(enum.Enum):
+    IDLE = "idle"
+    RUNNING = "running"
+    PAUSED = "paused"
+
+
+_STATUS_OF: dict[SlotState, CallStatus] = {
+    SlotState.READY: "ready",
+    SlotState.HELD: "held",
+    SlotState.FINAL: "final",
+}
+
+
+class Session:
+    """One conversation: client, prompt, tools, hooks, history, and where the run is."""
+
+    def __init__(
+        self,
+        client: LlmClient,
+        system_prompt: str | None,
+        max_turns: int,
+        limits: Limits,
+        deps_type: type[Any] | None,
+    ) -> None:
+        self.client = client
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns
+        self.limits = limits
+        self.deps_type = deps_type
+        self.history: list[Message] = []
+        self.server = ToolServer()
+        self.handle = self.server.handle()
+        self.pre_hooks: list[PreToolCallHook] = []
+        self.post_hooks: list[PostToolCallHook] = []
+        self.phase = Phase.IDLE
+        self.paused: ToolBatch | None = None
+        self.usage = RunUsage()  # the whole conversation
+        self.run_usage = RunUsage()  # the current run, which the budgets count
+        self.tool_choice: ToolChoice = "auto"
+        self.allowed_tools: tuple[str, ...] | None = None
+        self.owner: object = None
+
+    # -- phases ----------------------------------------------------------------------
+
+    def require_phase(self, phase: Phase, what: str) -> None:
+        if self.phase is phase:
+            return
+        if self.phase is Phase.RUNNING:
+            raise WorkerStateError(f"Cannot call {what}: a run is in progress")
+        if self.phase is Phase.PAUSED:
+            raise WorkerStateError(
+                f"Cannot call {what}: the worker is paused with tool calls waiting for "
+                f"decisions (worker.pending); call resume(decisions) first"
+            )
+        raise WorkerStateError(f"Cannot call {what} now (the worker is {self.phase.value})")
+
+    def require_not_running(self, what: str) -> None:
+        if self.phase is Phase.RUNNING:
+            raise WorkerStateError(f"Cannot call {what}: a run is in progress")
+
+    def require_retryable(self) -> None:
+        self.require_phase(Phase.IDLE, "retry()")
+        if not self.history or isinstance(self.history[-1], AssistantMessage):
+            raise WorkerStateError("Nothing to retry: the model has answered the last message")
+
+    # -- decisions -------------------------------------------------------------------
+
+    @property
+    def pending(self) -> tuple[PendingCall, ...]:
+        batch = self.paused
+        if batch is None:
+            return ()
+        return tuple(
+            PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
+            for slot in batch.held()
+            if slot.entry is not None
+        )
+
+    def check_decisions(self, decisions: Mapping[str, Decision] | Decision | None) -> None:
+        """Raise ``WorkerStateError`` unless ``decisions`` decides every pending call."""
+        if self.phase is Phase.IDLE:
+            raise WorkerStateError("Nothing to resume: the worker is not paused")
+        self.require_phase(Phase.PAUSED, "resume()")
+        assert self.paused is not None
+        waiting = [slot.call.id for slot in self.paused.held()]
+        if isinstance(decisions, (Approve, Deny)):
+            return
+        if decisions is None:
+            raise WorkerStateError(
+                f"resume() needs a decision for each pending call: {_ids(waiting)} "
+                f"(pass {{call_id: Approve() or Deny(reason)}}, or one decision for all)"
+            )
+        if not isinstance(decisions, Mapping):
+            raise TypeError(
+                f"resume() takes a mapping of call id to Approve()/Deny(reason), or one "
+                f"decision, not {type(decisions).__name__}"
+            )
+        for call_id, decision in decisions.items():
+            if not isinstance(decision, (Approve, Deny)):
+                raise TypeError(
+                    f"the decision for call {call_id!r} must be Approve() or Deny(reason), "
+                    f"not {decision!r}"
+                )
+        unknown = [call_id for call_id in decisions if call_id not in waiting]
+        if unknown:
+            raise WorkerStateError(
+                f"resume() got decisions for calls that are not pending: {_ids(unknown)} "
+                f"(pending: {_ids(waiting)})"
+            )
+        missing = [call_id for call_id in waiting if call_id not in decisions]
+        if missing:
+            raise WorkerStateError(
+                f"resume() needs a decision for each pending call; missing: {_ids(missing)}"
+            )
+
+    def apply_decisions(self, decisions: Mapping[str, Decision] | Decision | None) -> ToolBatch:
+        """Take the paused batch, with each held call approved or denied."""
+        batch = self.paused
+        assert batch is not None
+        self.paused = None
+        for slot in batch.held():
+            decision = decisions if isinstance(decisions, (Approve, Deny)) else None
+            if decision is None:
+                assert isinstance(decisions, Mapping)
+                decision = decisions[slot.call.id]
+            if isinstance(decision, Approve):
+                run_call = dataclasses.replace(
+                    slot.run_call, input_json=decision.input_json(slot.run_call)
+                )
+                batch.ready(slot, run_call)
+            else:
+                text = call_text(DENIED, slot.call.name, reason=decision.reason)
+                batch.finalize(slot, ToolResult(slot.call.id, text, True), ToolCallOutcome.DENIED)
+        return batch
+
+    # -- run state -------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        return fingerprint_of(self.system_prompt, sorted_definitions(self.handle))
+
+    def snapshot(self) -> RunState:
+        self.require_not_running("worker.state")
+        batch = self.paused
+        paused = None
+        if batch is not None:
+            paused = [
+                PausedCall(
+                    slot.run_call, _STATUS_OF[slot.state], slot.reason, slot.result, slot.outcome
+                )
+                for slot in batch
+            ]
+        return RunState(
+            history=self.history,
+            paused=paused,
+            turns=0 if batch is None else batch.turns,
+            run_usage=self.run_usage,
+            usage=self.usage,
+            tool_choice=self.tool_choice,
+            allowed_tools=self.allowed_tools,
+            fingerprint=self.fingerprint(),
+        )
+
+    def restore(self, state: RunState) -> None:
+        """Continue from ``state``: all of it, or (``RunStateError``) none of it."""
+        self.require_not_running("load_state()")
+        if not isinstance(state, RunState):
+            raise TypeError(f"load_state() takes a RunState, not {type(state).__name__}")
+        batch = None
+        if state.is_paused:
+            message = state.history[-1]
+            assert isinstance(message, AssistantMessage)
+            batch = ToolBatch(message.tool_calls, state.turns)
+            for slot, saved in zip(batch.slots, state.paused_calls, strict=True):
+                _restore_slot(self, batch, slot, saved)
+        if state.fingerprint != self.fingerprint():
+            warnings.warn(
+                "the run state was saved by a worker with another system prompt or other "
+                "tool definitions; the provider's prompt cache will not match its requests",
+                RunStateWarning,
+                stacklevel=4,
+            )
+        self.history = list(state.history)
+        self.paused = batch
+        self.phase = Phase.PAUSED if batch is not None else Phase.IDLE
+        self.usage = state.usage
+        self.run_usage = state.run_usage
+        self.tool_choice = state.tool_choice
+        self.allowed_tools = state.allowed_tools
+
+    def set_history(self, messages: Sequence[Message]) -> None:
+        self.require_phase(Phase.IDLE, "set_history()")
+        history = list(messages)
+        check_history(history, None)
+        self.history = history
+
+
+def _restore_slot(session: Session, batch: ToolBatch, slot: Any, saved: PausedCall) -> None:
+    if saved.status == "final":
+        assert saved.result is not None
+        assert saved.outcome is not None
+        batch.finalize(slot, saved.result, saved.outcome)
+        return
+    entry = entry_of(session.handle, saved.call.name)
+    if entry is None:
+        raise RunStateError(
+            f"paused call {saved.call.id!r} is to tool {saved.call.name!r}, which this worker "
+            f"does not have (register the same tools before load_state())"
+        )
+    slot.entry = entry
+    if saved.status == "held":
+        batch.hold(slot, saved.call, saved.reason or "")
+    else:
+        batch.ready(slot, saved.call)
+
+
+def _ids(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(call_id) for call_id in ids[:10])
+    return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")

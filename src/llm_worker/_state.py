@@ -1,0 +1,300 @@
+"""``RunState``: everything needed to continue a conversation, as one value that is JSON.
+
+``worker.state`` takes it; ``RunState.to_json()`` writes it; in another
+process, ``RunState.from_json(text)`` reads it back and
+``worker.load_state(state)`` continues from it (a paused run is then resumed
+with ``resume(decisions)``). The JSON format is versioned (``"version": 1``)
+and documented in docs/worker.md, "Saving and loading a run".
+
+A state is checked twice: ``from_json`` checks its shape (every field of the
+right type; pydantic names the bad one), and ``check_history`` checks that it
+is a conversation a worker can continue: every tool call has exactly one
+result, in call order, or belongs to the paused response; call ids are unique
+within a response; a paused response's calls are those of the last assistant
+message. Both raise ``RunStateError`` and load nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from typing_extensions import Self, final
+
+from ._conversation import AssistantMessage, Message, RunUsage, ToolCall, ToolResult, UserMessage
+from ._events import ToolCallOutcome
+from ._exceptions import RunStateError
+from ._meta import LlmToolDefinition
+
+if TYPE_CHECKING:
+    from ._state_json import CallStatus, PausedTuple
+
+__all__ = ["PausedCall", "RunState", "check_history", "fingerprint_of"]
+
+
+@dataclass(frozen=True)
+class PausedCall:
+    """One call of a paused response: will run (``ready``), waits (``held``), or has its result."""
+
+    call: ToolCall  # as it will run: a hook may have changed its arguments
+    status: CallStatus
+    reason: str | None = None  # why it is held
+    result: ToolResult | None = None  # its result, once final
+    outcome: ToolCallOutcome | None = None
+
+
+@final
+class RunState:
+    """A conversation at rest: history, the paused response if any, counters and usage.
+
+    Immutable; compare two with ``==``. Read ``history``, ``pending_call_ids``,
+    ``usage`` (the whole conversation's) and ``run_usage`` (the current run's,
+    which budgets count); write it with ``to_json()``.
+    """
+
+    __slots__ = (
+        "_allowed_tools",
+        "_fingerprint",
+        "_history",
+        "_paused",
+        "_run_usage",
+        "_tool_choice",
+        "_turns",
+        "_usage",
+    )
+
+    def __init__(
+        self,
+        *,
+        history: Sequence[Message],
+        paused: Sequence[PausedCall] | None,
+        turns: int,
+        run_usage: RunUsage,
+        usage: RunUsage,
+        tool_choice: str,
+        allowed_tools: tuple[str, ...] | None,
+        fingerprint: str,
+    ) -> None:
+        self._history = tuple(history)
+        self._paused = None if paused is None else tuple(paused)
+        self._turns = turns
+        self._run_usage = run_usage
+        self._usage = usage
+        self._tool_choice = tool_choice
+        self._allowed_tools = allowed_tools
+        self._fingerprint = fingerprint
+        check_history(self._history, self._paused)
+
+    @property
+    def version(self) -> int:
+        """The format version ``to_json`` writes."""
+        from ._state_json import FORMAT_VERSION
+
+        return FORMAT_VERSION
+
+    @property
+    def history(self) -> tuple[Message, ...]:
+        """The conversation; while paused, it ends with the response whose calls wait."""
+        return self._history
+
+    @property
+    def is_paused(self) -> bool:
+        """Whether a response's calls wait for decisions (``resume()`` after loading)."""
+        return self._paused is not None
+
+    @property
+    def paused_calls(self) -> tuple[PausedCall, ...]:
+        """The calls of the paused response (empty when not paused)."""
+        return self._paused or ()
+
+    @property
+    def pending_call_ids(self) -> tuple[str, ...]:
+        """The ids of the calls that wait for a decision."""
+        return tuple(p.call.id for p in self.paused_calls if p.status == "held")
+
+    @property
+    def turns(self) -> int:
+        """Model requests made by the ``run()``/``resume()``/``retry()`` in progress."""
+        return self._turns
+
+    @property
+    def usage(self) -> RunUsage:
+        """What the whole conversation has cost."""
+        return self._usage
+
+    @property
+    def run_usage(self) -> RunUsage:
+        """What the current (or last) run has cost: what the budgets of ``Limits`` count."""
+        return self._run_usage
+
+    @property
+    def tool_choice(self) -> str:
+        """The current run's ``tool_choice``."""
+        return self._tool_choice
+
+    @property
+    def allowed_tools(self) -> tuple[str, ...] | None:
+        """The current run's ``allowed_tools`` (sorted), or ``None`` for every tool."""
+        return self._allowed_tools
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash of the system prompt and tool definitions the state was taken with."""
+        return self._fingerprint
+
+    def to_json(self) -> str:
+        """The state as JSON text (format version 1; see docs/worker.md)."""
+        from ._state_json import dump_state
+
+        paused: list[PausedTuple] | None = None
+        if self._paused is not None:
+            paused = [(p.call, p.status, p.reason, p.result, p.outcome) for p in self._paused]
+        return dump_state(
+            history=self._history,
+            paused=paused,
+            turns=self._turns,
+            run_usage=self._run_usage,
+            usage=self._usage,
+            tool_choice=self._tool_choice,
+            allowed_tools=self._allowed_tools,
+            fingerprint=self._fingerprint,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Self:
+        """Read a state ``to_json`` wrote; ``RunStateError`` names what is wrong with it."""
+        from ._state_json import load_state
+
+        fields = load_state(text)
+        paused = fields.pop("paused")
+        if paused is not None:
+            paused = [PausedCall(*call) for call in paused]
+        return cls(paused=paused, **fields)
+
+    def _key(self) -> tuple[object, ...]:
+        return (
+            self._history,
+            self._paused,
+            self._turns,
+            self._run_usage,
+            self._usage,
+            self._tool_choice,
+            self._allowed_tools,
+            self._fingerprint,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunState):
+            return NotImplemented
+        # Usage is left out of AssistantMessage equality; a saved state keeps it too.
+        return self._key() == other._key() and [
+            m.usage for m in self._history if isinstance(m, AssistantMessage)
+        ] == [m.usage for m in other._history if isinstance(m, AssistantMessage)]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        paused = f" paused={len(self.pending_call_ids)} pending" if self._paused else ""
+        return f"<RunState messages={len(self._history)}{paused}>"
+
+
+def fingerprint_of(system_prompt: str | None, tools: Sequence[LlmToolDefinition]) -> str:
+    """A hash of what a provider caches as the prompt prefix: system prompt and tools."""
+    prefix = [system_prompt, [tool.to_dict() for tool in tools]]
+    text = json.dumps(prefix, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# -- the checks --------------------------------------------------------------------------
+
+
+def check_history(history: Sequence[Message], paused: Sequence[PausedCall] | None) -> None:
+    """Raise ``RunStateError`` unless ``history`` is a conversation a worker can continue.
+
+    Every assistant message's tool calls are followed by exactly one
+    ``ToolResult`` per call, in call order, except the last message's when
+    ``paused`` holds its calls; call ids are unique within a message.
+    """
+    position = 0
+    count = len(history)
+    while position < count:
+        item = history[position]
+        where = f"history[{position}]"
+        position += 1
+        if isinstance(item, ToolResult):
+            raise RunStateError(
+                f"{where}: a ToolResult for call {item.call_id!r} that answers no tool call "
+                f"(results follow the assistant message whose calls they answer, in call order)"
+            )
+        if isinstance(item, UserMessage):
+            continue
+        if not isinstance(item, AssistantMessage):
+            raise RunStateError(
+                f"{where}: {type(item).__name__} is not a UserMessage, AssistantMessage "
+                f"or ToolResult"
+            )
+        _check_calls(where, item.tool_calls)
+        if paused is not None and position == count:
+            _check_paused(where, item, paused)
+            return
+        for call in item.tool_calls:
+            if position >= count or not isinstance(history[position], ToolResult):
+                raise RunStateError(
+                    f"{where}: tool call {call.id!r} ({call.name}) has no result (each call "
+                    f"is followed by its ToolResult, in call order)"
+                )
+            result = history[position]
+            assert isinstance(result, ToolResult)
+            if result.call_id != call.id:
+                raise RunStateError(
+                    f"history[{position}]: the result of call {result.call_id!r} where the "
+                    f"result of {call.id!r} ({call.name}) belongs (results follow their "
+                    f"calls in call order)"
+                )
+            position += 1
+    if paused is not None:
+        raise RunStateError(
+            "the state is paused, but its history does not end with the assistant message "
+            "whose calls wait"
+        )
+
+
+def _check_calls(where: str, calls: Sequence[ToolCall]) -> None:
+    seen: set[str] = set()
+    for call in calls:
+        if not isinstance(call, ToolCall):
+            raise RunStateError(f"{where}: {call!r} is not a ToolCall")
+        if call.id in seen:
+            raise RunStateError(f"{where}: two tool calls share the id {call.id!r}")
+        seen.add(call.id)
+
+
+def _check_paused(where: str, message: AssistantMessage, paused: Sequence[PausedCall]) -> None:
+    calls = message.tool_calls
+    if len(paused) != len(calls) or not calls:
+        raise RunStateError(
+            f"{where}: the paused response has {len(calls)} tool calls, but the state "
+            f"holds {len(paused)}"
+        )
+    if not any(p.status == "held" for p in paused):
+        raise RunStateError(f"{where}: the state is paused, but no call waits for a decision")
+    for call, held in zip(calls, paused, strict=True):
+        if (held.call.id, held.call.name) != (call.id, call.name):
+            raise RunStateError(
+                f"{where}: paused call {held.call.id!r} ({held.call.name}) is not the "
+                f"response's call {call.id!r} ({call.name})"
+            )
+        if held.status == "final":
+            if held.result is None or held.outcome is None or held.result.call_id != call.id:
+                raise RunStateError(
+                    f"{where}: paused call {call.id!r} is final but has no result of its own"
+                )
+        elif held.result is not None:
+            raise RunStateError(
+                f"{where}: paused call {call.id!r} is {held.status} but has a result"
+            )
+        if held.status == "held" and not held.reason:
+            raise RunStateError(f"{where}: paused call {call.id!r} waits, but for no reason")

@@ -1,0 +1,272 @@
+"""The JSON format of a ``RunState`` (version 1): its shape, and reading and writing it.
+
+Imported only by ``RunState.to_json`` and ``from_json``, so ``import llm_worker``
+does not build the validator. Reading checks the shape strictly (pydantic
+names the first bad fields); ``RunState`` then checks the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
+from ._conversation import (
+    AssistantMessage,
+    Message,
+    RunUsage,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from ._events import ToolCallOutcome
+from ._exceptions import RunStateError
+
+__all__ = ["FORMAT_VERSION", "CallStatus", "dump_state", "load_state"]
+
+FORMAT_VERSION = 1
+_FORMAT = "llm-worker.run-state"
+
+CallStatus = Literal["ready", "held", "final"]
+# One paused call, as RunState's PausedCall fields: call, status, reason, result, outcome.
+PausedTuple = tuple[ToolCall, CallStatus, str | None, ToolResult | None, ToolCallOutcome | None]
+
+
+class _CallJson(TypedDict):
+    id: str
+    name: str
+    input_json: str
+
+
+class _ResultJson(TypedDict):
+    call_id: str
+    content: str
+    is_error: bool
+
+
+class _UsageJson(TypedDict):
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    reasoning_tokens: int
+
+
+class _RunUsageJson(_UsageJson):
+    requests: int
+    tool_calls: int
+
+
+class _UserJson(TypedDict):
+    type: Literal["user"]
+    text: str
+
+
+class _AssistantJson(TypedDict):
+    type: Literal["assistant"]
+    text: str
+    tool_calls: list[_CallJson]
+    stop_reason: str | None
+    usage: _UsageJson | None
+
+
+class _ToolResultJson(_ResultJson):
+    type: Literal["tool_result"]
+
+
+class _PausedCallJson(TypedDict):
+    call: _CallJson
+    status: CallStatus
+    reason: str | None
+    result: _ResultJson | None
+    outcome: (
+        Literal[
+            "ran",
+            "skipped",
+            "answered",
+            "denied",
+            "not_found",
+            "not_allowed",
+            "aborted",
+            "withheld",
+            "not_run",
+        ]
+        | None
+    )
+
+
+class _PausedJson(TypedDict):
+    turns: int
+    calls: list[_PausedCallJson]
+
+
+class _RunJson(TypedDict):
+    usage: _RunUsageJson
+    tool_choice: str
+    allowed_tools: list[str] | None
+
+
+_MessageJson = Annotated[_UserJson | _AssistantJson | _ToolResultJson, Field(discriminator="type")]
+
+
+class _StateJson(TypedDict):
+    format: Literal["llm-worker.run-state"]
+    version: int
+    fingerprint: str
+    history: list[_MessageJson]
+    paused: _PausedJson | None
+    run: _RunJson
+    usage: _RunUsageJson
+
+
+_ADAPTER = TypeAdapter(_StateJson)
+
+
+def load_state(text: str | bytes) -> dict[str, Any]:
+    """The ``RunState`` constructor's keywords from JSON text, paused calls as tuples."""
+    try:
+        data = _ADAPTER.validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise RunStateError(f"Not a valid run state: {_describe(exc)}") from exc
+    if data["version"] != FORMAT_VERSION:
+        raise RunStateError(
+            f"Not a valid run state: format version {data['version']} is not supported "
+            f"(this llm-worker reads version {FORMAT_VERSION})"
+        )
+    paused = data["paused"]
+    run = data["run"]
+    allowed = run["allowed_tools"]
+    return {
+        "history": [_load_message(item) for item in data["history"]],
+        "paused": None if paused is None else [_load_paused(call) for call in paused["calls"]],
+        "turns": 0 if paused is None else paused["turns"],
+        "run_usage": RunUsage(**run["usage"]),
+        "usage": RunUsage(**data["usage"]),
+        "tool_choice": run["tool_choice"],
+        "allowed_tools": None if allowed is None else tuple(allowed),
+        "fingerprint": data["fingerprint"],
+    }
+
+
+def dump_state(
+    *,
+    history: Sequence[Message],
+    paused: Sequence[PausedTuple] | None,
+    turns: int,
+    run_usage: RunUsage,
+    usage: RunUsage,
+    tool_choice: str,
+    allowed_tools: tuple[str, ...] | None,
+    fingerprint: str,
+) -> str:
+    """The JSON text of a state given as ``RunState``'s fields."""
+    document = {
+        "format": _FORMAT,
+        "version": FORMAT_VERSION,
+        "fingerprint": fingerprint,
+        "history": [_dump_message(message) for message in history],
+        "paused": None
+        if paused is None
+        else {"turns": turns, "calls": [_dump_paused(*call) for call in paused]},
+        "run": {
+            "usage": _dump_run_usage(run_usage),
+            "tool_choice": tool_choice,
+            "allowed_tools": None if allowed_tools is None else list(allowed_tools),
+        },
+        "usage": _dump_run_usage(usage),
+    }
+    return json.dumps(document, ensure_ascii=False, allow_nan=False)
+
+
+def _describe(exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    shown = [
+        f"{'.'.join(str(part) for part in error['loc']) or 'the document'}: {error['msg']}"
+        for error in errors[:5]
+    ]
+    more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+    return "; ".join(shown) + more
+
+
+def _dump_message(message: Message) -> dict[str, Any]:
+    if isinstance(message, UserMessage):
+        return {"type": "user", "text": message.text}
+    if isinstance(message, ToolResult):
+        return {"type": "tool_result", **_dump_result(message)}
+    return {
+        "type": "assistant",
+        "text": message.text,
+        "tool_calls": [_dump_call(call) for call in message.tool_calls],
+        "stop_reason": message.stop_reason,
+        "usage": None if message.usage is None else _dump_usage(message.usage),
+    }
+
+
+def _dump_call(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "input_json": call.input_json}
+
+
+def _dump_result(result: ToolResult) -> dict[str, Any]:
+    return {"call_id": result.call_id, "content": result.content, "is_error": result.is_error}
+
+
+def _dump_usage(usage: Usage | RunUsage) -> dict[str, Any]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+    }
+
+
+def _dump_run_usage(usage: RunUsage) -> dict[str, Any]:
+    return {"requests": usage.requests, "tool_calls": usage.tool_calls, **_dump_usage(usage)}
+
+
+def _dump_paused(
+    call: ToolCall,
+    status: CallStatus,
+    reason: str | None,
+    result: ToolResult | None,
+    outcome: ToolCallOutcome | None,
+) -> dict[str, Any]:
+    return {
+        "call": _dump_call(call),
+        "status": status,
+        "reason": reason,
+        "result": None if result is None else _dump_result(result),
+        "outcome": None if outcome is None else outcome.value,
+    }
+
+
+def _load_message(data: _UserJson | _AssistantJson | _ToolResultJson) -> Message:
+    if data["type"] == "user":
+        return UserMessage(data["text"])
+    if data["type"] == "tool_result":
+        return ToolResult(data["call_id"], data["content"], data["is_error"])
+    usage = data["usage"]
+    return AssistantMessage(
+        data["text"],
+        tuple(_load_call(call) for call in data["tool_calls"]),
+        data["stop_reason"],
+        None if usage is None else Usage(**usage),
+    )
+
+
+def _load_call(data: _CallJson) -> ToolCall:
+    return ToolCall(data["id"], data["name"], data["input_json"])
+
+
+def _load_paused(data: _PausedCallJson) -> PausedTuple:
+    result = data["result"]
+    outcome = data["outcome"]
+    return (
+        _load_call(data["call"]),
+        data["status"],
+        data["reason"],
+        None if result is None else ToolResult(**result),
+        None if outcome is None else ToolCallOutcome(outcome),
+    )
