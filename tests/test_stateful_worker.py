@@ -3,18 +3,23 @@
 Each step runs (or resumes, or is refused) one run of a ``Worker`` whose ``ScriptedClient``
 replays responses hypothesis made up: tool calls to known and unknown names, argument text
 that is valid, invalid, truncated, huge or deeply nested, hook decisions of every kind
-(continue, skip, abort, pause, cancel the run, raise, return nonsense), and tool behaviours
-(return, return too much, raise ``ValueError``, raise a ``ToolError``, hang past a timeout,
-cancel the run), on an ``async def`` tool, a plain-``def`` (thread) tool and a hand-written
-``Tool``.
+(continue, skip, abort, pause, answer the call, cancel the run, raise, return nonsense),
+human decisions on resume (approve, approve with other arguments, deny), and tool
+behaviours (return, return too much, raise ``ValueError``, raise a ``ToolError``, hang past
+a timeout, cancel the run), on an ``async def`` tool, a plain-``def`` (thread) tool and a
+hand-written ``Tool``. A run is driven either by ``run()``/``resume()`` or by reading its
+event stream, sometimes leaving the stream after a drawn number of events.
 
 After every step:
 
 - every tool call in history has exactly one result, in order, with matching ids (the calls
-  of a paused batch have none until it is resumed);
-- every result is what that call should have produced, given its arguments, the hook
-  decisions taken and how the run ended; no result text has a traceback, a path or an
-  object address, or is over ``max_result_bytes``;
+  of a paused response have none until it is resumed);
+- every result is what that call should have produced, given its arguments, the hook and
+  human decisions taken and how the run ended; no result text has a traceback, a path or
+  an object address, or is over ``max_result_bytes``;
+- a read stream's events agree with the history: at most one ``ToolCallFinished`` per call,
+  carrying exactly the result the history has, after that call's ``ToolCallRunning`` if it
+  ran; held calls never run before they are decided;
 - only ``WorkerAbortedError``, ``MaxTurnsExceededError`` and ``HookError`` escaped, each
   for the reason the script gave;
 - no tool coroutine and no task is left running, and no more than ``max_concurrent_calls``
@@ -52,8 +57,10 @@ from hypothesis.stateful import (
 
 from llm_worker import (
     Abort,
+    Approve,
     AssistantMessage,
     Continue,
+    Deny,
     ExecutionFailedError,
     HookError,
     InvalidArgumentError,
@@ -63,9 +70,13 @@ from llm_worker import (
     MaxTurnsExceededError,
     Pause,
     PostToolCallContext,
+    RunEvent,
     Skip,
+    SyntheticResult,
     ToolCall,
     ToolCallContext,
+    ToolCallFinished,
+    ToolCallRunning,
     ToolMeta,
     ToolResult,
     UserMessage,
@@ -110,17 +121,23 @@ GENERATED = (ASYNC, THREAD)
 KNOWN = (ASYNC, THREAD, HAND)
 BIG = "é" * 600 + "!"  # 1201 bytes: over MAX_RESULT
 
-# What the model reads (the exact texts of _worker.py and _limits.py).
+# What the model reads (the exact texts of _model_texts.py).
 NOT_FOUND = "Tool '{name}' not found"
 SKIPPED = "Tool call '{name}' was skipped by the application; it did not run"
 ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
 CANCELLED = "Tool call '{name}' was cancelled before it finished"
+STOPPED = "Tool call '{name}' was cancelled before it finished: {why}"
+WITHHELD = "Tool call '{name}' ran, but its result was withheld: {why}"
 NOT_RUN = "Tool call '{name}' did not run: the run stopped with an error"
+DENIED = "Tool call '{name}' was denied; it did not run: {reason}"
 TIMED_OUT = "Execution failed: tool '{name}' timed out after {seconds:g}s"
 SCRUBBED_VALUE_ERROR = "Execution failed: cannot read <path> for <Widget object>"
 HAND_VALUE_ERROR = f"Internal error: tool '{HAND}' failed unexpectedly (ValueError)"
 REFUSED = "Execution failed: refused"
-BAD_PRE = "returned 'nonsense'; expected one of Continue(), Skip(), Abort(), Pause() or None"
+BAD_PRE = (
+    "returned 'nonsense'; expected one of Continue(), Skip(), Abort(), Pause(), "
+    "SyntheticResult() or None"
+)
 BAD_POST = "returned 'nonsense'; expected one of Continue(), Abort() or None"
 
 
@@ -359,12 +376,11 @@ arguments = st.one_of(
 known_names = st.sampled_from(KNOWN)
 names = st.one_of(known_names, known_names, known_names, st.text("abc_xyz", max_size=10))
 # Mostly "go on", so that runs get far; every other decision still comes up often.
-pre_decisions = st.lists(
-    weighted(continue_=12, none=4, skip=2, abort=1, pause=2, cancel=1, raise_=1, bad=1).map(
-        lambda d: d.rstrip("_")
-    ),
-    max_size=2,
-)
+pre_decisions = weighted(
+    continue_=12, none=4, skip=2, answer=1, abort=1, pause=3, cancel=1, raise_=1, bad=1
+).map(lambda d: d.rstrip("_"))
+# What a human answers for a held call: approve, approve with other (valid) arguments, deny.
+human_decisions = st.sampled_from(["approve", "approve", "change", "deny"])
 post_decisions = weighted(continue_=16, none=3, abort=1, raise_=1, bad=1, rewrite=2).map(
     lambda d: d.rstrip("_")
 )
@@ -376,7 +392,7 @@ class CallSpec:
 
     name: str
     arguments: str
-    pre: list[str]
+    pre: str
     post: str
 
 
@@ -407,10 +423,13 @@ class Outcome:
 
     result: WorkerResult | None = None
     error: BaseException | None = None
-    cancelled: bool = False
+    cancelled: bool = False  # a cancel scope ended it, or the stream's reader left early
     new_tasks: int = 0
     async_left: int = 0
     decisions: list[tuple[str, str, str]] = field(default_factory=list)  # (stage, id, decision)
+    events: list[RunEvent] | None = None  # what the stream yielded, when it was read
+    left: bool = False  # the reader left the stream before it ended
+    resumed: tuple[str, ...] = ()  # the calls of the response a resume continued
 
 
 def count_tasks(backend: str) -> int:
@@ -457,19 +476,22 @@ class WorkerMachine(RuleBasedStateMachine):
         self.worker.add_pre_tool_call_hook(self.pre_hook)
         self.worker.add_post_tool_call_hook(self.post_hook)
         self.next_id = 0
-        self.pre_plans: dict[str, list[str]] = {}
+        self.pre_plans: dict[str, str] = {}
         self.post_plans: dict[str, str] = {}
         self.last_pre: dict[str, str] = {}  # the decision that settled each call
         self.last_post: dict[str, str] = {}
-        self.calls: dict[str, ToolCall] = {}
+        self.human: dict[str, str] = {}  # how a human decided each held call
+        self.calls: dict[str, ToolCall] = {}  # as they run: a human may change the arguments
+        self.asked: set[str] = set()  # calls the pre-hook was asked about
         self.checked = 0  # history items already checked
         self.outcome = Outcome()
 
     # -- hooks --------------------------------------------------------------------------------
 
     async def pre_hook(self, ctx: ToolCallContext) -> Any:
-        plan = self.pre_plans.get(ctx.call.id, [])
-        decision = plan.pop(0) if plan else "continue"
+        assert ctx.call.id not in self.asked, f"pre-hook asked twice about {ctx.call.id}"
+        self.asked.add(ctx.call.id)
+        decision = self.pre_plans.get(ctx.call.id, "continue")
         self.last_pre[ctx.call.id] = decision
         self.outcome.decisions.append(("pre", ctx.call.id, decision))
         if decision == "continue":
@@ -478,6 +500,8 @@ class WorkerMachine(RuleBasedStateMachine):
             return None
         if decision == "skip":
             return Skip()
+        if decision == "answer":
+            return SyntheticResult(f"answered {ctx.call.id}")
         if decision == "abort":
             return Abort(f"abort at {ctx.call.id}")
         if decision == "pause":
@@ -506,7 +530,9 @@ class WorkerMachine(RuleBasedStateMachine):
 
     # -- driving ------------------------------------------------------------------------------
 
-    def drive(self, action: str) -> Outcome:
+    def drive(self, action: str, how: str, leave_after: int, decisions: Any = None) -> Outcome:
+        """One run (``action`` "run") or resume, read by ``how``: "call" (run()/resume()),
+        "stream" (every event), or "leave" (the stream, left after ``leave_after`` events)."""
         self.outcome = outcome = Outcome()
 
         async def go() -> None:
@@ -515,24 +541,65 @@ class WorkerMachine(RuleBasedStateMachine):
             with anyio.fail_after(STEP_PATIENCE), anyio.CancelScope() as scope:
                 self.lab.scope = scope
                 try:
-                    if action == "run":
-                        outcome.result = await self.worker.run("go")
+                    if how == "call":
+                        if action == "run":
+                            outcome.result = await self.worker.run("go")
+                        else:
+                            outcome.result = await self.worker.resume(decisions)
                     else:
-                        outcome.result = await self.worker.resume()
+                        await self.read_stream(action, how, leave_after, decisions, outcome)
                 except (WorkerAbortedError, MaxTurnsExceededError, HookError) as exc:
                     outcome.error = exc
-            outcome.cancelled = scope.cancelled_caught
+            outcome.cancelled = outcome.cancelled or scope.cancelled_caught
             outcome.async_left = self.lab.async_running
             outcome.new_tasks = count_tasks(self.backend) - tasks_before
 
         anyio.run(go, backend=self.backend)
         return outcome
 
+    async def read_stream(
+        self, action: str, how: str, leave_after: int, decisions: Any, outcome: Outcome
+    ) -> None:
+        outcome.events = events = []
+        stream = (
+            self.worker.run_stream("go")
+            if action == "run"
+            else self.worker.resume_stream(decisions)
+        )
+        async with stream:
+            async for event_ in stream:
+                events.append(event_)
+                if how == "leave" and len(events) >= leave_after:
+                    outcome.cancelled = outcome.left = True  # the run is cancelled
+                    break
+        outcome.result = stream.result
+        if outcome.cancelled and outcome.result is not None:
+            outcome.cancelled = outcome.left = False  # it had ended before the reader left
+
     @rule(data=st.data())
     def step(self, data: st.DataObject) -> None:
-        """Resume the paused run, or run the worker on a freshly generated script."""
+        """Resume the paused run with drawn decisions, or run the worker on a freshly
+        generated script; either way read by a drawn reader."""
+        how = data.draw(st.sampled_from(["call", "call", "stream", "leave"]), label="reader")
+        leave_after = data.draw(st.integers(1, 40), label="leave after") if how == "leave" else 0
         if self.worker.is_paused:
-            self.check_outcome(self.drive("resume"))
+            resumed = tuple(p.call.id for p in self.worker.state.paused_calls)
+            decisions: dict[str, Approve | Deny] = {}
+            for pending in self.worker.pending:
+                call_id = pending.call.id
+                choice = data.draw(human_decisions, label=f"decide {call_id}")
+                self.human[call_id] = choice
+                if choice == "deny":
+                    decisions[call_id] = Deny(f"denied {call_id}")
+                elif choice == "change":
+                    changed = data.draw(valid_args(), label=f"arguments for {call_id}")
+                    decisions[call_id] = Approve(changed)
+                    self.calls[call_id] = replace(self.calls[call_id], input_json=changed)
+                else:
+                    decisions[call_id] = Approve()
+            outcome = self.drive("resume", how, leave_after, decisions)
+            outcome.resumed = resumed
+            self.check_outcome(outcome)
             return
         responses: list[ScriptedResponse | str] = []
         for spec in data.draw(scripts, label="script"):
@@ -540,14 +607,14 @@ class WorkerMachine(RuleBasedStateMachine):
             for call in spec.calls:
                 call_id = f"c{self.next_id}"
                 self.next_id += 1
-                self.pre_plans[call_id] = list(call.pre)
+                self.pre_plans[call_id] = call.pre
                 self.post_plans[call_id] = call.post
                 calls.append(ScriptedCall(call.name, call.arguments, id=call_id))
                 self.calls[call_id] = ToolCall(call_id, call.name, call.arguments)
             responses.append(ScriptedResponse(spec.text, calls, spec.chunk_size, spec.interleave))
         responses.append(data.draw(st.sampled_from(["done", "All good."]), label="answer"))
         self.client.new_run(responses)
-        self.check_outcome(self.drive("run"))
+        self.check_outcome(self.drive("run", how, leave_after))
 
     @rule()
     def refusal(self) -> None:
@@ -558,10 +625,10 @@ class WorkerMachine(RuleBasedStateMachine):
 
         async def go() -> None:
             with pytest.raises(WorkerStateError) as info:
-                await (self.worker.run("again") if paused else self.worker.resume())
+                await (self.worker.run("again") if paused else self.worker.resume(Approve()))
             assert str(info.value) == (
-                "Cannot call run(): the worker is paused with tool calls pending; "
-                "call resume() first"
+                "Cannot call run(): the worker is paused with tool calls waiting for "
+                "decisions (worker.pending); call resume(decisions) first"
                 if paused
                 else "Nothing to resume: the worker is not paused"
             )
@@ -578,8 +645,7 @@ class WorkerMachine(RuleBasedStateMachine):
         assert outcome.new_tasks == 0, "a task is still running"
         pre_or_post = [(stage, d) for stage, _, d in outcome.decisions]
         error = outcome.error
-        # The decision that ended the run: the last abort or failing hook. (Calls allowed
-        # before a pre-hook's Abort still run, and their post-hooks may stop it differently.)
+        # The decision that ended the run: the last abort or failing hook.
         stops = [d for d in outcome.decisions if d[2] in ("abort", "raise", "bad")]
         if isinstance(error, WorkerAbortedError):
             stage, call_id, decision = stops[-1]
@@ -600,15 +666,19 @@ class WorkerMachine(RuleBasedStateMachine):
             assert str(error) == f"{error.stage} hook {error.hook} failed: {error.problem}"
         elif isinstance(error, MaxTurnsExceededError):
             assert error.max_turns == MAX_TURNS
-            assert len(self.client.script.requests) == MAX_TURNS
         elif outcome.cancelled:
-            asked_to_cancel = ("pre", "cancel") in pre_or_post or any(
-                self.mode_of(call_id) == "cancel_run" for _, call_id, _ in outcome.decisions
+            asked_to_cancel = (
+                outcome.left
+                or ("pre", "cancel") in pre_or_post
+                or any(self.mode_of(call_id) == "cancel_run" for _, call_id, _ in outcome.decisions)
+                or any(self.mode_of(call_id) == "cancel_run" for call_id in outcome.resumed)
             )
             assert asked_to_cancel, outcome.decisions
         elif outcome.result is WorkerResult.PAUSED:
-            assert [d for stage, _, d in outcome.decisions if stage == "pre"][-1] == "pause"
             assert self.worker.is_paused
+            held = {p.call.id for p in self.worker.pending}
+            assert held
+            assert all(self.last_pre[call_id] == "pause" for call_id in held), held
         else:
             assert outcome.result is WorkerResult.FINISHED
             assert self.worker.final_text in ("done", "All good.")
@@ -631,34 +701,79 @@ class WorkerMachine(RuleBasedStateMachine):
         return None if args is None else args["mode"]
 
     def check_new_results(self, outcome: Outcome) -> None:
-        """Every result that appeared in this step is one its call could have produced."""
+        """Every result that appeared in this step is one its call could have produced, and
+        a read stream's events say the same."""
         history = self.worker.history
-        disruption: str | None = None
-        if isinstance(outcome.error, WorkerAbortedError):
-            disruption = ABORTED.replace("{reason}", outcome.error.reason)
-        elif isinstance(outcome.error, HookError):
-            disruption = NOT_RUN
-        elif outcome.cancelled:
-            disruption = CANCELLED
-        for item in history[self.checked :]:
-            if isinstance(item, ToolResult):
-                self.check_result(self.calls[item.call_id], item, disruption)
+        disruptions = self.disruptions(outcome)
+        new = [item for item in history[self.checked :] if isinstance(item, ToolResult)]
+        for item in new:
+            self.check_result(self.calls[item.call_id], item, disruptions)
         self.checked = len(history)
+        if outcome.events is not None:
+            known = {r.call_id: r for r in new}
+            # A paused response's calls decided without running have their results already.
+            for paused in self.worker.state.paused_calls:
+                if paused.result is not None:
+                    known[paused.call.id] = paused.result
+            self.check_events(outcome.events, known)
 
-    def check_result(self, call: ToolCall, result: ToolResult, disruption: str | None) -> None:
+    def disruptions(self, outcome: Outcome) -> set[str]:
+        """The texts a call may read when the run ended early (``{name}`` left to fill)."""
+        error = outcome.error
+        if isinstance(error, WorkerAbortedError):
+            why = f"the run was aborted ({error.reason})"
+            return {
+                ABORTED.replace("{reason}", error.reason),
+                STOPPED.replace("{why}", why),
+                WITHHELD.replace("{why}", why),
+            }
+        if isinstance(error, HookError):
+            why = "the run stopped with an error"
+            return {NOT_RUN, STOPPED.replace("{why}", why), WITHHELD.replace("{why}", why)}
+        if not outcome.cancelled:
+            return set()
+        texts = {CANCELLED, WITHHELD.replace("{why}", "the run was cancelled")}
+        if outcome.left:
+            # The reader may have left after the run had already been aborted or failed.
+            for stage, call_id, decision in outcome.decisions:
+                if decision == "abort":
+                    prefix = "abort at " if stage == "pre" else "post abort at "
+                    texts |= self.disruptions(Outcome(error=WorkerAbortedError(prefix + call_id)))
+                elif decision in ("raise", "bad"):
+                    texts |= self.disruptions(Outcome(error=HookError("h", "pre", "p")))
+        return texts
+
+    def check_events(self, events: list[RunEvent], results: dict[str, ToolResult]) -> None:
+        """At most one ToolCallFinished per call, with the history's result; a call that ran
+        was announced running first."""
+        running: set[str] = set()
+        finished: set[str] = set()
+        for item in events:
+            if isinstance(item, ToolCallRunning):
+                assert item.call.id not in running, f"{item.call.id} ran twice"
+                assert item.call.id not in self.paused_ids(), "a held call ran"
+                running.add(item.call.id)
+            elif isinstance(item, ToolCallFinished):
+                call_id = item.call.id
+                assert call_id not in finished, f"two results for {call_id}"
+                finished.add(call_id)
+                assert results.get(call_id) == item.result, (item, results.get(call_id))
+                if item.outcome.value == "ran":
+                    assert call_id in running, f"{call_id} finished without running"
+        event(f"events: {len(events) // 10 * 10}+")
+
+    def paused_ids(self) -> set[str]:
+        return {p.call.id for p in self.worker.pending}
+
+    def check_result(self, call: ToolCall, result: ToolResult, disruptions: set[str]) -> None:
         content, is_error = result.content, result.is_error
         event("result: " + kind_of(content, is_error))
         assert "Traceback" not in content
         assert not re.search(r"0x[0-9a-fA-F]{4,}", content)
         assert "/srv/" not in content
         assert len(content.encode()) <= MAX_RESULT
-        if disruption is not None and content == disruption.format(name=call.name):
+        if any(content == text.format(name=call.name) for text in disruptions):
             assert is_error
-            return
-        if disruption is not None and content.startswith(
-            f"Tool call '{call.name}' ran, but its result was withheld: "
-        ):
-            assert is_error  # it ran; the post-hooks had not reviewed its result
             return
         if call.name not in KNOWN:
             assert (content, is_error) == (NOT_FOUND.format(name=call.name), True)
@@ -667,7 +782,14 @@ class WorkerMachine(RuleBasedStateMachine):
         if pre == "skip":
             assert (content, is_error) == (SKIPPED.format(name=call.name), True)
             return
-        assert pre in ("continue", "none", "cancel"), (call, pre, content)
+        if pre == "answer":
+            assert (content, is_error) == (f"answered {call.id}", False)
+            return
+        if pre == "pause" and self.human.get(call.id) == "deny":
+            reason = f"denied {call.id}"
+            assert (content, is_error) == (DENIED.format(name=call.name, reason=reason), True)
+            return
+        assert pre in ("continue", "none", "cancel", "pause"), (call, pre, content)
         if self.last_post.get(call.id) == "rewrite":
             assert (content, is_error) == (f"rewritten {call.id}", False)
             return
@@ -681,7 +803,7 @@ class WorkerMachine(RuleBasedStateMachine):
             # timeout, which is right. (test_timeouts.py checks timeouts deterministically.)
             event("a call that does not hang timed out (loaded machine)")
             return
-        assert (content, is_error) in expected, (call, content, expected, disruption)
+        assert (content, is_error) in expected, (call, content, expected, disruptions)
 
     def expected_results(self, call: ToolCall) -> set[tuple[str, bool]] | None:
         """What ``call`` may produce when it runs to the end; ``None``: some invalid-argument

@@ -22,7 +22,7 @@ import math
 import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic
@@ -205,8 +205,15 @@ class RunStream(Generic[DepsT]):
             try:
                 if group is not None:
                     group.cancel_scope.cancel()
-                    # The body's exception (if any) propagates as it is, never in a group.
-                    await group.__aexit__(None, None, None)
+                    # The body's exception (if any) propagates as it is, never in a group,
+                    # and a cancellation arriving meanwhile does not replace it.
+                    try:
+                        await group.__aexit__(None, None, None)
+                    except anyio.get_cancelled_exc_class():
+                        if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
+                            raise
+                        # The body's error goes on; the cancellation is delivered again at
+                        # the next checkpoint of the scope that asked for it.
             finally:
                 turns.end()
         escaped = turns.escaped
@@ -297,13 +304,15 @@ class _Turns:
                     for slot in batch
                     if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
                 ]
-                async for event in self.finish(batch, denied):
-                    yield event
+                async with aclosing(self.finish(batch, denied)) as events:
+                    async for event in events:
+                        yield event
             while True:
                 self.check_budgets()
                 yield ResponseStarted(session.run_usage.requests + 1)
-                async for event in self.receive():
-                    yield event
+                async with aclosing(self.receive()) as events:
+                    async for event in events:
+                        yield event
                 message = self.message
                 assert message is not None
                 session.history.append(message)
@@ -311,7 +320,13 @@ class _Turns:
                 session.run_usage = session.run_usage.add_response(calls, message.usage)
                 session.usage = session.usage.add_response(calls, message.usage)
                 self.turns += 1
-                yield ResponseCompleted(message)
+                batch = ToolBatch(message.tool_calls, self.turns)
+                try:
+                    yield ResponseCompleted(message)
+                except BaseException:
+                    # The reader left (or worse) with the calls in the history: answer them.
+                    self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN)
+                    raise
                 if not message.tool_calls:
                     self.result = WorkerResult.FINISHED
                     yield RunFinished(message.text)
@@ -319,9 +334,9 @@ class _Turns:
                 if session.tool_choice not in ("auto", "none"):
                     # A forced call has been made; forcing it again would loop until max_turns.
                     session.tool_choice = "auto"
-                batch = ToolBatch(message.tool_calls, self.turns)
-                async for event in self.decide(batch):
-                    yield event
+                async with aclosing(self.decide(batch)) as events:
+                    async for event in events:
+                        yield event
                 held = batch.held()
                 if held:
                     session.paused = batch
@@ -335,8 +350,9 @@ class _Turns:
                         yield ApprovalRequested(waiting)
                     yield RunPaused(pending)
                     return
-                async for event in self.finish(batch):
-                    yield event
+                async with aclosing(self.finish(batch)) as events:
+                    async for event in events:
+                        yield event
         except WorkerAbortedError as exc:
             yield RunAborted(exc.reason)
             raise
@@ -476,11 +492,13 @@ class _Turns:
                     slot.state = SlotState.RUNNING
                     yield ToolCallRunning(slot.run_call)
                     batch.ran(slot, await self.execute(slot))
-                    async for event in self.review(batch, unreviewed, slot):
-                        yield event
+                    async with aclosing(self.review(batch, unreviewed, slot)) as events:
+                        async for event in events:
+                            yield event
                 else:
-                    async for event in self.run_together(batch, wave, unreviewed):
-                        yield event
+                    async with aclosing(self.run_together(batch, wave, unreviewed)) as events:
+                        async for event in events:
+                            yield event
         except _Aborted as stop:
             abort = stop.decision
         except Exception:
@@ -580,8 +598,9 @@ class _Turns:
                 raise what  # KeyboardInterrupt, SystemExit...: the run stops, the error goes on
             assert isinstance(what, ToolResult)
             batch.ran(slot, what)
-            async for event in self.review(batch, unreviewed, slot):
-                yield event
+            async with aclosing(self.review(batch, unreviewed, slot)) as events:
+                async for event in events:
+                    yield event
 
     async def runner(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
         with anyio.CancelScope() as scope:
