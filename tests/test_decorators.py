@@ -109,7 +109,7 @@ class TestToolDecorator:
         ("wrapper", "kind"), [(staticmethod, "staticmethod"), (classmethod, "classmethod")]
     )
     def test_static_and_class_methods_are_rejected_at_tool(self, wrapper, kind):
-        """@tool above @staticmethod / @classmethod fails right at @tool."""
+        """@tool above @staticmethod / @classmethod fails at once, naming the class and method."""
         with pytest.raises(TypeError) as excinfo:
 
             class App:
@@ -118,13 +118,20 @@ class TestToolDecorator:
                 def f(self) -> str:
                     return ""
 
-        assert str(excinfo.value) == f"@tool cannot wrap a {kind}; a tool is an instance method"
+        # The class does not exist yet when @tool runs; its name does.
+        test = TestToolDecorator.test_static_and_class_methods_are_rejected_at_tool
+        where = f"{__name__}.{test.__qualname__}.<locals>.App"
+        assert str(excinfo.value) == (
+            f"Cannot build tools for {where}:\n"
+            f"  f: a tool cannot be a {kind}; a tool is an instance method "
+            f"(remove @{kind} and take self)"
+        )
 
     @pytest.mark.parametrize(
         ("wrapper", "kind"), [(staticmethod, "staticmethod"), (classmethod, "classmethod")]
     )
     def test_static_and_class_methods_are_rejected_at_registry(self, wrapper, kind):
-        """@staticmethod / @classmethod above @tool fails at @tool_registry."""
+        """@staticmethod / @classmethod above @tool fails at @tool_registry, with the same text."""
 
         class App:
             @wrapper
@@ -134,7 +141,19 @@ class TestToolDecorator:
 
         with pytest.raises(TypeError) as excinfo:
             tool_registry(App)
-        assert str(excinfo.value) == _declaration_error(App, f"f: a tool cannot be a {kind}")
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            f"f: a tool cannot be a {kind}; a tool is an instance method "
+            f"(remove @{kind} and take self)",
+        )
+
+    @pytest.mark.parametrize("wrapper", [staticmethod, classmethod])
+    def test_a_static_or_class_method_outside_a_class(self, wrapper):
+        """Outside a class body there is no class to name: @tool says what it cannot wrap."""
+        kind = wrapper.__name__
+        with pytest.raises(TypeError) as excinfo:
+            tool(wrapper(_module_level_function))
+        assert str(excinfo.value) == f"@tool cannot wrap a {kind}; a tool is an instance method"
 
     def test_double_tool_is_rejected(self):
         """@tool applied twice is an error."""

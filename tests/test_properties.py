@@ -12,7 +12,7 @@ from hypothesis_jsonschema import from_schema
 from pydantic import BaseModel
 
 from llm_worker import Description, InvalidArgumentError, tool, tool_registry
-from llm_worker._codegen.runtime import BuiltTool
+from llm_worker._registry import BuiltTool
 
 # JSON values as json.loads would return them (no NaN / infinities).
 json_values = st.recursive(

@@ -19,14 +19,7 @@ from ._client import (
     ToolUseStop,
 )
 from ._conversation import AssistantMessage, Message, ToolCall, ToolResult, Usage, UserMessage
-from ._decorators import (
-    BoundToolMethod,
-    ToolMethod,
-    tool,
-    tool_definitions,
-    tool_metas,
-    tool_registry,
-)
+from ._decorators import tool, tool_definitions, tool_metas, tool_registry
 from ._exceptions import (
     DuplicateToolError,
     ExecutionFailedError,
@@ -60,6 +53,7 @@ from ._hooks import (
 from ._limits import Limits
 from ._meta import LlmToolDefinition, ToolMeta
 from ._options import Description
+from ._registry import BoundToolMethod, ToolMethod, is_tool_registry
 from ._server import ToolServer, ToolServerHandle
 from ._types import Tool, ToolDefinition
 from ._worker import LockedWorker, Worker, WorkerResult
@@ -122,6 +116,7 @@ __all__ = [
     "WorkerResult",
     "WorkerStateError",
     "export_tools",
+    "is_tool_registry",
     "tool",
     "tool_definitions",
     "tool_metas",

@@ -19,7 +19,6 @@ from llm_worker import (
     InvalidArgumentError,
     Tool,
     ToolError,
-    ToolMeta,
     tool,
     tool_registry,
 )
@@ -412,49 +411,6 @@ class TestGeneratedTool:
             tg.start_soon(call, "first")
             tg.start_soon(call, "second")
         assert results == {"first": "first", "second": "second"}
-
-
-class TestToolFactory:
-    def test_call_makes_meta_and_new_tool(self):
-        """Each call gives the same meta and a new tool bound to the app."""
-        app = App()
-        factory = app.search_definition()
-        meta_one, tool_one = factory()
-        meta_two, tool_two = factory()
-        assert isinstance(meta_one, ToolMeta)
-        assert meta_one == meta_two
-        assert tool_one is not tool_two
-        assert tool_one.ctx is tool_two.ctx is app
-
-    def test_name(self):
-        """The factory knows the name it will register under."""
-        assert App().search_definition().name == "search"
-
-    def test_repr(self):
-        """repr names the tool and the app by class and id."""
-        app = App()
-        assert repr(app.search_definition()) == (
-            f"<ToolDefinition 'search' of <App at {id(app):#x}>>"
-        )
-
-
-class TestBuiltTool:
-    def test_record(self):
-        """The per-tool record names its owner, method, tool name and generated classes."""
-        record = App.__llm_worker_tools__[0]
-        assert (record.owner, record.attr_name, record.name) == (App, "search", "search")
-        assert record.args_model is App.SearchArgs
-        assert record.tool_class is App.ToolSearch
-        assert re.fullmatch(r"<BuiltTool 'search' of .*\.App>", repr(record))
-
-    def test_meta_is_made_once(self):
-        """The meta (and its schema) is built on first use and then reused."""
-        record = App.__llm_worker_tools__[0]
-        assert record.meta() is record.meta()
-        assert record.meta().input_schema["properties"]["query"] == {
-            "type": "string",
-            "description": "what",
-        }
 
 
 USERS = {"ada": "Ada Lovelace"}

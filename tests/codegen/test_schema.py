@@ -25,9 +25,10 @@ from typing_extensions import TypeAliasType, TypedDict
 
 from llm_worker import Description, tool, tool_registry
 from llm_worker._codegen import schema as schema_module
-from llm_worker._codegen.introspect import ParameterSpec
-from llm_worker._codegen.runtime import BuiltTool
+from llm_worker._codegen.introspect import ParameterSpec, introspect_method
 from llm_worker._codegen.schema import input_schema_of, model_schema_of
+from llm_worker._options import ToolOptions
+from llm_worker._registry import BuiltTool
 
 from . import _schema_types as other_module
 
@@ -221,6 +222,14 @@ def build_tool(fields: list[tuple[str, Any, Any, str | None]]) -> BuiltTool:
     return record
 
 
+def parameters_of(record: BuiltTool) -> tuple[ParameterSpec, ...]:
+    """The parameters of ``record``'s tool, read as @tool_registry read them."""
+    func = vars(record.owner)[record.attr_name].__func__
+    spec = introspect_method(record.owner, record.attr_name, func, ToolOptions(), [])
+    assert spec is not None
+    return spec.parameters
+
+
 class WholeModel:
     """The ``get_args_model`` given to ``input_schema_of``, noting whether it was asked."""
 
@@ -240,7 +249,7 @@ def assembled_and_whole(record: BuiltTool) -> tuple[str, str, bool]:
     anything the two share, the texts differ.
     """
     whole_model = WholeModel(record)
-    assembled = json.dumps(input_schema_of(record.parameters, whole_model))
+    assembled = json.dumps(input_schema_of(parameters_of(record), whole_model))
     whole = json.dumps(model_schema_of(record.args_model))
     return assembled, whole, whole_model.asked
 
@@ -337,7 +346,7 @@ class TestThePieces:
         """Plain types, descriptions and defaults: no Args model is asked for, or created."""
         record = build_tool([("query", str, REQUIRED, "q"), ("window", Window | None, None, None)])
         whole_model = WholeModel(record)
-        input_schema_of(record.parameters, whole_model)
+        input_schema_of(parameters_of(record), whole_model)
         assert not whole_model.asked
         assert repr(vars(record.owner)["RunArgs"]).endswith("not created yet>")
 
@@ -392,7 +401,7 @@ class TestCacheKeys:
         """Writing the schema changes nothing in a default, even one that looks like a $ref."""
         default = {"note": "#/$defs/Window-Input"}
         record = build_tool([("w", Window, REQUIRED, None), ("d", dict[str, str], default, None)])
-        input_schema_of(record.parameters, WholeModel(record))
+        input_schema_of(parameters_of(record), WholeModel(record))
         model_schema_of(record.args_model)
         assert default == {"note": "#/$defs/Window-Input"}
 
@@ -404,7 +413,7 @@ class TestWhenThePiecesCannotVouch:
             [("mine", Window, REQUIRED, None), ("theirs", other_module.Window, REQUIRED, None)]
         )
         whole_model = WholeModel(record)
-        schema = input_schema_of(record.parameters, whole_model)
+        schema = input_schema_of(parameters_of(record), whole_model)
         assert whole_model.asked
         mine, theirs = schema["$defs"]  # pydantic qualifies both names with their modules
         assert mine != theirs

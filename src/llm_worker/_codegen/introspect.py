@@ -308,7 +308,12 @@ def _split_description(annotation: Any) -> tuple[Any, str | None]:
         description = None
     if not rest:
         return base, description
-    return Annotated[(base, *rest)], description
+    rebuilt: Any = Annotated[(base, *rest)]
+    if rebuilt.__origin__ is not base:
+        # typing caches Annotated[...] by equality and list[str | float] == list[float | str]:
+        # this one was made for another type. Keep the user's (pydantic reads Description too).
+        return annotation, description
+    return rebuilt, description
 
 
 # Types pydantic is known to validate and describe; anything else is tried once.
