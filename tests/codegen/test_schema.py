@@ -18,7 +18,7 @@ from typing import Annotated, Any, Generic, Literal, NewType, Optional, TypeVar,
 
 import annotated_types
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 from typing_extensions import TypeAliasType, TypedDict
@@ -99,6 +99,10 @@ def in_seconds(schema: dict[str, Any]) -> None:
 
 
 BOUNDED = Annotated[float, Field(ge=-1, le=1)]  # one FieldInfo, shared by two fields below
+IN_SECONDS = Annotated[int, Field(json_schema_extra=in_seconds)]
+TITLED_BY_DEFAULT = Annotated[
+    int, Field(field_title_generator=lambda name, info: f"d={info.default}")
+]
 OptionalInt = TypeAliasType("OptionalInt", Optional[int])  # noqa: UP045
 UserId = NewType("UserId", int)
 
@@ -160,7 +164,7 @@ FIELDS: list[tuple[Any, Any]] = [
     (list[int], Field(default_factory=list)),
     (Annotated[int, Field(7)], REQUIRED),
     (Annotated[int, Field(7)], 9),
-    (Annotated[int, Field(json_schema_extra=in_seconds)], 5),
+    (IN_SECONDS, 5),
     (Annotated[int, Field(json_schema_extra={"description": "from extra"})], REQUIRED),
     (Annotated[int, Field(deprecated="use y")], 5),
     (int, Field(5, deprecated="use y")),
@@ -192,7 +196,7 @@ FIELDS: list[tuple[Any, Any]] = [
     (dict[str, list[dict[str, int]]], {"k": [{"b": 1, "a": 2}]}),
     # Field(...) that reads the field: its name, its default.
     (Annotated[int, Field(field_title_generator=lambda name, info: name.upper())], REQUIRED),
-    (Annotated[int, Field(field_title_generator=lambda name, info: f"d={info.default}")], 3),
+    (TITLED_BY_DEFAULT, 3),
 ]
 DESCRIPTIONS = [None, "What to look for", 'Ünïcödé, "quotes" and\nnew lines']
 
@@ -308,6 +312,13 @@ class TestAgainstTheWholeModel:
             max_size=7,
         )
     )
+    # Mixes that once gave the pieces and the whole model different schemas:
+    @example([((BOUNDED, 0.0), None), ((BOUNDED, -0.0), None)])  # one cache key for two
+    @example([((int | bool, 1), None), ((int | bool, True), None)])  # 1 == True, not in JSON
+    @example([((IN_SECONDS, 5), DESCRIPTIONS[1])])  # the extra reads the description
+    @example([((Flag, REQUIRED), None), ((other_module.Flag, REQUIRED), None)])
+    @example([((dict[str, dict[str, int]], {"k": {"b": 1, "a": 2}}), None)])  # sorted keys
+    @example([((TITLED_BY_DEFAULT, 3), None), ((int, 3), None)])  # the title reads the default
     def test_any_mix_of_fields(self, chosen):
         """Several fields together: shared and nested definitions merge as pydantic merges them."""
         fields = [
@@ -319,6 +330,10 @@ class TestAgainstTheWholeModel:
 
     @settings(max_examples=200, deadline=None)
     @given(st.lists(st.tuples(ANNOTATIONS, DEFAULTS, st.sampled_from(DESCRIPTIONS)), max_size=5))
+    # Union order: typing once handed the second of these the first one's annotation.
+    @example([(list[str | float], None, None)])
+    @example([(list[float | str], None, None)])
+    @example([(list[Window | Tree], None, None), (list[Tree | Window], None, None)])
     def test_any_nested_types(self, chosen):
         """Random nestings of lists, dicts, tuples, unions and models."""
         fields = [
