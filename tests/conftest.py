@@ -1,8 +1,30 @@
-"""Every async test runs on asyncio and on trio (anyio's pytest plugin)."""
+"""Every async test runs on asyncio and on trio (anyio's pytest plugin).
+
+Hypothesis has two profiles: ``default`` (random examples, the local database:
+new cases keep being found) and ``ci``, chosen with ``HYPOTHESIS_PROFILE=ci``
+(``.ci/run`` sets it) or ``--hypothesis-profile=ci``. In ``ci`` every run tries
+the same examples, and nothing depends on the machine's speed, so a red run
+is one anyone can reproduce, never a case found by chance in an unrelated
+change. Cases a property once caught are ``@example``s of it, so both profiles
+try them first.
+"""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,  # the examples follow from the test alone
+    database=None,  # and not from what earlier runs on this machine saved
+    deadline=None,  # a busy CI machine is slow, not wrong
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,  # a failure prints the line that replays it
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(

@@ -113,6 +113,13 @@ class TestOutput:
         assert _cli.main(["schema", "cli_targets.inherit"]) == 0
         assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["own", "shared"]
 
+    def test_a_subclass_without_the_decorator_is_a_target(self, capsys):
+        """A plain subclass of a registry class has its tools: a module:Class target takes it."""
+        import json
+
+        assert _cli.main(["schema", "cli_targets.inherit:Renamed"]) == 0
+        assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["own", "shared"]
+
     def test_output_file(self, capsys, tmp_path):
         """-o FILE writes the bytes stdout would get, and prints nothing."""
         path = tmp_path / "tools.json"

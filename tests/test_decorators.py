@@ -18,7 +18,6 @@ from llm_worker import (
     BoundToolMethod,
     Description,
     InvalidArgumentError,
-    Tool,
     ToolMeta,
     ToolMethod,
     tool,
@@ -57,6 +56,30 @@ class UserApp:
     def set_address(self, user_id: str, address: Address) -> str:
         """Store an address."""
         return f"{user_id}: {address.street} {address.number}"
+
+
+@tool_registry
+class SearchApp:
+    """The example of SPEC §3, and two more shapes of method."""
+
+    def __init__(self, prefix: str = "Results for") -> None:
+        self.prefix = prefix
+
+    @tool
+    async def search(self, query: Annotated[str, Description("search query")]) -> str:
+        """Run a search.
+        Searches the database for the given query."""
+        return f"{self.prefix}: {query}"
+
+    @tool
+    async def add(self, a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool
+    async def ping(self) -> str:
+        """Check that the app is alive."""
+        return "pong"
 
 
 def _module_level_function(self) -> str:
@@ -109,7 +132,7 @@ class TestToolDecorator:
         ("wrapper", "kind"), [(staticmethod, "staticmethod"), (classmethod, "classmethod")]
     )
     def test_static_and_class_methods_are_rejected_at_tool(self, wrapper, kind):
-        """@tool above @staticmethod / @classmethod fails right at @tool."""
+        """@tool above @staticmethod / @classmethod fails at once, naming the class and method."""
         with pytest.raises(TypeError) as excinfo:
 
             class App:
@@ -118,13 +141,20 @@ class TestToolDecorator:
                 def f(self) -> str:
                     return ""
 
-        assert str(excinfo.value) == f"@tool cannot wrap a {kind}; a tool is an instance method"
+        # The class does not exist yet when @tool runs; its name does.
+        test = TestToolDecorator.test_static_and_class_methods_are_rejected_at_tool
+        where = f"{__name__}.{test.__qualname__}.<locals>.App"
+        assert str(excinfo.value) == (
+            f"Cannot build tools for {where}:\n"
+            f"  f: a tool cannot be a {kind}; a tool is an instance method "
+            f"(remove @{kind} and take self)"
+        )
 
     @pytest.mark.parametrize(
         ("wrapper", "kind"), [(staticmethod, "staticmethod"), (classmethod, "classmethod")]
     )
     def test_static_and_class_methods_are_rejected_at_registry(self, wrapper, kind):
-        """@staticmethod / @classmethod above @tool fails at @tool_registry."""
+        """@staticmethod / @classmethod above @tool fails at @tool_registry, with the same text."""
 
         class App:
             @wrapper
@@ -134,7 +164,19 @@ class TestToolDecorator:
 
         with pytest.raises(TypeError) as excinfo:
             tool_registry(App)
-        assert str(excinfo.value) == _declaration_error(App, f"f: a tool cannot be a {kind}")
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            f"f: a tool cannot be a {kind}; a tool is an instance method "
+            f"(remove @{kind} and take self)",
+        )
+
+    @pytest.mark.parametrize("wrapper", [staticmethod, classmethod])
+    def test_a_static_or_class_method_outside_a_class(self, wrapper):
+        """Outside a class body there is no class to name: @tool says what it cannot wrap."""
+        kind = wrapper.__name__
+        with pytest.raises(TypeError) as excinfo:
+            tool(wrapper(_module_level_function))
+        assert str(excinfo.value) == f"@tool cannot wrap a {kind}; a tool is an instance method"
 
     def test_double_tool_is_rejected(self):
         """@tool applied twice is an error."""
@@ -324,12 +366,13 @@ class TestGeneratedNames:
         assert UserApp.ToolGetUser.args_model is UserApp.GetUserArgs
         assert UserApp.ToolGetUser.tool_name == "get_user"
 
-    def test_tool_instance_keeps_ctx(self):
-        """ToolGetUser(app) keeps the app as ctx and is a Tool."""
+    @pytest.mark.anyio
+    async def test_tool_instance_keeps_ctx(self):
+        """ToolGetUser(app) keeps the app as ctx, and runs the method on it."""
         app = UserApp()
         tool_instance = UserApp.ToolGetUser(app)
         assert tool_instance.ctx is app
-        assert isinstance(tool_instance, Tool)
+        assert await tool_instance.execute('{"user_id": "1"}') == app.get_user("1") == "ada"
 
     def test_repr_shows_qualname_and_ctx_class_only(self):
         """repr of a tool shows its qualname and the ctx class, never repr(ctx)."""
@@ -346,6 +389,67 @@ class TestGeneratedNames:
             text,
         )
         assert f"{id(app):#x}" in text
+
+
+class TestDefinitionFactories:
+    """What ``app.search_definition()`` makes when the server calls it."""
+
+    def test_generated_attributes_exist(self):
+        """@tool_registry attaches SearchArgs, ToolSearch and search_definition."""
+        assert isinstance(SearchApp.SearchArgs, type)
+        assert isinstance(SearchApp.ToolSearch, type)
+        assert callable(SearchApp.search_definition)
+
+    def test_meta_is_named_after_the_method(self):
+        """The factory's ToolMeta is named after the method."""
+        meta, _ = SearchApp().search_definition()()
+        assert meta.name == "search"
+
+    def test_description_is_the_docstring_prose(self):
+        """The description is the whole docstring prose, line break kept."""
+        meta, _ = SearchApp().search_definition()()
+        assert meta.description == "Run a search.\nSearches the database for the given query."
+
+    def test_schema_describes_the_argument(self):
+        """The schema describes `query` with its Description text."""
+        meta, _ = SearchApp().search_definition()()
+        assert meta.input_schema == {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "search query"}},
+            "required": ["query"],
+            "additionalProperties": False,
+        }
+
+    @pytest.mark.anyio
+    async def test_the_tool_is_the_generated_class_bound_to_the_app(self):
+        """The second element is a ToolSearch bound to the app; execute() calls the method."""
+        app = SearchApp(prefix="Found")
+        meta, tool_instance = app.search_definition()()
+        assert isinstance(meta, ToolMeta)
+        assert type(tool_instance) is SearchApp.ToolSearch
+        assert tool_instance.ctx is app  # type: ignore[attr-defined]
+        assert await tool_instance.execute('{"query": "cats"}') == "Found: cats"
+
+    def test_metas_are_equal_across_factory_calls(self):
+        """Calling one factory repeatedly yields equal metas."""
+        definition = SearchApp().search_definition()
+        metas = [definition()[0] for _ in range(3)]
+        assert metas[0] == metas[1] == metas[2]
+        assert len({hash(meta) for meta in metas}) == 1
+
+    def test_metas_are_equal_across_definitions(self):
+        """Two definitions of one tool, even of different apps, have equal metas."""
+        assert SearchApp().search_definition()()[0] == SearchApp("x").search_definition()()[0]
+
+    def test_each_call_makes_a_new_tool_bound_to_the_same_app(self):
+        """Each factory call creates a new tool instance whose ctx is the same app."""
+        app = SearchApp()
+        definition = app.search_definition()
+        _, first = definition()
+        _, second = definition()
+        assert first is not second
+        assert first.ctx is app  # type: ignore[attr-defined]
+        assert second.ctx is app  # type: ignore[attr-defined]
 
 
 class TestPickling:
@@ -630,6 +734,26 @@ class TestInputSchema:
                     "required": ["street", "number"],
                 }
             },
+        }
+
+    def test_every_argument_is_a_required_property(self):
+        """Each parameter without a default becomes a required property."""
+        meta, _ = SearchApp().add_definition()()
+        assert meta.input_schema == {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+            "additionalProperties": False,
+        }
+
+    def test_no_parameters(self):
+        """A method without parameters gets an empty Args model and no properties."""
+        assert SearchApp.PingArgs.model_fields == {}
+        meta, _ = SearchApp().ping_definition()()
+        assert meta.input_schema == {
+            "type": "object",
+            "properties": {},
+            "additionalProperties": False,
         }
 
     def test_defaults_are_kept(self):

@@ -6,13 +6,13 @@ from typing import Annotated, Any
 import anyio
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from pydantic import BaseModel
 
 from llm_worker import Description, InvalidArgumentError, tool, tool_registry
-from llm_worker._codegen.runtime import BuiltTool
+from llm_worker._registry import BuiltTool
 
 # JSON values as json.loads would return them (no NaN / infinities).
 json_values = st.recursive(
@@ -97,6 +97,14 @@ def _answers_or_rejects(record: BuiltTool, input_json: str) -> bool:
     return False
 
 
+# Schema-valid inputs tried first, one per tool: the extremes of the numbers and strings.
+SCHEMA_INSTANCES: dict[str, dict[str, Any]] = {
+    "nothing": {},
+    "add": {"a": -(2**63), "b": 2**63},
+    "rich": {"query": "", "limit": 0, "tags": [""], "tag": {"name": "", "weight": -0.0}},
+}
+
+
 class TestArbitraryInput:
     @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
     @PROPERTY_SETTINGS
@@ -115,11 +123,23 @@ class TestArbitraryInput:
     @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
     @PROPERTY_SETTINGS
     @given(value=json_objects)
+    # null for an argument with a default was once refused, though it means the default;
+    # a bool is no integer, and an integer is a number, for the schema and the validator alike.
+    @example(value={"query": "q", "limit": None, "tags": None, "tag": None})
+    @example(value={"a": True, "b": 1})
+    @example(value={"query": "q", "tag": {"name": "n", "weight": 2}})
     def test_any_json_object(self, record, value):
-        """For any JSON object, execute answers (and the schema agrees) or rejects it."""
+        """For any JSON object, execute answers (and the schema agrees) or rejects it.
+
+        One leniency is by design (docs/results-and-errors.md): null for an
+        argument with a default reads as that default, so the schema is asked
+        about the input with such nulls left out.
+        """
         accepted = _answers_or_rejects(record, json.dumps(value))
         if accepted:
-            assert VALIDATORS[record.name].is_valid(value), value
+            required = record.meta().input_schema.get("required", [])
+            as_meant = {k: v for k, v in value.items() if v is not None or k in required}
+            assert VALIDATORS[record.name].is_valid(as_meant), value
 
     @pytest.mark.parametrize("record", RECORDS, ids=RECORD_IDS)
     @settings(max_examples=50, deadline=None)
@@ -183,6 +203,7 @@ class TestSchemaAgreesWithValidation:
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
         )
         @given(instance=from_schema(schema))
+        @example(instance=SCHEMA_INSTANCES[record.name])
         def check(instance: Any) -> None:
             try:
                 result = _execute(record, json.dumps(instance))
@@ -197,3 +218,24 @@ class TestSchemaAgreesWithValidation:
     def test_the_examples(self):
         """The properties above run over these three tools."""
         assert [record.meta().name for record in RECORDS] == ["nothing", "add", "rich"]
+
+
+class TestReproducibleInCI:
+    def test_the_ci_profile_draws_the_same_examples_every_run(self):
+        """Under the ci profile (tests/conftest.py) a property tries the same inputs each run."""
+        ci = settings(settings.get_profile("ci"), max_examples=20)
+
+        def draws() -> list[Any]:
+            seen: list[Any] = []
+
+            @ci
+            @given(value=json_values)
+            def record(value: Any) -> None:
+                seen.append(value)
+
+            record()
+            return seen
+
+        first, second = draws(), draws()
+        assert len(first) == 20
+        assert first == second

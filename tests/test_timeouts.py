@@ -7,6 +7,8 @@ thread finishes on its own later. Either way the model reads
 
 Nothing here measures time: tools block on events that only the test releases, so
 "the worker did not wait" is shown by the run ending while the tool is still blocked.
+Every test runs under ``anyio.fail_after(GUARD)``: if a timeout never fires, the test
+fails after ``GUARD`` seconds instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 SHORT = 0.05
 # A bound on how long a released thread may take to finish (never reached in practice).
 THREAD_GRACE = 10.0
+# How long a test may take before it fails: 60 times SHORT, so only a timeout that never
+# fires reaches it (then the test fails rather than hangs).
+GUARD = 3.0
 
 
 def timed_out(name: str, seconds: float = SHORT) -> str:
@@ -47,7 +52,8 @@ class Waiting:
 
     def __init__(self) -> None:
         self.cleaned_up: list[str] = []
-        self.started = threading.Event()
+        self.started = threading.Event()  # a thread tool began
+        self.entered = anyio.Event()  # an async tool began
         self.release = threading.Event()
         self.finished = threading.Event()
 
@@ -83,6 +89,7 @@ class Waiting:
     @tool
     async def wait_untimed(self) -> str:
         """Wait forever, with no timeout of its own (only the worker's)."""
+        self.entered.set()
         try:
             await anyio.Event().wait()
         finally:
@@ -153,57 +160,61 @@ class TestAsyncToolTimeout:
     async def test_timed_out_async_tool_is_cancelled(self):
         """A timed-out async tool is cancelled: its ``finally`` has run when execute raises
         ``Execution failed: tool 'x' timed out after Ns``."""
-        app = Waiting()
-        execute = app.wait_async.definition()()[1].execute
-        with pytest.raises(ExecutionFailedError) as info:
-            await execute("{}")
-        assert str(info.value) == timed_out("wait_async")
-        assert app.cleaned_up == ["wait_async"]
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            execute = app.wait_async.definition()()[1].execute
+            with pytest.raises(ExecutionFailedError) as info:
+                await execute("{}")
+            assert str(info.value) == timed_out("wait_async")
+            assert app.cleaned_up == ["wait_async"]
 
     @pytest.mark.anyio
     async def test_through_the_handle(self):
         """Through ``call_tool`` the timeout is a ToolExecutionError chained to the
         ExecutionFailedError."""
-        server = ToolServer()
-        server.register_tools(tool_definitions(Waiting()))
-        with pytest.raises(ToolExecutionError) as info:
-            await server.handle().call_tool("wait_async", "")
-        assert info.value.detail == timed_out("wait_async")
-        assert isinstance(info.value.__cause__, ExecutionFailedError)
+        with anyio.fail_after(GUARD):
+            server = ToolServer()
+            server.register_tools(tool_definitions(Waiting()))
+            with pytest.raises(ToolExecutionError) as info:
+                await server.handle().call_tool("wait_async", "")
+            assert info.value.detail == timed_out("wait_async")
+            assert isinstance(info.value.__cause__, ExecutionFailedError)
 
     @pytest.mark.anyio
     async def test_the_turn_goes_on(self):
         """The model reads the timeout as an error result in its next request; the other calls
         of the batch get their own results and the run finishes."""
-        app = Waiting()
-        worker, client = make_worker(app)
-        results = await run_batch(
-            worker,
-            client,
-            ScriptedCall("quick", {"text": "a"}, id="c1"),
-            ScriptedCall("wait_async", id="c2"),
-            ScriptedCall("quick", {"text": "b"}, id="c3"),
-        )
-        assert results == [
-            ToolResult("c1", "a", False),
-            ToolResult("c2", timed_out("wait_async"), True),
-            ToolResult("c3", "b", False),
-        ]
-        assert worker.final_text == "done"
-        assert app.cleaned_up == ["wait_async"]
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app)
+            results = await run_batch(
+                worker,
+                client,
+                ScriptedCall("quick", {"text": "a"}, id="c1"),
+                ScriptedCall("wait_async", id="c2"),
+                ScriptedCall("quick", {"text": "b"}, id="c3"),
+            )
+            assert results == [
+                ToolResult("c1", "a", False),
+                ToolResult("c2", timed_out("wait_async"), True),
+                ToolResult("c3", "b", False),
+            ]
+            assert worker.final_text == "done"
+            assert app.cleaned_up == ["wait_async"]
 
     @pytest.mark.anyio
     async def test_registry_timeout_and_tool_override(self):
         """``@tool_registry(timeout=)`` applies to its tools; ``@tool(timeout=)`` wins."""
-        app = RegistryTimeout()
-        inherits = app.inherits.definition()()[1].execute
-        overrides = app.overrides.definition()()[1].execute
-        with pytest.raises(ExecutionFailedError) as info:
-            await inherits("")
-        assert str(info.value) == timed_out("inherits", SHORT)
-        with pytest.raises(ExecutionFailedError) as info:
-            await overrides("")
-        assert str(info.value) == timed_out("overrides", 2 * SHORT)
+        with anyio.fail_after(GUARD):
+            app = RegistryTimeout()
+            inherits = app.inherits.definition()()[1].execute
+            overrides = app.overrides.definition()()[1].execute
+            with pytest.raises(ExecutionFailedError) as info:
+                await inherits("")
+            assert str(info.value) == timed_out("inherits", SHORT)
+            with pytest.raises(ExecutionFailedError) as info:
+                await overrides("")
+            assert str(info.value) == timed_out("overrides", 2 * SHORT)
 
 
 class TestThreadToolTimeout:
@@ -211,26 +222,28 @@ class TestThreadToolTimeout:
     async def test_timed_out_thread_is_abandoned(self):
         """A timed-out plain-def tool's thread is abandoned: the run ends while the thread is
         still blocked, and the thread finishes on its own once released."""
-        app = Waiting()
-        worker, client = make_worker(app)
-        [result] = await run_batch(worker, client, ScriptedCall("wait_thread", id="c1"))
-        assert result == ToolResult("c1", timed_out("wait_thread"), True)
-        assert app.started.is_set()
-        assert not app.finished.is_set()  # the worker did not wait for the thread
-        app.release.set()
-        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app)
+            [result] = await run_batch(worker, client, ScriptedCall("wait_thread", id="c1"))
+            assert result == ToolResult("c1", timed_out("wait_thread"), True)
+            assert app.started.is_set()
+            assert not app.finished.is_set()  # the worker did not wait for the thread
+            app.release.set()
+            assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
 
     @pytest.mark.anyio
     async def test_abandoned_thread_result_is_dropped(self):
         """What an abandoned thread returns later never reaches the history."""
-        app = Waiting()
-        worker, client = make_worker(app)
-        await run_batch(worker, client, ScriptedCall("wait_thread", id="c1"))
-        app.release.set()
-        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
-        await anyio.sleep(0)
-        contents = [m.content for m in worker.history if isinstance(m, ToolResult)]
-        assert contents == [timed_out("wait_thread")]
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app)
+            await run_batch(worker, client, ScriptedCall("wait_thread", id="c1"))
+            app.release.set()
+            assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+            await anyio.sleep(0)
+            contents = [m.content for m in worker.history if isinstance(m, ToolResult)]
+            assert contents == [timed_out("wait_thread")]
 
 
 class TestWorkerTimeout:
@@ -238,61 +251,66 @@ class TestWorkerTimeout:
     async def test_hand_written_tool_is_cancelled_at_the_worker_timeout(self):
         """A hand-written tool is held to ``Limits.tool_timeout``: cancelled, and the model
         reads the same timeout text."""
-        hand = HandWaiting()
-        client = ScriptedClient()
-        worker = Worker(client, limits=Limits(tool_timeout=SHORT))
-        worker.register_tool(lambda: (ToolMeta(name="hand"), hand))
-        [result] = await run_batch(worker, client, ScriptedCall("hand", id="c1"))
-        assert result == ToolResult("c1", timed_out("hand"), True)
-        assert hand.cleaned_up
+        with anyio.fail_after(GUARD):
+            hand = HandWaiting()
+            client = ScriptedClient()
+            worker = Worker(client, limits=Limits(tool_timeout=SHORT))
+            worker.register_tool(lambda: (ToolMeta(name="hand"), hand))
+            [result] = await run_batch(worker, client, ScriptedCall("hand", id="c1"))
+            assert result == ToolResult("c1", timed_out("hand"), True)
+            assert hand.cleaned_up
 
     @pytest.mark.anyio
     async def test_generated_tools_without_own_timeout_use_the_worker_timeout(self):
         """Tools with no timeout of their own time out at the worker's: the async one is
         cancelled, the thread one abandoned."""
-        app = Waiting()
-        worker, client = make_worker(app, Limits(tool_timeout=SHORT))
-        results = await run_batch(
-            worker,
-            client,
-            ScriptedCall("wait_untimed", id="c1"),
-            ScriptedCall("block", id="c2"),
-        )
-        assert results == [
-            ToolResult("c1", timed_out("wait_untimed"), True),
-            ToolResult("c2", timed_out("block"), True),
-        ]
-        assert app.cleaned_up == ["wait_untimed"]
-        assert not app.finished.is_set()
-        app.release.set()
-        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app, Limits(tool_timeout=SHORT))
+            results = await run_batch(
+                worker,
+                client,
+                ScriptedCall("wait_untimed", id="c1"),
+                ScriptedCall("block", id="c2"),
+            )
+            assert results == [
+                ToolResult("c1", timed_out("wait_untimed"), True),
+                ToolResult("c2", timed_out("block"), True),
+            ]
+            assert app.cleaned_up == ["wait_untimed"]
+            assert not app.finished.is_set()
+            app.release.set()
+            assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
 
     @pytest.mark.anyio
     async def test_worker_timeout_caps_a_looser_tool_timeout(self):
         """A tool's own timeout cannot extend the worker's: the worker's fires first."""
-        app = Waiting()
-        worker, client = make_worker(app, Limits(tool_timeout=SHORT))
-        [result] = await run_batch(worker, client, ScriptedCall("wait_loose", id="c1"))
-        assert result == ToolResult("c1", timed_out("wait_loose", SHORT), True)
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app, Limits(tool_timeout=SHORT))
+            [result] = await run_batch(worker, client, ScriptedCall("wait_loose", id="c1"))
+            assert result == ToolResult("c1", timed_out("wait_loose", SHORT), True)
 
     @pytest.mark.anyio
     async def test_tighter_tool_timeout_reports_its_own_value(self):
         """A tool timeout tighter than the worker's fires first and names its own seconds."""
-        app = Waiting()
-        worker, client = make_worker(app, Limits(tool_timeout=1000))
-        [result] = await run_batch(worker, client, ScriptedCall("wait_async", id="c1"))
-        assert result == ToolResult("c1", timed_out("wait_async", SHORT), True)
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app, Limits(tool_timeout=1000))
+            [result] = await run_batch(worker, client, ScriptedCall("wait_async", id="c1"))
+            assert result == ToolResult("c1", timed_out("wait_async", SHORT), True)
 
     @pytest.mark.anyio
     async def test_next_request_carries_the_timeout(self):
         """After a timeout the run goes on: the next request ends with the timeout result."""
-        client = ScriptedClient()
-        worker = Worker(client, limits=Limits(tool_timeout=SHORT))
-        worker.register_tool(lambda: (ToolMeta(name="hand"), HandWaiting()))
-        client.add(ScriptedResponse(tool_calls=[ScriptedCall("hand", id="c1")]), "done")
-        assert await worker.run("go") is WorkerResult.FINISHED
-        assert len(client.requests) == 2
-        assert client.requests[1].messages[-1] == ToolResult("c1", timed_out("hand"), True)
+        with anyio.fail_after(GUARD):
+            client = ScriptedClient()
+            worker = Worker(client, limits=Limits(tool_timeout=SHORT))
+            worker.register_tool(lambda: (ToolMeta(name="hand"), HandWaiting()))
+            client.add(ScriptedResponse(tool_calls=[ScriptedCall("hand", id="c1")]), "done")
+            assert await worker.run("go") is WorkerResult.FINISHED
+            assert len(client.requests) == 2
+            assert client.requests[1].messages[-1] == ToolResult("c1", timed_out("hand"), True)
 
 
 class TestRunCancellation:
@@ -300,36 +318,41 @@ class TestRunCancellation:
     async def test_cancelled_run_does_not_wait_for_a_thread_tool(self):
         """A run cancelled while a plain-def tool blocks its thread returns at once: the
         thread is abandoned and finishes on its own once released."""
-        app = Waiting()
-        worker, client = make_worker(app)  # default limits: a 300 s timeout
-        client.add(ScriptedResponse(tool_calls=[ScriptedCall("block", id="c1")]), "done")
-        with anyio.CancelScope() as scope:
-            async with anyio.create_task_group() as group:
-                group.start_soon(worker.run, "go")
-                await anyio.to_thread.run_sync(app.started.wait, THREAD_GRACE)
-                scope.cancel()
-        assert scope.cancelled_caught
-        assert not app.finished.is_set()  # the run ended while the thread was still blocked
-        assert worker.history[-1] == ToolResult(
-            "c1", "Tool call 'block' was cancelled before it finished", True
-        )
-        app.release.set()
-        assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app)  # default limits: a 300 s timeout
+            client.add(ScriptedResponse(tool_calls=[ScriptedCall("block", id="c1")]), "done")
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(worker.run, "go")
+                    await anyio.to_thread.run_sync(app.started.wait, THREAD_GRACE)
+                    scope.cancel()
+            assert scope.cancelled_caught
+            assert not app.finished.is_set()  # the run ended while the thread was still blocked
+            assert worker.history[-1] == ToolResult(
+                "c1", "Tool call 'block' was cancelled before it finished", True
+            )
+            app.release.set()
+            assert await anyio.to_thread.run_sync(app.finished.wait, THREAD_GRACE)
 
     @pytest.mark.anyio
     async def test_cancelled_run_cancels_async_tools(self):
         """A run cancelled while an async tool runs cancels it: its ``finally`` has run by
         the time the run returns, and the worker can run again."""
-        app = Waiting()
-        worker, client = make_worker(app)
-        client.add(ScriptedResponse(tool_calls=[ScriptedCall("wait_untimed", id="c1")]))
-        with anyio.move_on_after(SHORT) as scope:
-            await worker.run("go")
-        assert scope.cancelled_caught
-        assert app.cleaned_up == ["wait_untimed"]
-        assert worker.history[-1] == ToolResult(
-            "c1", "Tool call 'wait_untimed' was cancelled before it finished", True
-        )
-        client.add("still here")
-        assert await worker.run("again") is WorkerResult.FINISHED
-        assert worker.final_text == "still here"
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app)
+            client.add(ScriptedResponse(tool_calls=[ScriptedCall("wait_untimed", id="c1")]))
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(worker.run, "go")
+                    await app.entered.wait()
+                    scope.cancel()
+            assert scope.cancelled_caught
+            assert app.cleaned_up == ["wait_untimed"]
+            assert worker.history[-1] == ToolResult(
+                "c1", "Tool call 'wait_untimed' was cancelled before it finished", True
+            )
+            client.add("still here")
+            assert await worker.run("again") is WorkerResult.FINISHED
+            assert worker.final_text == "still here"

@@ -157,6 +157,7 @@ class TestUserApp:
             "search",
             "3",
             "add",
+            "lamp (limit 5, tags [])",
         ]
 
 

@@ -30,14 +30,7 @@ from ._conversation import (
     Usage,
     UserMessage,
 )
-from ._decorators import (
-    BoundToolMethod,
-    ToolMethod,
-    tool,
-    tool_definitions,
-    tool_metas,
-    tool_registry,
-)
+from ._decorators import tool, tool_definitions, tool_metas, tool_registry
 from ._events import (
     ApprovalRequested,
     ResponseCompleted,
@@ -90,6 +83,7 @@ from ._hooks import (
 from ._limits import Limits
 from ._meta import LlmToolDefinition, ToolMeta
 from ._options import Description
+from ._registry import BoundToolMethod, ToolMethod, is_tool_registry
 from ._run import RunStream
 from ._server import ToolServer, ToolServerHandle
 from ._state import RunState
@@ -181,6 +175,7 @@ __all__ = [
     "WorkerResult",
     "WorkerStateError",
     "export_tools",
+    "is_tool_registry",
     "tool",
     "tool_definitions",
     "tool_metas",

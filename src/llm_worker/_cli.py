@@ -6,8 +6,9 @@
 
 TARGET is ``package.module:Class`` (``Class`` may be dotted, ``Outer.Inner``) or
 ``package.module`` (every ``@tool_registry`` class defined at the top level of
-that module). The classes are imported, never instantiated: the schemas come
-from ``tool_metas(cls)``. The current directory is importable, as with
+that module; a subclass of one counts, as ``is_tool_registry`` says). The
+classes are imported, never instantiated: the schemas come from
+``tool_metas(cls)``. The current directory is importable, as with
 ``python -m``.
 
 Output: the tools of all targets sorted by name, in ``--format`` (see
@@ -42,14 +43,16 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Literal, cast
 
 import anyio
 
-from ._decorators import _TOOLS_ATTR, tool_metas
-from ._formats import _STRICT_FORMATS, FORMATS, FormatName, export_tools
+from ._decorators import tool_metas
+from ._formats import FORMATS, STRICT_FORMATS, FormatName, export_tools
 from ._meta import ToolMeta
+from ._registry import is_tool_registry
 from ._server import ToolServer, ToolServerHandle
 
 __all__ = ["main", "render_schema"]
@@ -160,7 +163,7 @@ def _add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def _schema(args: argparse.Namespace, prog: str) -> int:
-    if args.strict and args.format not in _STRICT_FORMATS:
+    if args.strict and args.format not in STRICT_FORMATS:
         raise _UsageError("--strict applies only to --format openai and --format openai-responses")
     text = render_schema(args.targets, args.format, strict=args.strict)
     data = text.encode("utf-8")
@@ -231,16 +234,7 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
 
 def _load_factory(target: str) -> ToolServer | ToolServerHandle:
     """Import ``package.module:function``, call it, and check it made a ToolServer."""
-    module_name, colon, attr_path = target.partition(":")
-    if not (colon and _is_dotted_name(module_name) and _is_dotted_name(attr_path)):
-        raise _UsageError(f"invalid factory {target!r} (expected package.module:function)")
-    module = _import(module_name)
-    value: object = module
-    for part in attr_path.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise _UsageError(f"module {module_name!r} has no attribute {attr_path!r}") from None
+    value = _resolve(target, _FACTORY)
     if not callable(value):
         raise _UsageError(
             f"{target!r} is not callable ({type(value).__name__}); name a function "
@@ -304,35 +298,63 @@ def _collect(targets: Sequence[str]) -> list[ToolMeta]:
 
 
 def _load(target: str) -> list[type]:
-    module_name, colon, attr_path = target.partition(":")
-    if not _is_dotted_name(module_name) or (colon and not _is_dotted_name(attr_path)):
-        raise _UsageError(
-            f"invalid target {target!r} (expected package.module or package.module:Class)"
-        )
-    module = _import(module_name)
-    if not colon:
-        namespace: dict[str, object] = vars(module)
+    """The registry classes ``target`` names: one class, or those a module defines."""
+    value = _resolve(target, _SCHEMA_TARGET)
+    if isinstance(value, ModuleType):
+        namespace: dict[str, object] = vars(value)
         found = [
-            value
-            for value in namespace.values()
-            if isinstance(value, type)
-            and value.__module__ == module.__name__
-            and _TOOLS_ATTR in value.__dict__
+            member
+            for member in namespace.values()
+            if is_tool_registry(member)
+            and cast(type, member).__module__ == value.__name__  # not the imported ones
         ]
         if not found:
-            raise _UsageError(f"module {module_name!r} defines no @tool_registry class")
-        return found
-    value: object = module
+            raise _UsageError(f"module {value.__name__!r} defines no @tool_registry class")
+        return cast("list[type]", found)
+    if not isinstance(value, type):
+        raise _UsageError(f"{target!r} is not a class (it is a {type(value).__name__})")
+    if not is_tool_registry(value):
+        raise _UsageError(f"{target!r} is not a @tool_registry class")
+    return [value]
+
+
+@dataclass(frozen=True)
+class _TargetKind:
+    """How a command names what it loads, for ``_resolve`` and its messages."""
+
+    noun: str  # "invalid {noun} ..."
+    form: str  # "(expected {form})"
+    member: str  # "module 'm' has no {member} 'x'"
+    module_alone: bool  # whether ``package.module`` without ``:attr`` is a target
+
+
+_SCHEMA_TARGET = _TargetKind("target", "package.module or package.module:Class", "class", True)
+_FACTORY = _TargetKind("factory", "package.module:function", "attribute", False)
+
+
+def _resolve(target: str, kind: _TargetKind) -> object:
+    """Import the module of ``package.module[:attr.path]`` and return what the target names.
+
+    The one place the CLI reads a target: the module itself when there is no
+    ``:attr``, else the attribute, looked up one dotted part at a time.
+    """
+    module_name, colon, attr_path = target.partition(":")
+    valid = _is_dotted_name(module_name) and (
+        _is_dotted_name(attr_path) if colon else kind.module_alone
+    )
+    if not valid:
+        raise _UsageError(f"invalid {kind.noun} {target!r} (expected {kind.form})")
+    value: object = _import(module_name)
+    if not colon:
+        return value
     for part in attr_path.split("."):
         try:
             value = getattr(value, part)
         except AttributeError:
-            raise _UsageError(f"module {module_name!r} has no class {attr_path!r}") from None
-    if not isinstance(value, type):
-        raise _UsageError(f"{target!r} is not a class (it is a {type(value).__name__})")
-    if getattr(value, _TOOLS_ATTR, None) is None:
-        raise _UsageError(f"{target!r} is not a @tool_registry class")
-    return [value]
+            raise _UsageError(
+                f"module {module_name!r} has no {kind.member} {attr_path!r}"
+            ) from None
+    return value
 
 
 def _import(module_name: str) -> ModuleType:

@@ -94,9 +94,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeGuard, get_args
 
-from ._meta import LlmToolDefinition, _ToolSpec
+from ._meta import LlmToolDefinition, ToolMeta
 
-__all__ = ["FORMATS", "FormatName", "export_tools"]
+__all__ = ["FORMATS", "STRICT_FORMATS", "FormatName", "export_tools"]
 
 FormatName = Literal["neutral", "openai", "openai-responses", "anthropic", "gemini", "mcp"]
 
@@ -162,7 +162,8 @@ _FORMATTERS: Mapping[str, _Formatter] = {
 FORMATS: tuple[FormatName, ...] = get_args(FormatName)
 """Every format name ``export_tools`` accepts, in the order of ``FormatName``."""
 
-_STRICT_FORMATS = ("openai", "openai-responses")
+STRICT_FORMATS: tuple[FormatName, ...] = ("openai", "openai-responses")
+"""The formats ``strict=True`` applies to."""
 
 
 def export_tools(
@@ -185,16 +186,16 @@ def export_tools(
     formatter = _FORMATTERS.get(format)
     if formatter is None:
         raise ValueError(f"unknown format {format!r}; choose one of: {', '.join(FORMATS)}")
-    if strict and format not in _STRICT_FORMATS:
+    if strict and format not in STRICT_FORMATS:
         raise ValueError(
             f"strict=True applies only to the openai and openai-responses formats, not {format!r}"
         )
-    if isinstance(definitions, _ToolSpec):
+    if isinstance(definitions, (LlmToolDefinition, ToolMeta)):
         raise TypeError("export_tools() takes a list of definitions; wrap a single one in [...]")
     tools: list[dict[str, Any]] = []
     problems: list[str] = []
     for definition in definitions:
-        if not isinstance(definition, _ToolSpec):
+        if not isinstance(definition, (LlmToolDefinition, ToolMeta)):
             raise TypeError(
                 f"export_tools() takes LlmToolDefinition objects, not {type(definition).__name__}"
             )

@@ -1,4 +1,4 @@
-"""A registry class and a registry subclass: the inherited tool is one tool, not two."""
+"""A registry class and registry subclasses: the inherited tool is one tool, not two."""
 
 from __future__ import annotations
 
@@ -19,3 +19,7 @@ class Child(Base):
     async def own(self) -> str:
         """Only on Child."""
         return "own"
+
+
+class Renamed(Child):
+    """A subclass without @tool_registry: it has Child's tools, so it is a registry too."""

@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import InitVar
 from typing import Annotated, Any, ClassVar, Final, Literal, get_args, get_origin
 
+import annotated_types
 import pytest
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
@@ -166,6 +167,51 @@ def _problems(*methods: Callable[..., Any], options: ToolOptions | None = None) 
         spec = introspect_method(cls, method.__name__, method, options or ToolOptions(), errors)
         assert (spec is None) == bool(errors)
     return errors
+
+
+class TestUnionOrder:
+    """``list[str | float] == list[float | str]``, and typing caches ``Annotated`` by equality."""
+
+    def test_description_taken_out_of_a_rebuilt_annotation(self):
+        """With other metadata left, each parameter keeps its own union order."""
+        min_one = annotated_types.MinLen(1)
+
+        class StrFirst:
+            def pick(self, x: Annotated[list[str | float], Description("a"), min_one]) -> str:
+                return ""
+
+        class FloatFirst:
+            def pick(self, x: Annotated[list[float | str], Description("b"), min_one]) -> str:
+                return ""
+
+        for cls, order in ((StrFirst, "str | float"), (FloatFirst, "float | str")):
+            spec, errors = _introspect(cls, "pick")
+            assert errors == []
+            assert spec is not None
+            (x,) = spec.parameters
+            assert f"list[{order}]" in repr(x.annotation)
+            assert min_one in x.annotation.__metadata__
+
+    def test_one_field_object_defaulting_two_parameters(self):
+        """A Field(...) default shared by two tools joins each one's own annotation."""
+        shared = Field(default_factory=list)
+
+        class StrFirst:
+            def pick(self, x: list[str | float] = shared) -> str:
+                return ""
+
+        class FloatFirst:
+            def pick(self, x: list[float | str] = shared) -> str:
+                return ""
+
+        for cls, order in ((StrFirst, "str | float"), (FloatFirst, "float | str")):
+            spec, errors = _introspect(cls, "pick")
+            assert errors == []
+            assert spec is not None
+            (x,) = spec.parameters
+            assert repr(get_args(x.annotation)[0]) == f"list[{order}]"
+            assert x.default_factory is not None
+            assert x.default_factory({}) == []
 
 
 class TestProblems:

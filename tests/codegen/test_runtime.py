@@ -17,15 +17,16 @@ from llm_worker import (
     Description,
     ExecutionFailedError,
     InvalidArgumentError,
-    Tool,
     ToolError,
-    ToolMeta,
     tool,
     tool_registry,
 )
 from llm_worker._codegen.runtime import serialize_result
 
 pytestmark = pytest.mark.anyio
+
+# How long a test that waits for something may take before it fails instead of hanging.
+GUARD = 10.0
 
 
 class Tag(BaseModel):
@@ -167,6 +168,47 @@ async def _invalid(tool_name: str, input_json: str) -> str:
     return excinfo.value.message
 
 
+class NotFoundError(ToolError):
+    """A user-defined ToolError subclass."""
+
+
+@tool_registry
+class Calculator:
+    @tool
+    async def add(self, a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool
+    async def ping(self) -> str:
+        """Check that the app is alive."""
+        return "pong"
+
+    @tool
+    async def divide(self, a: int, b: int) -> int:
+        """Divide a by b."""
+        if b == 0:
+            raise ValueError("division by zero")
+        return a // b
+
+    @tool
+    async def lookup(self, key: str) -> str:
+        """Look a key up."""
+        raise NotFoundError(f"no such key: {key}")
+
+
+@tool_registry
+class CounterApp:
+    def __init__(self) -> None:
+        self.count = 0
+
+    @tool
+    def increment(self) -> str:
+        """Increment the counter."""
+        self.count += 1
+        return f"count: {self.count}"
+
+
 class TestValidationMessages:
     async def test_wrong_type(self):
         """A wrong type names the argument, pydantic's reason and the value."""
@@ -286,8 +328,54 @@ class TestValidationMessages:
             == "q/1/t"
         )
 
+    @pytest.mark.parametrize(
+        ("input_json", "message"),
+        [
+            ('{"a": "x", "b": 1}', "'a': Input should be a valid integer (got \"x\")"),
+            ('{"a": 1}', "'b': missing required argument"),
+            ("not json", "input is not valid JSON (expected ident at line 1 column 2)"),
+            ("[1, 2]", "input must be a JSON object, got array"),
+        ],
+    )
+    async def test_invalid_input_raises_invalid_argument(self, input_json, message):
+        """Bad input raises InvalidArgumentError naming the problem, in its str() too."""
+        _, tool_instance = Calculator().add_definition()()
+        with pytest.raises(InvalidArgumentError) as excinfo:
+            await tool_instance.execute(input_json)
+        assert excinfo.value.message == message
+        assert str(excinfo.value) == f"Invalid argument: {message}"
+
+    @pytest.mark.parametrize("input_json", ["{}", "", "   ", "\n\t"])
+    async def test_empty_input_calls_a_tool_without_arguments(self, input_json):
+        """An empty object, an empty string or whitespace all call a parameterless tool."""
+        _, tool_instance = Calculator().ping_definition()()
+        assert await tool_instance.execute(input_json) == "pong"
+
+    async def test_every_argument_reaches_the_method(self):
+        """Both arguments reach the method; a non-str result is JSON."""
+        _, tool_instance = Calculator().add_definition()()
+        assert await tool_instance.execute('{"a": 2, "b": 40}') == "42"
+
 
 class TestExecutionErrors:
+    async def test_an_exception_is_chained_to_execution_failed(self):
+        """A ValueError from the method becomes ExecutionFailedError, chained to it."""
+        _, tool_instance = Calculator().divide_definition()()
+        with pytest.raises(ExecutionFailedError) as excinfo:
+            await tool_instance.execute('{"a": 1, "b": 0}')
+        assert str(excinfo.value) == "Execution failed: division by zero"
+        assert excinfo.value.message == "division by zero"
+        assert isinstance(excinfo.value.__cause__, ValueError)
+        assert str(excinfo.value.__cause__) == "division by zero"
+
+    async def test_a_tool_error_subclass_passes_unchanged(self):
+        """A ToolError subclass raised by the method is raised as it is."""
+        _, tool_instance = Calculator().lookup_definition()()
+        with pytest.raises(NotFoundError) as excinfo:
+            await tool_instance.execute('{"key": "k"}')
+        assert type(excinfo.value) is NotFoundError
+        assert excinfo.value.message == "no such key: k"
+
     @pytest.mark.parametrize("name", ["fail", "sync_fail"])
     async def test_exception_becomes_execution_failed(self, name):
         """Any Exception becomes ExecutionFailedError(str(exc)), chained to it."""
@@ -337,10 +425,11 @@ class TestExecutionErrors:
                 seen.append(type(exc))
                 raise
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call)
-            await app.started.wait()
-            tg.cancel_scope.cancel()
+        with anyio.fail_after(GUARD):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call)
+                await app.started.wait()
+                tg.cancel_scope.cancel()
         assert seen == [anyio.get_cancelled_exc_class()]
 
 
@@ -378,9 +467,14 @@ class TestResults:
 
 
 class TestGeneratedTool:
-    def test_is_a_tool(self):
-        """A generated tool satisfies the Tool protocol."""
-        assert isinstance(App.ToolSearch(App()), Tool)
+    async def test_a_plain_def_keeps_state_on_the_app(self):
+        """A plain def keeps state on the app between calls of one tool instance."""
+        app = CounterApp()
+        _, tool_instance = app.increment_definition()()
+        assert await tool_instance.execute("") == "count: 1"
+        assert await tool_instance.execute("{}") == "count: 2"
+        assert await tool_instance.execute("") == "count: 3"
+        assert app.count == 3
 
     def test_has_no_instance_dict(self):
         """Generated tools are slotted: ctx is their only state."""
@@ -408,53 +502,11 @@ class TestGeneratedTool:
         async def call(name: str) -> None:
             results[name] = await tool_instance.execute(f'{{"name": "{name}"}}')
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(call, "first")
-            tg.start_soon(call, "second")
+        with anyio.fail_after(GUARD):  # each call waits for the other: only both at once end
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, "first")
+                tg.start_soon(call, "second")
         assert results == {"first": "first", "second": "second"}
-
-
-class TestToolFactory:
-    def test_call_makes_meta_and_new_tool(self):
-        """Each call gives the same meta and a new tool bound to the app."""
-        app = App()
-        factory = app.search_definition()
-        meta_one, tool_one = factory()
-        meta_two, tool_two = factory()
-        assert isinstance(meta_one, ToolMeta)
-        assert meta_one == meta_two
-        assert tool_one is not tool_two
-        assert tool_one.ctx is tool_two.ctx is app
-
-    def test_name(self):
-        """The factory knows the name it will register under."""
-        assert App().search_definition().name == "search"
-
-    def test_repr(self):
-        """repr names the tool and the app by class and id."""
-        app = App()
-        assert repr(app.search_definition()) == (
-            f"<ToolDefinition 'search' of <App at {id(app):#x}>>"
-        )
-
-
-class TestBuiltTool:
-    def test_record(self):
-        """The per-tool record names its owner, method, tool name and generated classes."""
-        record = App.__llm_worker_tools__[0]
-        assert (record.owner, record.attr_name, record.name) == (App, "search", "search")
-        assert record.args_model is App.SearchArgs
-        assert record.tool_class is App.ToolSearch
-        assert re.fullmatch(r"<BuiltTool 'search' of .*\.App>", repr(record))
-
-    def test_meta_is_made_once(self):
-        """The meta (and its schema) is built on first use and then reused."""
-        record = App.__llm_worker_tools__[0]
-        assert record.meta() is record.meta()
-        assert record.meta().input_schema["properties"]["query"] == {
-            "type": "string",
-            "description": "what",
-        }
 
 
 USERS = {"ada": "Ada Lovelace"}
@@ -724,7 +776,7 @@ class TestLazyArgsModel:
         """Threads reading it at once all get the same model."""
         app = _fresh_registry()
         placeholder = vars(app)["FindArgs"]
-        barrier = threading.Barrier(8)
+        barrier = threading.Barrier(8, timeout=GUARD)
 
         def read() -> type:
             barrier.wait()

@@ -621,10 +621,6 @@ class TestCancellation:
 
 
 class TestClient:
-    def test_is_an_llm_client(self):
-        """AnthropicClient satisfies the LlmClient protocol."""
-        assert isinstance(AnthropicClient(MODEL, api_key="k"), LlmClient)
-
     def test_client_or_settings(self):
         """Passing an SDK client and settings for another one is refused."""
         sdk = anthropic.AsyncAnthropic(api_key="k")

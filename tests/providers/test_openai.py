@@ -614,10 +614,6 @@ class TestCancellation:
 
 
 class TestClient:
-    def test_is_an_llm_client(self):
-        """OpenAIChatClient satisfies the LlmClient protocol."""
-        assert isinstance(OpenAIChatClient(MODEL, api_key="k"), LlmClient)
-
     def test_client_or_settings(self):
         """Passing an SDK client and settings for another one is refused."""
         sdk = openai.AsyncOpenAI(api_key="k")

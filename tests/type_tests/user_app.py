@@ -65,6 +65,19 @@ class Shop:
         return {customer.name: len(customer.addresses)}
 
 
+@tool_registry
+class Catalog:
+    @tool
+    def find(
+        self,
+        query: Annotated[str, Field(description="what to look for")],
+        limit: int = Field(5, ge=1),
+        tags: list[str] = Field(default_factory=list),  # noqa: B008
+    ) -> str:
+        """Find items; Field(...) defaults are real values in a direct call too."""
+        return f"{query} (limit {limit}, tags {tags})"
+
+
 class Counter:
     """A hand-written Tool."""
 
@@ -134,4 +147,5 @@ async def main() -> list[str]:
 
     results += [meta.name, name, str(len(metas)), str(len(definitions)), method.__name__]
     results += [str(len(handle)), bound.__name__]
+    results.append(assert_type(Catalog().find("lamp"), str))
     return results

@@ -7,6 +7,10 @@ that no other line of this file gets a diagnostic.
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 from llm_worker import ToolMeta, ToolServer, tool, tool_registry
 
 
@@ -19,6 +23,23 @@ class Shop:
     @tool
     def add(self, a: int, b: int) -> int:
         return a + b
+
+
+@tool_registry
+class Catalog:
+    @tool
+    def find(
+        self, query: Annotated[str, Field(description="what")], limit: int = Field(5, ge=1)
+    ) -> str:
+        return f"{query} {limit}"
+
+
+def leave_out_a_required_field() -> None:
+    # Field(...) in the annotation, with no default: type checkers know it is required.
+    # expect: mypy[call-arg] pyright[reportCallIssue]
+    Catalog().find()
+    # expect: mypy[arg-type] pyright[reportArgumentType]
+    Catalog().find("lamp", limit="five")
 
 
 def register_through_handle(shop: Shop) -> None:

@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .._options import ToolOptions
+from .._registry import BuiltTool, declaration_error, qualified_name
 from .build import build_registry
 from .introspect import MethodSpec, introspect_method
 from .plan import plan_registry
-from .runtime import BuiltTool
 
-__all__ = ["BuiltTool", "generate"]
+__all__ = ["generate"]
 
 
 def generate(
@@ -39,11 +39,5 @@ def generate(
         specs.append(spec)
     plan = plan_registry(cls, specs, inherited, errors)
     if errors:
-        raise declaration_error(cls, errors)
+        raise declaration_error(qualified_name(cls), errors)
     return build_registry(plan)
-
-
-def declaration_error(cls: type, problems: list[str]) -> TypeError:
-    """``Cannot build tools for mod.Class:`` and one indented line per problem."""
-    lines = "\n".join(f"  {problem}" for problem in problems)
-    return TypeError(f"Cannot build tools for {cls.__module__}.{cls.__qualname__}:\n{lines}")

@@ -12,15 +12,19 @@ Unless the type admits ``None`` itself, the field gets a validator that swaps
 from __future__ import annotations
 
 import copy
+import functools
 import types
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BeforeValidator, ConfigDict, Field, ValidationInfo, WrapValidator
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationInfo
+from pydantic_core import CoreSchema, core_schema
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
+from typing_extensions import final
 
 from .introspect import REQUIRED, DefaultFactory, ParameterSpec
 
-__all__ = ["ARGS_CONFIG", "field_of"]
+__all__ = ["ARGS_CONFIG", "field_of", "fresh_default"]
 
 ARGS_CONFIG = ConfigDict(
     extra="forbid",  # gives `additionalProperties: false`, and rejects what it promises to
@@ -34,27 +38,59 @@ def field_of(param: ParameterSpec) -> tuple[Any, Any]:
     """The ``(annotation, default)`` pair ``create_model`` takes for ``param``."""
     annotation, default, factory = param.annotation, param.default, param.default_factory
     if factory is not None:  # the Field(default_factory=...) in `annotation` stays in charge
-        annotation = _null_means_default(annotation, _factory_validator(factory))
+        annotation = _null_means_default(annotation, _factory_marker(factory))
         return (annotation, Field(description=param.description))
     if default is REQUIRED:
         default = ...
     else:
-        annotation = _null_means_default(annotation, _default_validator(default))
+        annotation = _null_means_default(annotation, _default_marker(default))
     return (annotation, Field(default, description=param.description))
 
 
-def _null_means_default(annotation: Any, validator: Any) -> Any:
+def _null_means_default(annotation: Any, marker: _NullMeansDefault) -> Any:
     if _admits_none(annotation):
         return annotation
-    return Annotated[annotation, validator]
+    return Annotated[annotation, marker]
+
+
+@final
+class _NullMeansDefault:
+    """``Annotated`` metadata of one field: its validator reads ``null`` as the default.
+
+    A new one is made for every field, and it is equal only to itself. That is
+    what keeps fields apart: ``typing`` caches ``Annotated[...]`` by equality,
+    and ``list[str | float] == list[float | str]``, so a marker shared by two
+    fields would hand the second one the first one's type, union order and all
+    (its validator would then disagree with its schema).
+    """
+
+    __slots__ = ("_wrap",)
+
+    def __init__(self, wrap: Callable[[CoreSchema], CoreSchema]) -> None:
+        self._wrap = wrap
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return self._wrap(handler(source))
+
+    def __repr__(self) -> str:
+        return f"<null means the default, at {id(self):#x}>"
 
 
 _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
 
 
-def _default_validator(default: Any) -> Any:
-    if default is None:
-        return _NONE_SKIPS_VALIDATION  # `x: int = None`: the type would refuse the default
+def fresh_default(default: Any) -> Any:
+    """``default`` for one call: itself if immutable, else a deep copy (as pydantic copies)."""
+    return default if type(default) in _IMMUTABLE_DEFAULTS else copy.deepcopy(default)
+
+
+def _default_marker(default: Any) -> _NullMeansDefault:
+    if default is None:  # `x: int = None`: the type would refuse the default, so skip it
+        return _NullMeansDefault(
+            functools.partial(core_schema.no_info_wrap_validator_function, _none_or_validated)
+        )
     immutable = type(default) in _IMMUTABLE_DEFAULTS  # no copy needed
 
     def null_means_default(value: Any) -> Any:
@@ -62,21 +98,24 @@ def _default_validator(default: Any) -> Any:
             return value
         return default if immutable else copy.deepcopy(default)
 
-    return BeforeValidator(null_means_default)
+    return _NullMeansDefault(
+        functools.partial(core_schema.no_info_before_validator_function, null_means_default)
+    )
 
 
-def _factory_validator(factory: DefaultFactory) -> Any:
+def _factory_marker(factory: DefaultFactory) -> _NullMeansDefault:
     def null_means_default(value: Any, info: ValidationInfo) -> Any:
         return factory(info.data) if value is None else value
 
-    return BeforeValidator(null_means_default)
+    return _NullMeansDefault(
+        functools.partial(core_schema.with_info_before_validator_function, null_means_default)
+    )
 
 
 def _none_or_validated(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     return None if value is None else handler(value)
 
 
-_NONE_SKIPS_VALIDATION = WrapValidator(_none_or_validated)
 _NoneType = type(None)
 
 

@@ -7,6 +7,7 @@ each, naming the method and the fix, so the registry can report all of them at o
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import re
@@ -167,7 +168,10 @@ def _read_default(hint: Any, default: Any) -> tuple[Any, Any, DefaultFactory | N
     pydantic: the ``FieldInfo`` joins the metadata, where it outranks earlier ones.
     """
     if isinstance(default, FieldInfo):
-        hint, default = Annotated[hint, default], REQUIRED
+        annotated: Any = Annotated[hint, default]
+        if not _made_for(annotated, hint):  # one Field object, defaulting two parameters
+            annotated = Annotated[hint, copy.copy(default)]  # a FieldInfo equals only itself
+        hint, default = annotated, REQUIRED
     if not has_field_info(hint):
         return hint, default, None
     if default is REQUIRED:
@@ -308,7 +312,21 @@ def _split_description(annotation: Any) -> tuple[Any, str | None]:
         description = None
     if not rest:
         return base, description
-    return Annotated[(base, *rest)], description
+    rebuilt: Any = Annotated[(base, *rest)]
+    if not _made_for(rebuilt, base):
+        return annotation, description  # the user's own: pydantic reads Description too
+    return rebuilt, description
+
+
+def _made_for(annotated: Any, base: Any) -> bool:
+    """Whether ``annotated``, just made as ``Annotated[base, ...]``, is about ``base`` itself.
+
+    ``typing`` caches ``Annotated[...]`` by equality, and ``list[str | float] ==
+    list[float | str]``: with metadata equal to an earlier one's, it hands back
+    the alias made for the other type, union order and all.
+    """
+    inner = get_args(base)[0] if get_origin(base) is Annotated else base
+    return cast(object, annotated.__origin__) is inner
 
 
 # Types pydantic is known to validate and describe; anything else is tried once.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
@@ -19,85 +19,10 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
 from .._limits import input_limit_problem, model_safe_text
-from .._meta import ToolMeta
 from .._model_texts import TIMED_OUT, describe_validation_error
-from .._types import Tool
-from .introspect import ParameterSpec
-from .schema import input_schema_of
+from .._registry import ToolMethod
 
-if TYPE_CHECKING:
-    from .args_model import LazyArgsModel
-
-__all__ = [
-    "BuiltTool",
-    "GeneratedTool",
-    "ToolFactory",
-    "make_execute",
-    "serialize_result",
-]
-
-
-class BuiltTool:
-    """The per-tool record a registry class keeps in ``__llm_worker_tools__``."""
-
-    __slots__ = (
-        "_args_model",
-        "_meta",
-        "attr_name",
-        "description",
-        "name",
-        "owner",
-        "parameters",
-        "tool_class",
-    )
-
-    def __init__(
-        self,
-        *,
-        owner: type,
-        attr_name: str,
-        name: str,
-        description: str,
-        args_model: LazyArgsModel,
-        parameters: tuple[ParameterSpec, ...],
-        tool_class: type[GeneratedTool],
-    ) -> None:
-        self.owner = owner
-        self.attr_name = attr_name
-        self.name = name
-        self.description = description
-        self._args_model = args_model
-        self.parameters = parameters
-        self.tool_class = tool_class
-        self._meta: ToolMeta | None = None
-
-    @property
-    def args_model(self) -> type[BaseModel]:
-        """The generated ``<Pascal>Args`` model (created on first use)."""
-        return self._args_model.get()
-
-    def meta(self) -> ToolMeta:
-        """The tool's ``ToolMeta``; the JSON schema is generated on first use, then kept."""
-        meta = self._meta
-        if meta is None:
-            try:
-                schema = input_schema_of(self.parameters, self._args_model.get)
-            except Exception as exc:
-                raise TypeError(
-                    f"Cannot build tools for {_where(self.owner)}:\n"
-                    f"  {self.attr_name}: no JSON Schema for its arguments ({exc})"
-                ) from exc
-            meta = self._meta = ToolMeta(
-                name=self.name, description=self.description, input_schema=schema
-            )
-        return meta
-
-    def definition(self, app: object) -> ToolFactory:
-        """A ``ToolDefinition`` making ``(meta, tool bound to app)``."""
-        return ToolFactory(self, app)
-
-    def __repr__(self) -> str:
-        return f"<BuiltTool {self.name!r} of {_where(self.owner)}>"
+__all__ = ["GeneratedTool", "make_execute", "serialize_result"]
 
 
 class GeneratedTool:
@@ -131,8 +56,6 @@ class GeneratedTool:
 
 
 def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable[..., Any]:
-    from .._decorators import ToolMethod
-
     name = tool_class._attr_name
     found: object = inspect.getattr_static(app_type, name, None)
     if isinstance(found, ToolMethod):
@@ -148,42 +71,6 @@ def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable
             f"keep the same kind"
         )
     return found
-
-
-class ToolFactory:
-    """The ``ToolDefinition`` returned by ``app.search_definition()``.
-
-    Each call returns the tool's (shared, immutable) meta and a new tool
-    instance bound to the app.
-    """
-
-    __slots__ = ("_app", "_built")
-
-    def __init__(self, built: BuiltTool, app: object) -> None:
-        self._built = built
-        self._app = app
-
-    def __call__(self) -> tuple[ToolMeta, Tool]:
-        return self._built.meta(), self._built.tool_class(self._app)
-
-    @property
-    def name(self) -> str:
-        """The name the tool will be registered under."""
-        return self._built.name
-
-    def __repr__(self) -> str:
-        app = self._app
-        return (
-            f"<ToolDefinition {self._built.name!r} of <{type(app).__qualname__} at {id(app):#x}>>"
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_factory_for, (self._built.owner, self._built.attr_name, self._app))
-
-
-def _factory_for(owner: type, attr_name: str, app: object) -> ToolFactory:
-    built = next(b for b in owner.__dict__["__llm_worker_tools__"] if b.attr_name == attr_name)
-    return ToolFactory(built, app)
 
 
 def make_execute(
@@ -282,7 +169,3 @@ def serialize_result(result: object) -> str:
         return to_json(result, inf_nan_mode="strings").decode()
     except (PydanticSerializationError, ValueError, TypeError, UnicodeDecodeError):
         return repr(result)
-
-
-def _where(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"

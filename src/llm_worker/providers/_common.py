@@ -1,18 +1,29 @@
-"""What the provider clients share: when a failure is worth retrying, and the texts they use.
+"""What the provider clients share: their skeleton (``ProviderClient``), when a failure is
+worth retrying, and the texts they use.
 
 Nothing here imports a provider SDK.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import cast
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
+from typing_extensions import Self
+
+from .._client import Completion, LlmEvent, LlmRequest
 from .._exceptions import ProviderError
+from .._formats import FormatName, export_tools
+from .._meta import LlmToolDefinition
 
 __all__ = [
     "STREAM_ENDED",
     "TIMED_OUT",
+    "ProviderClient",
+    "SdkClient",
+    "SdkStream",
+    "StreamReader",
     "body_text",
     "connection_failed",
     "error_field",
@@ -63,11 +74,181 @@ def stream_ended(provider: str) -> ProviderError:
     return ProviderError(provider, STREAM_ENDED, retryable=True)
 
 
-def refuse_client_with_options(owner: str, sdk_client: str, **options: object) -> None:
-    """``client=`` comes configured: refuse connection options given beside it."""
-    given = [name for name, value in options.items() if value is not None]
-    if given:
-        raise TypeError(
-            f"{owner} takes client= or {'/'.join(given)}=, not both; "
-            f"configure the {sdk_client} client instead"
+_ChunkT = TypeVar("_ChunkT")
+_ChunkT_co = TypeVar("_ChunkT_co", covariant=True)
+_ChunkT_contra = TypeVar("_ChunkT_contra", contravariant=True)
+
+
+class SdkClient(Protocol):
+    """What every SDK's async client has (``openai.AsyncOpenAI``, ``anthropic.AsyncAnthropic``)."""
+
+    @property
+    def base_url(self) -> object: ...
+
+    async def close(self) -> None: ...
+
+
+_SdkT = TypeVar("_SdkT", bound=SdkClient)
+
+
+class SdkStream(Protocol[_ChunkT_co]):
+    """A streamed response, as both SDKs give it: the next chunk, and ``close()``."""
+
+    async def __anext__(self) -> _ChunkT_co: ...
+
+    async def close(self) -> None: ...
+
+
+class StreamReader(Protocol[_ChunkT_contra]):
+    """Turns one response's chunks into our events; ``completion()`` once the stream ends."""
+
+    def feed(self, chunk: _ChunkT_contra, /) -> list[LlmEvent]: ...
+
+    def completion(self) -> Completion: ...
+
+
+class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
+    """The skeleton of an ``LlmClient`` on a provider's SDK; a subclass fills in the SDK's parts.
+
+    This class owns the SDK client (given as ``client=``, or made from the
+    settings and then closed by ``aclose()`` / ``async with``), converts the
+    tools (once for as long as they stay the same), and runs the stream,
+    turning every failure into a ``ProviderError``. A subclass names its
+    provider, tool format and SDK (the class attributes below) and writes:
+
+    - ``_make_client(...)``: the SDK client, from the connection settings;
+    - ``_open_stream(request, tools)``: send the request, return the streamed response;
+    - ``_reader()``: a new ``StreamReader`` for one response;
+    - ``_provider_error(exc)``: an SDK exception as a ``ProviderError``.
+    """
+
+    _provider: ClassVar[str]  # ProviderError.provider: "openai"
+    _format: ClassVar[FormatName]  # how the tools are sent (see export_tools)
+    _sdk_client_name: ClassVar[str]  # named when client= comes with settings: "AsyncOpenAI"
+    _sdk_error: ClassVar[type[Exception]]  # the SDK's base exception
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: _SdkT | None,
+        api_key: str | None,
+        base_url: str | None,
+        max_retries: int | None,
+        timeout: float | None,
+        extra_body: Mapping[str, object] | None,
+    ) -> None:
+        if client is not None:
+            # client= comes configured: refuse connection settings given beside it.
+            settings = {
+                "api_key": api_key,
+                "base_url": base_url,
+                "max_retries": max_retries,
+                "timeout": timeout,
+            }
+            given = [name for name, value in settings.items() if value is not None]
+            if given:
+                raise TypeError(
+                    f"{type(self).__name__} takes client= or {'/'.join(given)}=, not both; "
+                    f"configure the {self._sdk_client_name} client instead"
+                )
+            self._client = client
+            self._owns_client = False
+        else:
+            self._client = self._make_client(
+                api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
+            )
+            self._owns_client = True
+        self.model = model
+        self.extra_body: dict[str, object] = dict(extra_body or {})
+        self._tools_for: tuple[LlmToolDefinition, ...] | None = None
+        self._tools: list[dict[str, Any]] = []
+
+    @abstractmethod
+    def _make_client(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        max_retries: int | None,
+        timeout: float | None,
+    ) -> _SdkT:
+        """The SDK client for these settings (``None``: the SDK's default)."""
+
+    @abstractmethod
+    async def _open_stream(
+        self, request: LlmRequest, tools: list[dict[str, Any]]
+    ) -> SdkStream[_ChunkT]:
+        """Send ``request`` (with the converted ``tools``) and return the streamed response."""
+
+    @abstractmethod
+    def _reader(self) -> StreamReader[_ChunkT]:
+        """A new reader, for one response."""
+
+    @abstractmethod
+    def _provider_error(self, exc: Exception) -> ProviderError:
+        """The SDK's exception ``exc`` as a ``ProviderError``."""
+
+    @property
+    def client(self) -> _SdkT:
+        """The SDK client requests go through."""
+        return self._client
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
+
+        Raises ``ProviderError`` for every failure: an error status, a connection that
+        fails or breaks, an error inside the stream (an ``error`` event, a failed
+        response), a stream that ends before the response is complete.
+        """
+        tools = self._tool_dicts(request.tools)
+        try:
+            response = await self._open_stream(request, tools)
+        except self._sdk_error as exc:
+            raise self._provider_error(exc) from exc
+        reader = self._reader()
+        try:
+            while True:
+                try:
+                    chunk = await response.__anext__()
+                except StopAsyncIteration:
+                    break
+                except self._sdk_error as exc:
+                    raise self._provider_error(exc) from exc
+                except Exception as exc:  # the HTTP library's own error: the stream broke
+                    raise connection_failed(
+                        self._provider, exc, "the response stream broke"
+                    ) from exc
+                for event in reader.feed(chunk):
+                    yield event
+        finally:
+            await response.close()
+        yield reader.completion()
+
+    def _tool_dicts(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
+        # A locked worker sends the same tools every time: convert them once.
+        key = tuple(tools)
+        if key != self._tools_for:
+            self._tools = self._export_tools(key)
+            self._tools_for = key
+        return self._tools
+
+    def _export_tools(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
+        """The tools in this provider's format (a subclass may add options)."""
+        return export_tools(tools, self._format)
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this object made it (a client you passed in stays open)."""
+        if self._owns_client:
+            await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} model={self.model!r} base_url={str(self._client.base_url)!r}>"
         )

@@ -40,8 +40,8 @@ starts; a failure after the first byte is never retried.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 try:
     import anthropic
@@ -50,8 +50,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
         "llm_worker.providers.anthropic needs the anthropic package: "
         "pip install 'llm-worker[anthropic]'"
     ) from exc
-
-from typing_extensions import Self
 
 from .._client import (
     Completion,
@@ -64,15 +62,13 @@ from .._client import (
 )
 from .._conversation import AssistantMessage, Message, ToolResult, Usage, UserMessage
 from .._exceptions import ProviderError
-from .._formats import export_tools
-from .._meta import LlmToolDefinition
 from ._common import (
     TIMED_OUT,
+    ProviderClient,
     body_text,
     connection_failed,
     error_field,
     is_retryable_status,
-    refuse_client_with_options,
     stream_ended,
 )
 
@@ -106,7 +102,7 @@ ERROR_STATUS: Mapping[str, int] = {
 """The HTTP status Anthropic documents for each error type (used for ``error`` events)."""
 
 
-class AnthropicClient:
+class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStreamEvent"]):
     """An ``LlmClient`` on Anthropic's Messages API (``POST /v1/messages``, streamed).
 
     Give it either a configured ``anthropic.AsyncAnthropic`` as ``client`` (you close
@@ -118,6 +114,11 @@ class AnthropicClient:
     ``max_tokens`` (required by the API) caps each response; ``extra_body`` is merged
     into every request body (``{"temperature": 0.2}``, ``{"tool_choice": ...}``...).
     """
+
+    _provider = PROVIDER
+    _format = "anthropic"
+    _sdk_client_name = "AsyncAnthropic"
+    _sdk_error = anthropic.AnthropicError
 
     def __init__(
         self,
@@ -131,91 +132,50 @@ class AnthropicClient:
         timeout: float | None = None,
         extra_body: Mapping[str, object] | None = None,
     ) -> None:
-        if client is not None:
-            refuse_client_with_options(
-                "AnthropicClient",
-                "AsyncAnthropic",
-                api_key=api_key,
-                base_url=base_url,
-                max_retries=max_retries,
-                timeout=timeout,
-            )
-            self._client = client
-            self._owns_client = False
-        else:
-            self._client = anthropic.AsyncAnthropic(
-                api_key=api_key,
-                base_url=base_url,
-                max_retries=anthropic.DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
-                timeout=anthropic.NOT_GIVEN if timeout is None else timeout,
-            )
-            self._owns_client = True
-        self.model = model
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            extra_body=extra_body,
+        )
         self.max_tokens = max_tokens
-        self.extra_body: dict[str, object] = dict(extra_body or {})
-        self._tools_for: tuple[LlmToolDefinition, ...] | None = None
-        self._tools: list[ToolParam] = []
 
-    @property
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client requests go through."""
-        return self._client
+    def _make_client(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        max_retries: int | None,
+        timeout: float | None,
+    ) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=anthropic.DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
+            timeout=anthropic.NOT_GIVEN if timeout is None else timeout,
+        )
 
-    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
-        """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
+    async def _open_stream(
+        self, request: LlmRequest, tools: list[dict[str, Any]]
+    ) -> anthropic.AsyncStream[RawMessageStreamEvent]:
+        return await self._client.messages.create(
+            model=self.model,
+            max_tokens=self.max_tokens,
+            messages=claude_messages(request.messages),
+            system=request.system_prompt if request.system_prompt else anthropic.omit,
+            tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
+            stream=True,
+            extra_body=self.extra_body or None,
+        )
 
-        Raises ``ProviderError`` for every failure: an error status, a connection that
-        fails or breaks, an ``error`` event, a stream that ends before ``message_stop``.
-        """
-        tools = self._tool_params(request.tools)
-        try:
-            response = await self._client.messages.create(
-                model=self.model,
-                max_tokens=self.max_tokens,
-                messages=claude_messages(request.messages),
-                system=request.system_prompt if request.system_prompt else anthropic.omit,
-                tools=tools if tools else anthropic.omit,
-                stream=True,
-                extra_body=self.extra_body or None,
-            )
-        except anthropic.AnthropicError as exc:
-            raise provider_error(exc) from exc
-        reader = _EventReader()
-        async with response:
-            while True:
-                try:
-                    event = await response.__anext__()
-                except StopAsyncIteration:
-                    break
-                except anthropic.AnthropicError as exc:
-                    raise provider_error(exc) from exc
-                except Exception as exc:  # the HTTP library's own error: the stream broke
-                    raise connection_failed(PROVIDER, exc, "the response stream broke") from exc
-                for out in reader.feed(event):
-                    yield out
-        yield reader.completion()
+    def _reader(self) -> _EventReader:
+        return _EventReader()
 
-    def _tool_params(self, tools: Sequence[LlmToolDefinition]) -> list[ToolParam]:
-        # A locked worker sends the same tools every time: convert them once.
-        key = tuple(tools)
-        if key != self._tools_for:
-            self._tools = cast("list[ToolParam]", export_tools(key, "anthropic"))
-            self._tools_for = key
-        return self._tools
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this object made it (a client you passed in stays open)."""
-        if self._owns_client:
-            await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return f"<AnthropicClient model={self.model!r} base_url={str(self._client.base_url)!r}>"
+    def _provider_error(self, exc: Exception) -> ProviderError:
+        return provider_error(cast(anthropic.AnthropicError, exc))
 
 
 def tool_input(input_json: str) -> dict[str, object]:

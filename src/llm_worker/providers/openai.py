@@ -52,9 +52,8 @@ first byte is never retried (``ProviderError.retryable`` tells whether it may he
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 try:
     import openai
@@ -62,8 +61,6 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by th
     raise ImportError(
         "llm_worker.providers.openai needs the openai package: pip install 'llm-worker[openai]'"
     ) from exc
-
-from typing_extensions import Self
 
 from .._client import (
     Completion,
@@ -76,15 +73,15 @@ from .._client import (
 )
 from .._conversation import AssistantMessage, Message, ToolResult, Usage, UserMessage
 from .._exceptions import ProviderError
-from .._formats import FormatName, export_tools
+from .._formats import export_tools
 from .._meta import LlmToolDefinition
 from ._common import (
     TIMED_OUT,
+    ProviderClient,
     body_text,
     connection_failed,
     error_field,
     is_retryable_status,
-    refuse_client_with_options,
     stream_ended,
 )
 
@@ -119,19 +116,15 @@ INCOMPLETE_REASONS: Mapping[str, str] = {"max_output_tokens": "max_tokens"}
 RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
 """Error codes of a failed response (or an ``error`` event) that a retry may fix."""
 
-_ChunkT = TypeVar("_ChunkT", contravariant=True)
+_ChunkT = TypeVar("_ChunkT")
 
 
-class _Reader(Protocol[_ChunkT]):
-    def feed(self, chunk: _ChunkT, /) -> list[LlmEvent]: ...
+class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT]):
+    """What both clients share: the SDK, the settings, strict tools, the errors."""
 
-    def completion(self) -> Completion: ...
-
-
-class _OpenAIClient:
-    """What both clients share: the SDK client, settings, tool conversion, stream reading."""
-
-    _format: FormatName
+    _provider = PROVIDER
+    _sdk_client_name = "AsyncOpenAI"
+    _sdk_error = openai.OpenAIError
 
     def __init__(
         self,
@@ -147,81 +140,42 @@ class _OpenAIClient:
         temperature: float | None = None,
         extra_body: Mapping[str, object] | None = None,
     ) -> None:
-        if client is not None:
-            refuse_client_with_options(
-                type(self).__name__,
-                "AsyncOpenAI",
-                api_key=api_key,
-                base_url=base_url,
-                max_retries=max_retries,
-                timeout=timeout,
-            )
-            self._client = client
-            self._owns_client = False
-        else:
-            self._client = openai.AsyncOpenAI(
-                api_key=api_key,
-                base_url=base_url,
-                max_retries=openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
-                timeout=openai.NOT_GIVEN if timeout is None else timeout,
-            )
-            self._owns_client = True
-        self.model = model
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            extra_body=extra_body,
+        )
         self.strict = strict
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self.extra_body: dict[str, object] = dict(extra_body or {})
-        self._tools_for: tuple[LlmToolDefinition, ...] | None = None
-        self._tools: list[dict[str, Any]] = []
 
-    @property
-    def client(self) -> openai.AsyncOpenAI:
-        """The SDK client requests go through."""
-        return self._client
-
-    def _tool_dicts(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
-        # A locked worker sends the same tools every time: convert them once.
-        key = tuple(tools)
-        if key != self._tools_for:
-            self._tools = export_tools(key, self._format, strict=self.strict)
-            self._tools_for = key
-        return self._tools
-
-    async def _read(
-        self, response: openai.AsyncStream[_ChunkT], reader: _Reader[_ChunkT]
-    ) -> AsyncGenerator[LlmEvent, None]:
-        async with response:
-            while True:
-                try:
-                    chunk = await response.__anext__()
-                except StopAsyncIteration:
-                    break
-                except openai.OpenAIError as exc:
-                    raise provider_error(exc) from exc
-                except Exception as exc:  # the HTTP library's own error: the stream broke
-                    raise connection_failed(PROVIDER, exc, "the response stream broke") from exc
-                for event in reader.feed(chunk):
-                    yield event
-        yield reader.completion()
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this object made it (a client you passed in stays open)."""
-        if self._owns_client:
-            await self._client.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} model={self.model!r} base_url={str(self._client.base_url)!r}>"
+    def _make_client(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        max_retries: int | None,
+        timeout: float | None,
+    ) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=openai.DEFAULT_MAX_RETRIES if max_retries is None else max_retries,
+            timeout=openai.NOT_GIVEN if timeout is None else timeout,
         )
 
+    def _export_tools(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
+        return export_tools(tools, self._format, strict=self.strict)
 
-class OpenAIChatClient(_OpenAIClient):
+    def _provider_error(self, exc: Exception) -> ProviderError:
+        return provider_error(cast(openai.OpenAIError, exc))
+
+
+class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
     """An ``LlmClient`` on the Chat Completions API (``POST /chat/completions``, streamed).
 
     Give it either a configured ``openai.AsyncOpenAI`` as ``client`` (you close it), or
@@ -238,34 +192,27 @@ class OpenAIChatClient(_OpenAIClient):
     or ``{"max_tokens": n}`` for servers that predate ``max_completion_tokens``).
     """
 
-    _format: FormatName = "openai"
+    _format = "openai"
 
-    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
-        """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
+    async def _open_stream(
+        self, request: LlmRequest, tools: list[dict[str, Any]]
+    ) -> openai.AsyncStream[ChatCompletionChunk]:
+        return await self._client.chat.completions.create(
+            model=self.model,
+            messages=chat_messages(request.system_prompt, request.messages),
+            tools=cast("list[ChatCompletionFunctionToolParam]", tools) if tools else openai.omit,
+            stream=True,
+            stream_options={"include_usage": True},
+            max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
+            temperature=openai.omit if self.temperature is None else self.temperature,
+            extra_body=self.extra_body or None,
+        )
 
-        Raises ``ProviderError`` for every failure: an error status, a connection that
-        fails or breaks, an error inside the stream, a stream that ends too early.
-        """
-        tools = cast("list[ChatCompletionFunctionToolParam]", self._tool_dicts(request.tools))
-        try:
-            response = await self._client.chat.completions.create(
-                model=self.model,
-                messages=chat_messages(request.system_prompt, request.messages),
-                tools=tools if tools else openai.omit,
-                stream=True,
-                stream_options={"include_usage": True},
-                max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
-                temperature=openai.omit if self.temperature is None else self.temperature,
-                extra_body=self.extra_body or None,
-            )
-        except openai.OpenAIError as exc:
-            raise provider_error(exc) from exc
-        async with aclosing(self._read(response, _ChunkReader())) as events:
-            async for event in events:
-                yield event
+    def _reader(self) -> _ChunkReader:
+        return _ChunkReader()
 
 
-class OpenAIResponsesClient(_OpenAIClient):
+class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
     """An ``LlmClient`` on the Responses API (``POST /responses``, streamed, stateless).
 
     Takes the same arguments as ``OpenAIChatClient``. Every request sends the whole
@@ -275,33 +222,25 @@ class OpenAIResponsesClient(_OpenAIClient):
     reasoning model does not see its earlier reasoning (as with Chat Completions).
     """
 
-    _format: FormatName = "openai-responses"
+    _format = "openai-responses"
 
-    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
-        """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
+    async def _open_stream(
+        self, request: LlmRequest, tools: list[dict[str, Any]]
+    ) -> openai.AsyncStream[ResponseStreamEvent]:
+        return await self._client.responses.create(
+            model=self.model,
+            input=responses_input(request.messages),
+            instructions=request.system_prompt if request.system_prompt else openai.omit,
+            tools=cast("list[FunctionToolParam]", tools) if tools else openai.omit,
+            stream=True,
+            store=False,
+            max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
+            temperature=openai.omit if self.temperature is None else self.temperature,
+            extra_body=self.extra_body or None,
+        )
 
-        Raises ``ProviderError`` for every failure: an error status, a connection that
-        fails or breaks, a failed response or an ``error`` event, a stream that ends
-        before the response is completed.
-        """
-        tools = cast("list[FunctionToolParam]", self._tool_dicts(request.tools))
-        try:
-            response = await self._client.responses.create(
-                model=self.model,
-                input=responses_input(request.messages),
-                instructions=request.system_prompt if request.system_prompt else openai.omit,
-                tools=tools if tools else openai.omit,
-                stream=True,
-                store=False,
-                max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
-                temperature=openai.omit if self.temperature is None else self.temperature,
-                extra_body=self.extra_body or None,
-            )
-        except openai.OpenAIError as exc:
-            raise provider_error(exc) from exc
-        async with aclosing(self._read(response, _ResponseEventReader())) as events:
-            async for event in events:
-                yield event
+    def _reader(self) -> _ResponseEventReader:
+        return _ResponseEventReader()
 
 
 def chat_messages(

@@ -1,0 +1,380 @@
+"""What a ``@tool_registry`` class is made of: its ``@tool`` methods and one record per tool.
+
+    ToolMethod, BoundToolMethod   what ``@tool`` leaves in the class body (a descriptor)
+    BuiltTool                     one per tool, kept in declaration order in
+                                  ``cls.__llm_worker_tools__`` (like ``__attrs_attrs__``)
+    ToolFactory                   the ``ToolDefinition`` a record makes for one app instance
+
+``_decorators`` (the verbs: ``tool``, ``tool_registry``...) and ``_codegen``
+(which builds the records) both use these nouns; this module imports neither,
+and nothing from pydantic, so ``import llm_worker`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, cast, overload
+
+from typing_extensions import ParamSpec, Self, final
+
+from ._meta import ToolMeta
+from ._options import ToolOptions
+from ._types import Tool, ToolDefinition
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = [
+    "TOOLS_ATTR",
+    "BoundToolMethod",
+    "BuiltTool",
+    "ToolFactory",
+    "ToolMethod",
+    "attach_tools",
+    "declaration_error",
+    "is_tool_registry",
+    "own_tool_methods",
+    "qualified_name",
+    "registered_tools",
+]
+
+_AppT_contra = TypeVar("_AppT_contra", contravariant=True)
+_P = ParamSpec("_P")
+_R_co = TypeVar("_R_co", covariant=True)
+
+TOOLS_ATTR = "__llm_worker_tools__"
+"""The class attribute holding a registry class's ``BuiltTool``s, in declaration order."""
+
+
+def qualified_name(cls: type) -> str:
+    """``package.module.Class``: how declaration errors name a class."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def declaration_error(where: str, problems: Sequence[str]) -> TypeError:
+    """``Cannot build tools for mod.Class:`` and one indented line per problem."""
+    lines = "\n".join(f"  {problem}" for problem in problems)
+    return TypeError(f"Cannot build tools for {where}:\n{lines}")
+
+
+def _not_an_instance_method(method: str, kind: str) -> str:
+    return (
+        f"{method}: a tool cannot be a {kind}; a tool is an instance method "
+        f"(remove @{kind} and take self)"
+    )
+
+
+class ToolMethod(Generic[_AppT_contra, _P, _R_co]):
+    """A method marked with ``@tool``. Behaves like the method it wraps.
+
+    On an instance it gives a ``BoundToolMethod`` (call it, or ask it for
+    ``.definition()``); on the class it gives itself.
+    """
+
+    __func__: Callable[Concatenate[_AppT_contra, _P], _R_co]
+    __name__: str
+    __qualname__: str
+    options: ToolOptions
+
+    def __init__(
+        self, func: Callable[Concatenate[_AppT_contra, _P], _R_co], options: ToolOptions
+    ) -> None:
+        given: object = func
+        if isinstance(given, ToolMethod):
+            raise TypeError(f"@tool is applied twice to {func.__qualname__}")
+        _refuse_static_or_class_method(given)
+        if not callable(given):
+            raise TypeError(f"@tool expects a function, got {type(given).__name__}")
+        qualname: str = getattr(func, "__qualname__", "")
+        parts = qualname.split(".")
+        if len(parts) < 2 or parts[-2] == "<locals>":
+            raise TypeError(
+                f"@tool can only decorate methods defined in a class body; "
+                f"{qualname or func!r} is not a method (put it in a @tool_registry class)"
+            )
+        functools.update_wrapper(self, func)
+        self.__func__ = func
+        self.options = options
+        self._built: BuiltTool | None = None
+        # What a direct call runs: the function itself, until its class is built
+        # (then, for a method with a Field(...) default, a wrapper that fills it in).
+        self._call: Callable[Concatenate[_AppT_contra, _P], _R_co] = func
+
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> Self: ...
+    @overload
+    def __get__(
+        self, instance: _AppT_contra, owner: type | None = None
+    ) -> BoundToolMethod[_P, _R_co]: ...
+    def __get__(
+        self, instance: _AppT_contra | None, owner: type | None = None
+    ) -> Self | BoundToolMethod[_P, _R_co]:
+        if instance is None:
+            return self
+        return BoundToolMethod(self, instance)
+
+    def __call__(self, app: _AppT_contra, /, *args: _P.args, **kwargs: _P.kwargs) -> _R_co:
+        return self._call(app, *args, **kwargs)
+
+    @property
+    def tool_name(self) -> str:
+        """The name the model calls this tool by."""
+        return self._require_built().name
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The generated ``<Pascal>Args`` model."""
+        return self._require_built().args_model
+
+    def meta(self) -> ToolMeta:
+        """This tool's ``ToolMeta`` (no instance needed)."""
+        return self._require_built().meta()
+
+    def definition(self, app: _AppT_contra) -> ToolDefinition:
+        """The ``ToolDefinition`` of this tool bound to ``app``."""
+        return self._require_built().definition(app)
+
+    def _require_built(self) -> BuiltTool:
+        built = self._built
+        if built is None:
+            raise TypeError(
+                f"{self.__qualname__} is marked @tool, but its class is not decorated "
+                f"with @tool_registry"
+            )
+        return built
+
+    def __repr__(self) -> str:
+        return f"<tool method {self.__qualname__}>"
+
+
+def _refuse_static_or_class_method(given: object) -> None:
+    if not isinstance(given, (staticmethod, classmethod)):
+        return
+    kind = "staticmethod" if isinstance(given, staticmethod) else "classmethod"
+    inner = cast(object, given.__func__)  # pyright: ignore[reportUnknownMemberType]
+    owner, _, method = str(getattr(inner, "__qualname__", "")).rpartition(".")
+    if owner and not owner.endswith("<locals>"):
+        # The class does not exist yet (@tool runs in its body), but its name is known.
+        where = f"{getattr(inner, '__module__', '?')}.{owner}"
+        raise declaration_error(where, [_not_an_instance_method(method, kind)])
+    raise TypeError(f"@tool cannot wrap a {kind}; a tool is an instance method")
+
+
+@final
+class BoundToolMethod(Generic[_P, _R_co]):
+    """A ``@tool`` method bound to an instance: call it, or get its ``definition()``."""
+
+    __slots__ = ("__self__", "_method")
+
+    def __init__(self, method: ToolMethod[Any, _P, _R_co], instance: object) -> None:
+        self._method = method
+        self.__self__ = instance
+
+    def __call__(self, *args: _P.args, **kwargs: _P.kwargs) -> _R_co:
+        return self._method._call(self.__self__, *args, **kwargs)
+
+    def definition(self) -> ToolDefinition:
+        """The ``ToolDefinition`` of this tool bound to this instance."""
+        return self._method.definition(self.__self__)
+
+    def meta(self) -> ToolMeta:
+        """This tool's ``ToolMeta``."""
+        return self._method.meta()
+
+    @property
+    def __func__(self) -> Callable[..., _R_co]:
+        return self._method.__func__
+
+    @property
+    def __name__(self) -> str:
+        return self._method.__func__.__name__
+
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        return self._method.__func__.__doc__
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BoundToolMethod):
+            return NotImplemented
+        bound = cast("BoundToolMethod[..., Any]", other)
+        return self._method is bound._method and self.__self__ is bound.__self__
+
+    def __hash__(self) -> int:
+        return hash((id(self._method), id(self.__self__)))
+
+    def __repr__(self) -> str:
+        instance = self.__self__
+        return (
+            f"<bound tool method {self._method.__qualname__} of "
+            f"<{type(instance).__qualname__} at {id(instance):#x}>>"
+        )
+
+
+class BuiltTool:
+    """One tool of a registry class, as ``_codegen`` built it.
+
+    ``meta()`` works its schema out on first use; ``definition(app)`` makes the
+    tool's ``ToolDefinition`` for an instance; ``call`` is what a direct call
+    of the method runs.
+    """
+
+    __slots__ = (
+        "_args_model",
+        "_input_schema",
+        "_meta",
+        "attr_name",
+        "call",
+        "description",
+        "name",
+        "owner",
+        "tool_class",
+    )
+
+    def __init__(
+        self,
+        *,
+        owner: type,
+        attr_name: str,
+        name: str,
+        description: str,
+        args_model: Callable[[], type[BaseModel]],
+        input_schema: Callable[[], dict[str, Any]],
+        tool_class: Callable[[Any], Tool],
+        call: Callable[..., Any],
+    ) -> None:
+        self.owner = owner
+        self.attr_name = attr_name
+        self.name = name
+        self.description = description
+        self._args_model = args_model
+        self._input_schema = input_schema
+        self.tool_class = tool_class
+        self.call = call
+        self._meta: ToolMeta | None = None
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The generated ``<Pascal>Args`` model (created on first use)."""
+        return self._args_model()
+
+    def meta(self) -> ToolMeta:
+        """The tool's ``ToolMeta``; the JSON schema is generated on first use, then kept."""
+        meta = self._meta
+        if meta is None:
+            try:
+                schema = self._input_schema()
+            except Exception as exc:
+                problem = f"{self.attr_name}: no JSON Schema for its arguments ({exc})"
+                raise declaration_error(qualified_name(self.owner), [problem]) from exc
+            meta = self._meta = ToolMeta(
+                name=self.name, description=self.description, input_schema=schema
+            )
+        return meta
+
+    def definition(self, app: object) -> ToolFactory:
+        """A ``ToolDefinition`` making ``(meta, tool bound to app)``."""
+        return ToolFactory(self, app)
+
+    def __repr__(self) -> str:
+        return f"<BuiltTool {self.name!r} of {qualified_name(self.owner)}>"
+
+
+class ToolFactory:
+    """The ``ToolDefinition`` returned by ``app.search_definition()``.
+
+    Each call returns the tool's (shared, immutable) meta and a new tool
+    instance bound to the app.
+    """
+
+    __slots__ = ("_app", "_built")
+
+    def __init__(self, built: BuiltTool, app: object) -> None:
+        self._built = built
+        self._app = app
+
+    def __call__(self) -> tuple[ToolMeta, Tool]:
+        return self._built.meta(), self._built.tool_class(self._app)
+
+    @property
+    def name(self) -> str:
+        """The name the tool will be registered under."""
+        return self._built.name
+
+    def __repr__(self) -> str:
+        app = self._app
+        return (
+            f"<ToolDefinition {self._built.name!r} of <{type(app).__qualname__} at {id(app):#x}>>"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_factory_for, (self._built.owner, self._built.attr_name, self._app))
+
+
+def _factory_for(owner: type, attr_name: str, app: object) -> ToolFactory:
+    built = next(b for b in owner.__dict__[TOOLS_ATTR] if b.attr_name == attr_name)
+    return ToolFactory(built, app)
+
+
+def registered_tools(cls: type) -> tuple[BuiltTool, ...] | None:
+    """The tools of a registry class (its own and inherited), or ``None`` for any other class."""
+    return cast("tuple[BuiltTool, ...] | None", getattr(cls, TOOLS_ATTR, None))
+
+
+def is_tool_registry(cls: object) -> bool:
+    """Whether ``cls`` is a ``@tool_registry`` class, or a subclass of one.
+
+    ``False`` for anything else, instances included (ask about ``type(app)``),
+    as ``attrs.has`` and ``dataclasses.is_dataclass`` answer for their classes.
+    """
+    return isinstance(cls, type) and registered_tools(cls) is not None
+
+
+def own_tool_methods(cls: type) -> tuple[list[tuple[str, ToolMethod[Any, ..., Any]]], list[str]]:
+    """The ``@tool`` methods ``cls`` itself defines, in order, and the problems found."""
+    own: list[tuple[str, ToolMethod[Any, ..., Any]]] = []
+    problems: list[str] = []
+    seen: dict[int, str] = {}
+    for attr_name, attr in cls.__dict__.items():
+        value = cast(object, attr)
+        if isinstance(value, (staticmethod, classmethod)):
+            kind = "staticmethod" if isinstance(value, staticmethod) else "classmethod"
+            wrapped = cast(object, value.__func__)  # pyright: ignore[reportUnknownMemberType]
+            if isinstance(wrapped, ToolMethod):
+                problems.append(_not_an_instance_method(attr_name, kind))
+        elif isinstance(value, ToolMethod):
+            method = cast("ToolMethod[Any, ..., Any]", value)
+            if id(method) in seen:
+                problems.append(f"{attr_name}: is the same @tool method as {seen[id(method)]}")
+                continue
+            built = method._built
+            if built is not None and built.owner is not cls:
+                problems.append(
+                    f"{attr_name}: this @tool method already belongs to {built.owner.__qualname__}"
+                )
+                continue
+            seen[id(method)] = attr_name
+            own.append((attr_name, method))
+    return own, problems
+
+
+def attach_tools(
+    cls: type,
+    attrs: dict[str, Any],
+    methods: Sequence[ToolMethod[Any, ..., Any]],
+    records: Sequence[BuiltTool],
+) -> None:
+    """Give ``cls`` what was built for it, in one loop, only once all of it exists.
+
+    ``records[i]`` is the tool of ``methods[i]``. An override keeps its base
+    tool's place in ``TOOLS_ATTR``; new tools follow, in declaration order.
+    """
+    for attr_name, value in attrs.items():
+        setattr(cls, attr_name, value)
+    for method, record in zip(methods, records, strict=True):
+        method._built = record
+        method._call = record.call
+    inherited = registered_tools(cls) or ()
+    by_attr = {record.attr_name: record for record in records}
+    ordered = [by_attr.pop(b.attr_name, b) for b in inherited]
+    setattr(cls, TOOLS_ATTR, (*ordered, *by_attr.values()))
