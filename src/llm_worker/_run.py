@@ -630,9 +630,10 @@ class _Turns:
         receive = self.channel[1]
         while True:
             try:
-                index, what = receive.receive_nowait()
+                message: tuple[int, object] = receive.receive_nowait()
             except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
                 return
+            index, what = message
             if isinstance(what, ToolResult) and 0 <= index < len(batch.slots):
                 batch.ran(batch.slots[index], what)
 

@@ -80,7 +80,7 @@ class RunState:
     ) -> None:
         self._history = tuple(history)
         self._paused = None if paused is None else tuple(paused)
-        self._turns = turns
+        self._turns = turns if paused is not None else 0  # only a paused run goes on counting
         self._run_usage = run_usage
         self._usage = usage
         self._tool_choice = tool_choice
@@ -279,8 +279,6 @@ def _check_paused(where: str, message: AssistantMessage, paused: Sequence[Paused
             f"{where}: the paused response has {len(calls)} tool calls, but the state "
             f"holds {len(paused)}"
         )
-    if not any(p.status == "held" for p in paused):
-        raise RunStateError(f"{where}: the state is paused, but no call waits for a decision")
     for call, held in zip(calls, paused, strict=True):
         if (held.call.id, held.call.name) != (call.id, call.name):
             raise RunStateError(
@@ -298,3 +296,5 @@ def _check_paused(where: str, message: AssistantMessage, paused: Sequence[Paused
             )
         if held.status == "held" and not held.reason:
             raise RunStateError(f"{where}: paused call {call.id!r} waits, but for no reason")
+    if not any(p.status == "held" for p in paused):
+        raise RunStateError(f"{where}: the state is paused, but no call waits for a decision")
