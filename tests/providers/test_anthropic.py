@@ -225,7 +225,7 @@ class TestStream:
         async with make_client(server) as client:
             worker = Worker(client)
             await worker.run("hi")
-        assert worker.history[-1].usage == Usage(100, 3)
+        assert worker.history[-1].usage == Usage(100, 3, cached_input_tokens=90)
 
     @pytest.mark.anyio
     async def test_one_tool_call(self, server, notes):
@@ -659,3 +659,46 @@ class TestClient:
             == f"<AnthropicClient model='claude-test-model' base_url='{server.base_url}'>"
         )
         assert "test-key" not in repr(client)
+
+
+class TestToolSelection:
+    @pytest.mark.anyio
+    async def test_tool_choice_is_sent_as_the_api_names_it(self, server, notes):
+        """ "required" goes out as ``{"type": "any"}``, a tool's name as ``{"type": "tool"}``,
+        "none" as ``{"type": "none"}``; the default sends no tool_choice at all."""
+        for _ in range(4):
+            server.add(stream(*wire.claude_text("Hi.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("a")
+            await worker.run("b", tool_choice="required")
+            await worker.run("c", tool_choice="get_note")
+            await worker.run("d", tool_choice="none")
+        choices = [r.json.get("tool_choice") for r in server.requests]
+        assert choices == [
+            None,
+            {"type": "any"},
+            {"type": "tool", "name": "get_note"},
+            {"type": "none"},
+        ]
+
+    @pytest.mark.anyio
+    async def test_allowed_tools_are_enforced_by_the_worker(self, server, notes):
+        """The Messages API has no allowed-tools field: every tool is sent, and a call to
+        one outside ``allowed_tools`` gets an error result and does not run."""
+        server.add(
+            stream(*wire.claude_tool_calls([("toolu_1", "add_note", '{"title": "milk"}')])),
+            stream(*wire.claude_text("Ok.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("save", allowed_tools=["get_note"])
+        first = server.requests[0].json
+        assert [t["name"] for t in first["tools"]] == ["add_note", "get_note"]
+        assert "tool_choice" not in first
+        [result] = server.requests[1].json["messages"][-1]["content"]
+        assert result["is_error"] is True
+        assert result["content"] == (
+            "Tool call 'add_note' did not run: that tool is not available now (available: get_note)"
+        )
+        assert notes.notes == {}

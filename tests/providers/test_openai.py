@@ -651,3 +651,48 @@ class TestClient:
             f"<OpenAIChatClient model='gpt-test-mini' base_url='{server.base_url}/v1/'>"
         )
         assert "test-key" not in repr(client)
+
+
+class TestToolSelection:
+    @pytest.mark.anyio
+    async def test_tool_choice_and_allowed_tools(self, server, notes):
+        """A named tool and "required" go out as Chat Completions names them;
+        ``allowed_tools`` as an ``allowed_tools`` tool_choice, every tool still defined;
+        the default sends no tool_choice."""
+        for _ in range(4):
+            server.add(stream(*wire.chat_text("Hi.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("a")
+            await worker.run("b", tool_choice="get_note")
+            await worker.run("c", tool_choice="required", allowed_tools=["get_note"])
+            await worker.run("d", allowed_tools=["add_note", "get_note"])
+        bodies = [r.json for r in server.requests]
+        assert "tool_choice" not in bodies[0]
+        assert bodies[1]["tool_choice"] == {"type": "function", "function": {"name": "get_note"}}
+        assert bodies[2]["tool_choice"] == {
+            "type": "allowed_tools",
+            "allowed_tools": {
+                "mode": "required",
+                "tools": [{"type": "function", "function": {"name": "get_note"}}],
+            },
+        }
+        assert bodies[3]["tool_choice"]["allowed_tools"]["mode"] == "auto"
+        assert all(len(body["tools"]) == 2 for body in bodies)
+
+    @pytest.mark.anyio
+    async def test_cached_and_reasoning_tokens(self, server):
+        """``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.
+        reasoning_tokens`` reach the response's Usage."""
+        usage = wire.chat_usage(120, 40)
+        usage["prompt_tokens_details"]["cached_tokens"] = 100
+        usage["completion_tokens_details"]["reasoning_tokens"] = 32
+        frames = [
+            *wire.chat_text("Hi.", usage=None),
+        ]
+        frames.insert(-1, wire.chunk(choices=False, usage=usage))
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.history[-1].usage == Usage(120, 40, 100, 32)

@@ -331,3 +331,42 @@ class TestClient:
         assert repr(make_client(server)) == (
             f"<OpenAIResponsesClient model='gpt-test-mini' base_url='{server.base_url}/v1/'>"
         )
+
+
+class TestToolSelection:
+    @pytest.mark.anyio
+    async def test_tool_choice_and_allowed_tools(self, server, notes):
+        """The Responses API gets ``{"type": "function", "name"}`` for a named tool and an
+        ``allowed_tools`` tool_choice for a selection; the default sends none."""
+        for _ in range(3):
+            server.add(stream(*wire.ResponseEvents().text("Hi.").completed()))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("a")
+            await worker.run("b", tool_choice="add_note")
+            await worker.run("c", allowed_tools=["get_note"])
+        bodies = [r.json for r in server.requests]
+        assert "tool_choice" not in bodies[0]
+        assert bodies[1]["tool_choice"] == {"type": "function", "name": "add_note"}
+        assert bodies[2]["tool_choice"] == {
+            "type": "allowed_tools",
+            "mode": "auto",
+            "tools": [{"type": "function", "name": "get_note"}],
+        }
+
+    @pytest.mark.anyio
+    async def test_cached_and_reasoning_tokens(self, server, notes):
+        """``input_tokens_details.cached_tokens`` and ``output_tokens_details.
+        reasoning_tokens`` reach the response's Usage."""
+        events = wire.ResponseEvents().text("Hi.")
+        frames = list(events.completed(usage=(200, 50)))
+        body = frames[-1]
+        body = body.replace('"cached_tokens": 0', '"cached_tokens": 150').replace(
+            '"reasoning_tokens": 0', '"reasoning_tokens": 20'
+        )
+        frames[-1] = body
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("hi")
+        assert worker.history[-1].usage == Usage(200, 50, 150, 20)

@@ -73,10 +73,12 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
+    from anthropic import Omit
     from anthropic.types import (
         ContentBlockParam,
         MessageParam,
         RawMessageStreamEvent,
+        ToolChoiceParam,
         ToolParam,
         ToolResultBlockParam,
     )
@@ -167,6 +169,7 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             messages=claude_messages(request.messages),
             system=request.system_prompt if request.system_prompt else anthropic.omit,
             tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
+            tool_choice=claude_tool_choice(request) if tools else anthropic.omit,
             stream=True,
             extra_body=self.extra_body or None,
         )
@@ -176,6 +179,22 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
 
     def _provider_error(self, exc: Exception) -> ProviderError:
         return provider_error(cast(anthropic.AnthropicError, exc))
+
+
+def claude_tool_choice(request: LlmRequest) -> ToolChoiceParam | Omit:
+    """The request's ``tool_choice`` as the Messages API's; left out for ``"auto"``.
+
+    The API has no allowed-tools field: ``request.allowed_tools`` is enforced by the worker
+    (a call to another tool gets an error result and does not run).
+    """
+    choice = request.tool_choice
+    if choice == "auto":
+        return anthropic.omit
+    if choice == "required":
+        return {"type": "any"}
+    if choice == "none":
+        return {"type": "none"}
+    return {"type": "tool", "name": choice}
 
 
 def tool_input(input_json: str) -> dict[str, object]:
@@ -239,6 +258,7 @@ class _EventReader:
         self.tool_blocks: dict[int, dict[str, object] | None] = {}
         self.stop_reason: str | None = None
         self.input_tokens = 0
+        self.cached_tokens = 0
         self.output_tokens = 0
         self.stopped = False
 
@@ -272,10 +292,9 @@ class _EventReader:
             return [*head, ToolUseStop(event.index)]
         if event.type == "message_start":
             usage = event.message.usage
+            self.cached_tokens = usage.cache_read_input_tokens or 0
             self.input_tokens = (
-                usage.input_tokens
-                + (usage.cache_creation_input_tokens or 0)
-                + (usage.cache_read_input_tokens or 0)
+                usage.input_tokens + (usage.cache_creation_input_tokens or 0) + self.cached_tokens
             )
             self.output_tokens = usage.output_tokens
         elif event.type == "message_delta":
@@ -284,10 +303,11 @@ class _EventReader:
             delta_usage = event.usage
             self.output_tokens = delta_usage.output_tokens
             if delta_usage.input_tokens is not None:  # cumulative, when sent
+                self.cached_tokens = delta_usage.cache_read_input_tokens or 0
                 self.input_tokens = (
                     delta_usage.input_tokens
                     + (delta_usage.cache_creation_input_tokens or 0)
-                    + (delta_usage.cache_read_input_tokens or 0)
+                    + self.cached_tokens
                 )
         elif event.type == "message_stop":
             self.stopped = True
@@ -296,9 +316,8 @@ class _EventReader:
     def completion(self) -> Completion:
         if not self.stopped:
             raise stream_ended(PROVIDER)
-        return Completion(
-            self.stop_reason or "end_turn", Usage(self.input_tokens, self.output_tokens)
-        )
+        usage = Usage(self.input_tokens, self.output_tokens, cached_input_tokens=self.cached_tokens)
+        return Completion(self.stop_reason or "end_turn", usage)
 
 
 def provider_error(exc: anthropic.AnthropicError) -> ProviderError:

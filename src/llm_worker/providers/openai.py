@@ -86,18 +86,22 @@ from ._common import (
 )
 
 if TYPE_CHECKING:
+    from openai import Omit
     from openai.types.chat import (
         ChatCompletionChunk,
         ChatCompletionFunctionToolParam,
         ChatCompletionMessageFunctionToolCallParam,
         ChatCompletionMessageParam,
+        ChatCompletionToolChoiceOptionParam,
     )
+    from openai.types.completion_usage import CompletionUsage
     from openai.types.responses import (
         FunctionToolParam,
         ResponseInputItemParam,
         ResponseStreamEvent,
         ResponseUsage,
     )
+    from openai.types.responses.response_create_params import ToolChoice as ToolChoiceParam
 
 __all__ = ["OpenAIChatClient", "OpenAIResponsesClient"]
 
@@ -201,6 +205,7 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
             model=self.model,
             messages=chat_messages(request.system_prompt, request.messages),
             tools=cast("list[ChatCompletionFunctionToolParam]", tools) if tools else openai.omit,
+            tool_choice=chat_tool_choice(request) if tools else openai.omit,
             stream=True,
             stream_options={"include_usage": True},
             max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
@@ -232,6 +237,7 @@ class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
             input=responses_input(request.messages),
             instructions=request.system_prompt if request.system_prompt else openai.omit,
             tools=cast("list[FunctionToolParam]", tools) if tools else openai.omit,
+            tool_choice=responses_tool_choice(request) if tools else openai.omit,
             stream=True,
             store=False,
             max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
@@ -306,6 +312,43 @@ def responses_input(messages: Sequence[Message]) -> list[ResponseInputItemParam]
     return out
 
 
+def chat_tool_choice(request: LlmRequest) -> ChatCompletionToolChoiceOptionParam | Omit:
+    """The request's ``tool_choice`` and ``allowed_tools`` as Chat Completions' ``tool_choice``.
+
+    Left out for the default (``"auto"``, every tool), so such requests stay as they were.
+    """
+    choice, allowed = request.tool_choice, request.allowed_tools
+    if choice == "auto" and allowed is None:
+        return openai.omit
+    if choice not in ("auto", "required", "none"):
+        return {"type": "function", "function": {"name": choice}}
+    if allowed is None or choice == "none":
+        return cast("ChatCompletionToolChoiceOptionParam", choice)
+    return {
+        "type": "allowed_tools",
+        "allowed_tools": {
+            "mode": "required" if choice == "required" else "auto",
+            "tools": [{"type": "function", "function": {"name": name}} for name in allowed],
+        },
+    }
+
+
+def responses_tool_choice(request: LlmRequest) -> ToolChoiceParam | Omit:
+    """The request's ``tool_choice`` and ``allowed_tools`` as the Responses ``tool_choice``."""
+    choice, allowed = request.tool_choice, request.allowed_tools
+    if choice == "auto" and allowed is None:
+        return openai.omit
+    if choice not in ("auto", "required", "none"):
+        return {"type": "function", "name": choice}
+    if allowed is None or choice == "none":
+        return cast("ToolChoiceParam", choice)
+    return {
+        "type": "allowed_tools",
+        "mode": "required" if choice == "required" else "auto",
+        "tools": [{"type": "function", "name": name} for name in allowed],
+    }
+
+
 def _arguments(input_json: str) -> str:
     # The worker reads empty arguments as {}; say so to the server, which may parse them.
     return input_json if input_json.strip() else "{}"
@@ -322,7 +365,7 @@ class _ChunkReader:
     def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
         events: list[LlmEvent] = []
         if chunk.usage is not None:
-            self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            self.usage = _chat_usage(chunk.usage)
         for choice in chunk.choices:
             if choice.index != 0:
                 continue
@@ -410,8 +453,28 @@ class _ResponseEventReader:
         return self.result
 
 
+def _chat_usage(usage: CompletionUsage) -> Usage:
+    prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+    return Usage(
+        usage.prompt_tokens,
+        usage.completion_tokens,
+        cached_input_tokens=(prompt.cached_tokens or 0) if prompt is not None else 0,
+        reasoning_tokens=(completion.reasoning_tokens or 0) if completion is not None else 0,
+    )
+
+
 def _responses_usage(usage: ResponseUsage | None) -> Usage | None:
-    return Usage(usage.input_tokens, usage.output_tokens) if usage is not None else None
+    if usage is None:
+        return None
+    # Typed as always there, but servers that speak the API do leave them out.
+    given: object = getattr(usage, "input_tokens_details", None)
+    made: object = getattr(usage, "output_tokens_details", None)
+    return Usage(
+        usage.input_tokens,
+        usage.output_tokens,
+        cached_input_tokens=getattr(given, "cached_tokens", None) or 0,
+        reasoning_tokens=getattr(made, "reasoning_tokens", None) or 0,
+    )
 
 
 def provider_error(exc: openai.OpenAIError) -> ProviderError:
