@@ -8,11 +8,15 @@ history keeps what the model actually said.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, overload
+
+from typing_extensions import final
 
 __all__ = [
     "AssistantMessage",
+    "HistoryView",
     "Message",
     "RunUsage",
     "ToolCall",
@@ -130,3 +134,50 @@ class AssistantMessage:
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResult
 """One item of a worker's history."""
+
+
+@final
+class HistoryView(Sequence[Message]):
+    """The first ``length`` items of a history that only ever grows: a snapshot in O(1).
+
+    What a request carries as its ``messages``: later appends to the history do not
+    show in it, and it compares equal to any sequence with the same items.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Message], length: int | None = None) -> None:
+        self._items = items
+        self._length = len(items) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(index, slice):
+            return tuple(self._items[: self._length][index])
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("history index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        return (items[i] for i in range(self._length))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HistoryView):
+            return tuple(self) == tuple(other)
+        if isinstance(other, (tuple, list)):
+            return tuple(self) == tuple(other)  # pyright: ignore[reportUnknownArgumentType]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HistoryView({list(self)!r})"

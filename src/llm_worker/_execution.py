@@ -25,7 +25,7 @@ from ._limits import Limits, cap_result, input_limit_problem
 from ._model_texts import NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
 from ._server import ToolEntry
 
-__all__ = ["execute_call", "valid_text"]
+__all__ = ["execute_call", "timed_out", "valid_text"]
 
 logger = logging.getLogger("llm_worker")
 
@@ -33,13 +33,19 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 async def execute_call(
-    entry: ToolEntry, call: ToolCall, limits: Limits | None, context: ToolContext[Any] | None
+    entry: ToolEntry,
+    call: ToolCall,
+    limits: Limits | None,
+    context: ToolContext[Any] | None,
+    *,
+    timed: bool = True,
 ) -> ToolResult:
     """Run ``call`` on ``entry``'s tool within ``limits``: the result the model reads.
 
     ``limits`` (a Worker's) add input limits, a timeout and a result cap to the
-    tool's own; ``None`` applies only the tool's. ``context`` is passed to a
-    tool that takes one.
+    tool's own; ``None`` applies only the tool's. ``timed=False``: the caller
+    holds ``limits.tool_timeout`` itself, and gives ``timed_out()`` when it
+    expires. ``context`` is passed to a tool that takes one.
     """
     if limits is None:
         return await _execute(entry, call, context, math.inf)
@@ -48,13 +54,18 @@ async def execute_call(
         logger.info("Tool %r refused its input: %s", call.name, problem)
         return ToolResult(call.id, str(InvalidArgumentError(problem)), True)
     timeout = limits.tool_timeout
-    if timeout is None:
+    if timeout is None or not timed:
         return await _execute(entry, call, context, limits.max_result_bytes)
     with anyio.move_on_after(timeout):
         return await _execute(entry, call, context, limits.max_result_bytes)
     # Only the timeout can end the block without a return.
-    logger.info("Tool %r timed out after %ss", call.name, timeout)
-    text = str(ExecutionFailedError(call_text(TIMED_OUT, call.name, seconds=timeout)))
+    return timed_out(call, timeout)
+
+
+def timed_out(call: ToolCall, seconds: float) -> ToolResult:
+    """The result of a call that ran past its ``seconds``."""
+    logger.info("Tool %r timed out after %ss", call.name, seconds)
+    text = str(ExecutionFailedError(call_text(TIMED_OUT, call.name, seconds=seconds)))
     return ToolResult(call.id, text, True)
 
 

@@ -47,7 +47,7 @@ from ._client import (
     ToolUseStop,
 )
 from ._context import ToolContext
-from ._conversation import AssistantMessage, RunUsage, ToolCall, ToolResult, UserMessage
+from ._conversation import AssistantMessage, HistoryView, ToolCall, ToolResult, UserMessage
 from ._events import (
     ApprovalRequested,
     ResponseCompleted,
@@ -71,7 +71,7 @@ from ._exceptions import (
     WorkerAbortedError,
     WorkerStateError,
 )
-from ._execution import execute_call
+from ._execution import execute_call, timed_out
 from ._hooks import (
     Abort,
     Continue,
@@ -95,7 +95,7 @@ from ._model_texts import (
     call_text,
 )
 from ._server import entry_of, sorted_definitions
-from ._session import Phase, Session, WorkerResult
+from ._session import Phase, Session, UsageTally, WorkerResult
 
 __all__ = ["RunStream", "Start"]
 
@@ -197,14 +197,15 @@ class RunStream(Generic[DepsT]):
         self._state = "closed"
         turns = self._turns
         try:
-            if events is not None:
+            if events is not None and not turns.ended:
                 with anyio.CancelScope(shield=True):
                     await events.aclose()  # closes an unfinished batch: "cancelled" results
             turns.abandon()
         finally:
             try:
                 if group is not None:
-                    group.cancel_scope.cancel()
+                    if turns.runners:  # cancelling costs anyio a task repr: only if needed
+                        group.cancel_scope.cancel()
                     # The body's exception (if any) propagates as it is, never in a group,
                     # and a cancellation arriving meanwhile does not replace it.
                     try:
@@ -257,10 +258,12 @@ class _Turns:
         self.group: TaskGroup | None = None
         self.channel: tuple[MemoryObjectSendStream[Any], MemoryObjectReceiveStream[Any]] | None
         self.channel = None
-        self.scopes: set[anyio.CancelScope] = set()
+        self.scopes: set[anyio.CancelScope] = set()  # of the calls running in tasks
+        self.stopping = False  # the batch is being stopped: runners take no more calls
         self.progress: _ProgressReports | None = None
         self.escaped: BaseException | None = None
-        self.message: AssistantMessage | None = None
+        self.runners = 0  # runner tasks alive
+        self.ended = False  # whether events() ran to its end (or its error)
 
     # -- start and end ---------------------------------------------------------------
 
@@ -272,7 +275,7 @@ class _Turns:
             self.turns = self.batch.turns
         elif start.kind == "run":
             session.history.append(UserMessage(start.user_input))
-            session.run_usage = RunUsage()
+            session.run_tally = UsageTally()
             session.tool_choice = self.new_tool_choice or "auto"
             session.allowed_tools = self.new_allowed_tools
         session.phase = Phase.RUNNING
@@ -298,73 +301,70 @@ class _Turns:
         session = self.session
         try:
             batch, self.batch = self.batch, None
-            if batch is not None:
+            if batch is not None:  # a resumed run: its calls, then on as usual
                 denied = [
                     ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED)
                     for slot in batch
                     if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
                 ]
-                async with aclosing(self.finish(batch, denied)) as events:
+                async with aclosing(self.calls(batch, None, denied)) as events:
                     async for event in events:
                         yield event
             while True:
                 self.check_budgets()
-                yield ResponseStarted(session.run_usage.requests + 1)
-                async with aclosing(self.receive()) as events:
-                    async for event in events:
-                        yield event
-                message = self.message
-                assert message is not None
-                session.history.append(message)
-                calls = len(message.tool_calls)
-                session.run_usage = session.run_usage.add_response(calls, message.usage)
-                session.usage = session.usage.add_response(calls, message.usage)
-                self.turns += 1
-                batch = ToolBatch(message.tool_calls, self.turns)
+                yield ResponseStarted(session.run_tally.requests + 1)
+                # Send the request and pass the response on as it comes.
+                request = LlmRequest(
+                    session.system_prompt,
+                    HistoryView(session.history),
+                    sorted_definitions(session.handle),
+                    session.tool_choice,
+                    session.allowed_tools,
+                )
+                response = _Response()
+                stream = session.client.stream(request)
+                done = False
                 try:
-                    yield ResponseCompleted(message)
-                except BaseException:
-                    # The reader left (or worse) with the calls in the history: answer them.
-                    self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN)
-                    raise
+                    async for llm_event in stream:
+                        forwarded = response.feed(llm_event)
+                        if forwarded is not None:
+                            yield forwarded
+                    done = True
+                finally:
+                    if not done:  # a stream read to its end needs no closing
+                        aclose = getattr(stream, "aclose", None)
+                        if aclose is not None:
+                            with anyio.CancelScope(shield=True):
+                                await aclose()
+                message = response.message()
+                session.history.append(message)
+                session.count(message)
+                self.turns += 1
                 if not message.tool_calls:
+                    yield ResponseCompleted(message)
                     self.result = WorkerResult.FINISHED
                     yield RunFinished(message.text)
                     return
-                if session.tool_choice not in ("auto", "none"):
-                    # A forced call has been made; forcing it again would loop until max_turns.
-                    session.tool_choice = "auto"
-                async with aclosing(self.decide(batch)) as events:
+                batch = ToolBatch(message.tool_calls, self.turns)
+                async with aclosing(self.calls(batch, message)) as events:
                     async for event in events:
                         yield event
-                held = batch.held()
-                if held:
-                    session.paused = batch
-                    pending = tuple(
-                        PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
-                        for slot in held
-                        if slot.entry is not None
-                    )
-                    self.result = WorkerResult.PAUSED
-                    for waiting in pending:
-                        yield ApprovalRequested(waiting)
-                    yield RunPaused(pending)
+                if self.result is WorkerResult.PAUSED:
                     return
-                async with aclosing(self.finish(batch)) as events:
-                    async for event in events:
-                        yield event
         except WorkerAbortedError as exc:
             yield RunAborted(exc.reason)
             raise
         except Exception as exc:
             yield RunFailed(exc)
             raise
+        finally:
+            self.ended = True
 
     def check_budgets(self) -> None:
         session = self.session
         if self.turns >= session.max_turns:
             raise MaxTurnsExceededError(session.max_turns)
-        limits, used = session.limits, session.run_usage
+        limits, used = session.limits, session.run_tally
         for limit, maximum, value in (
             ("max_requests", limits.max_requests, used.requests),
             ("max_input_tokens", limits.max_input_tokens, used.input_tokens),
@@ -373,96 +373,132 @@ class _Turns:
             if maximum is not None and value >= maximum:
                 raise UsageLimitExceededError(limit, maximum, value)
 
-    # -- the model's response ----------------------------------------------------------
+    # -- one response's calls ------------------------------------------------------------
 
-    async def receive(self) -> AsyncGenerator[RunEvent, None]:
-        """Send the request; pass the response's events on; leave it in ``self.message``."""
+    async def calls(
+        self,
+        batch: ToolBatch,
+        message: AssistantMessage | None,
+        decided: Sequence[ToolCallFinished] = (),
+    ) -> AsyncGenerator[RunEvent, None]:
+        """A response's calls, from the response (``message``; ``None`` when resumed) to
+        their results in the history: decide, pause or run, review, record.
+
+        This is the one place a batch ends early: every way out gives every call its
+        one result before the history is seen again.
+        """
         session = self.session
-        request = LlmRequest(
-            system_prompt=session.system_prompt,
-            messages=tuple(session.history),
-            tools=sorted_definitions(session.handle),
-            tool_choice=session.tool_choice,
-            allowed_tools=session.allowed_tools,
-        )
-        self.message = None
-        response = _Response()
-        stream = session.client.stream(request)
-        done = False
         try:
-            async for event in stream:
-                forwarded = response.feed(event)
-                if forwarded is not None:
-                    yield forwarded
-            done = True
-        finally:
-            if not done:  # a stream read to its end needs no closing
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    with anyio.CancelScope(shield=True):
-                        await aclose()
-        self.message = response.message()
+            if message is not None:
+                yield ResponseCompleted(message)
+                if session.tool_choice not in ("auto", "none"):
+                    # A forced call has been made; forcing it again would loop to max_turns.
+                    session.tool_choice = "auto"
+                decided = await self.decide(batch)
+                held = batch.held()
+                if held:
+                    session.paused = batch  # from here on, leaving keeps the pause
+                    pending = tuple(
+                        PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
+                        for slot in held
+                        if slot.entry is not None
+                    )
+                    self.result = WorkerResult.PAUSED
+                    for finished in decided:
+                        yield finished
+                    for waiting in pending:
+                        yield ApprovalRequested(waiting)
+                    yield RunPaused(pending)
+                    return
+            for finished in decided:
+                yield finished
+            ready = [slot for slot in batch if slot.state is SlotState.READY]
+            unreviewed = deque(ready)
+            for wave in _waves(ready):
+                if len(wave) == 1 and _runs_inline(wave[0]):
+                    slot = wave[0]
+                    slot.state = SlotState.RUNNING
+                    yield ToolCallRunning(slot.run_call)
+                    batch.ran(slot, await self.execute(slot, timed=True))
+                    for reviewed in await self.review(batch, unreviewed, slot):
+                        yield reviewed
+                else:
+                    async with aclosing(self.run_together(batch, wave, unreviewed)) as events:
+                        async for event in events:
+                            yield event
+            results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
+            session.history.extend(results)
+        except _Aborted as stop:
+            reason = stop.decision.reason
+            why = f"the run was aborted ({reason})"
+            stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
+            for finished in (*stop.finished, *stopped):
+                yield finished
+            raise WorkerAbortedError(reason) from None
+        except Exception:
+            why = "the run stopped with an error"
+            for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why):
+                yield finished
+            raise
+        except BaseException as exc:
+            if session.paused is batch:
+                raise  # the reader left a paused run: the calls still wait
+            if isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit)):
+                self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN, "the run was cancelled", False)
+            else:
+                self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, "the run stopped with an error")
+            raise
 
-    # -- deciding each call ------------------------------------------------------------
+    async def decide(self, batch: ToolBatch) -> list[ToolCallFinished]:
+        """Resolve each call and ask its pre-hooks and approval policy, in call order, once.
 
-    async def decide(self, batch: ToolBatch) -> AsyncGenerator[RunEvent, None]:
-        """Resolve each call and ask its pre-hooks and approval policy, in call order, once."""
+        Returns the events of the calls this settled (unknown, not allowed, skipped,
+        answered); raises ``_Aborted`` when a hook aborts.
+        """
         session = self.session
         hooks = session.pre_hooks
         allowed = session.allowed_tools
-        abort: Abort | None = None
-        try:
-            for slot in batch:
-                call = slot.call
-                entry = entry_of(session.handle, call.name)
-                if entry is None:
-                    text = str(ToolNotFoundError(call.name))
-                    yield self.answer(batch, slot, text, True, ToolCallOutcome.NOT_FOUND)
-                    continue
-                slot.entry = entry
-                if allowed is not None and call.name not in allowed:
-                    text = call_text(NOT_ALLOWED, call.name, allowed=", ".join(allowed) or "none")
-                    yield self.answer(batch, slot, text, True, ToolCallOutcome.NOT_ALLOWED)
-                    continue
-                policy = entry.requires_approval
-                if not hooks and policy is False:
-                    batch.ready(slot, call)
-                    continue
-                ctx = ToolCallContext(call, entry.meta, entry.tool, self.deps)
-                slot.hook_context = ctx
-                decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
-                if isinstance(decision, Continue):
-                    if policy is not False and await needs_approval(policy, ctx):
-                        batch.hold(slot, ctx.call, "requires approval")
-                    else:
-                        batch.ready(slot, ctx.call)
-                elif isinstance(decision, Pause):
-                    batch.hold(slot, ctx.call, decision.reason or "paused by a hook")
-                elif isinstance(decision, Skip):
-                    if decision.reason is None:
-                        text = call_text(SKIPPED, call.name)
-                    else:
-                        text = call_text(SKIPPED_BECAUSE, call.name, reason=decision.reason)
-                    yield self.answer(batch, slot, text, True, ToolCallOutcome.SKIPPED)
-                elif isinstance(decision, SyntheticResult):
-                    outcome = ToolCallOutcome.ANSWERED
-                    yield self.answer(batch, slot, decision.content, decision.is_error, outcome)
+        settled: list[ToolCallFinished] = []
+        for slot in batch:
+            call = slot.call
+            entry = entry_of(session.handle, call.name)
+            if entry is None:
+                text = str(ToolNotFoundError(call.name))
+                settled.append(self.answer(batch, slot, text, True, ToolCallOutcome.NOT_FOUND))
+                continue
+            slot.entry = entry
+            if allowed is not None and call.name not in allowed:
+                text = call_text(NOT_ALLOWED, call.name, allowed=", ".join(allowed) or "none")
+                settled.append(self.answer(batch, slot, text, True, ToolCallOutcome.NOT_ALLOWED))
+                continue
+            policy = entry.requires_approval
+            if not hooks and policy is False:
+                batch.ready(slot, call)
+                continue
+            ctx = ToolCallContext(call, entry.meta, entry.tool, self.deps)
+            slot.hook_context = ctx
+            decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
+            if isinstance(decision, Continue):
+                if policy is not False and await needs_approval(policy, ctx):
+                    batch.hold(slot, ctx.call, "requires approval")
                 else:
-                    abort = decision
-                    break
-        except Exception:
-            for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN):
-                yield finished
-            raise
-        except BaseException:
-            self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN)
-            raise
-        if abort is not None:
-            # An abort stops everything: no call of the response runs.
-            stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, reason=abort.reason)
-            for finished in stopped:
-                yield finished
-            raise WorkerAbortedError(abort.reason)
+                    batch.ready(slot, ctx.call)
+            elif isinstance(decision, Pause):
+                batch.hold(slot, ctx.call, decision.reason or "paused by a hook")
+            elif isinstance(decision, Skip):
+                if decision.reason is None:
+                    text = call_text(SKIPPED, call.name)
+                else:
+                    text = call_text(SKIPPED_BECAUSE, call.name, reason=decision.reason)
+                settled.append(self.answer(batch, slot, text, True, ToolCallOutcome.SKIPPED))
+            elif isinstance(decision, SyntheticResult):
+                outcome = ToolCallOutcome.ANSWERED
+                settled.append(
+                    self.answer(batch, slot, decision.content, decision.is_error, outcome)
+                )
+            else:
+                raise _Aborted(decision)  # an abort stops everything: no call of it runs
+        return settled
 
     def answer(
         self, batch: ToolBatch, slot: CallSlot, text: str, is_error: bool, outcome: ToolCallOutcome
@@ -473,63 +509,13 @@ class _Turns:
 
     # -- running and reviewing ---------------------------------------------------------
 
-    async def finish(
-        self, batch: ToolBatch, decided: Sequence[ToolCallFinished] = ()
-    ) -> AsyncGenerator[RunEvent, None]:
-        """Run the batch's ready calls, review their results in call order, record them all.
-
-        ``decided`` are the events of calls a human decided before this stream began.
-        """
-        ready = [slot for slot in batch if slot.state is SlotState.READY]
-        unreviewed = deque(ready)
-        abort: Abort | None = None
-        try:
-            for finished in decided:
-                yield finished
-            for wave in _waves(ready):
-                if len(wave) == 1 and _runs_inline(wave[0]):
-                    slot = wave[0]
-                    slot.state = SlotState.RUNNING
-                    yield ToolCallRunning(slot.run_call)
-                    batch.ran(slot, await self.execute(slot))
-                    async with aclosing(self.review(batch, unreviewed, slot)) as events:
-                        async for event in events:
-                            yield event
-                else:
-                    async with aclosing(self.run_together(batch, wave, unreviewed)) as events:
-                        async for event in events:
-                            yield event
-        except _Aborted as stop:
-            abort = stop.decision
-        except Exception:
-            self.cancel_runners()
-            why = "the run stopped with an error"
-            for event in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why=why):
-                yield event
-            raise
-        except BaseException as exc:
-            self.cancel_runners()
-            cancelled = isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit))
-            why = "the run was cancelled" if cancelled else "the run stopped with an error"
-            template = CANCELLED if cancelled else NOT_RUN
-            self.stop(batch, template, ToolCallOutcome.NOT_RUN, why=why, stopped=not cancelled)
-            raise
-        if abort is not None:
-            self.cancel_runners()
-            why = f"the run was aborted ({abort.reason})"
-            for event in self.stop(
-                batch, ABORTED, ToolCallOutcome.ABORTED, why=why, reason=abort.reason
-            ):
-                yield event
-            raise WorkerAbortedError(abort.reason)
-        results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
-        self.session.history.extend(results)
-
-    async def execute(self, slot: CallSlot) -> ToolResult:
+    async def execute(self, slot: CallSlot, *, timed: bool) -> ToolResult:
+        """Run one call; ``timed=False`` when the caller holds its timeout itself."""
         entry = slot.entry
         assert entry is not None
+        limits = self.session.limits
         if entry.execute_with_context is None:
-            return await execute_call(entry, slot.run_call, self.session.limits, None)
+            return await execute_call(entry, slot.run_call, limits, None, timed=timed)
         reports = self.progress_reports()
         call_id = slot.call.id
         context = ToolContext(
@@ -537,21 +523,22 @@ class _Turns:
         )
         reports.start(call_id)
         try:
-            return await execute_call(entry, slot.run_call, self.session.limits, context)
+            return await execute_call(entry, slot.run_call, limits, context, timed=timed)
         finally:
             reports.finish(call_id)  # later reports (an abandoned thread's) go nowhere
 
     async def review(
         self, batch: ToolBatch, unreviewed: deque[CallSlot], arrived: CallSlot
-    ) -> AsyncGenerator[RunEvent, None]:
-        """Finalize what can be now that ``arrived`` ran: post-hooks see results in call order."""
+    ) -> list[ToolCallFinished]:
+        """Finalize what can be now that ``arrived`` ran: post-hooks see results in call
+        order. Returns the events of what was finalized; raises ``_Aborted``."""
         hooks = self.session.post_hooks
         if not hooks:
             # Nothing reviews results, so each one is final the moment it comes.
             assert arrived.result is not None
             batch.finalize(arrived, arrived.result, ToolCallOutcome.RAN)
-            yield ToolCallFinished(arrived.call, arrived.result, ToolCallOutcome.RAN)
-            return
+            return [ToolCallFinished(arrived.call, arrived.result, ToolCallOutcome.RAN)]
+        finished: list[ToolCallFinished] = []
         while unreviewed and unreviewed[0].state is SlotState.RAN:
             slot = unreviewed.popleft()
             entry = slot.entry
@@ -560,9 +547,10 @@ class _Turns:
             ctx = PostToolCallContext(slot.run_call, slot.result, entry.meta, entry.tool, self.deps)
             decision = await run_post_hooks(hooks, ctx)
             batch.finalize(slot, ctx.result, ToolCallOutcome.RAN)
-            yield ToolCallFinished(slot.call, ctx.result, ToolCallOutcome.RAN)
+            finished.append(ToolCallFinished(slot.call, ctx.result, ToolCallOutcome.RAN))
             if isinstance(decision, Abort):
-                raise _Aborted(decision)
+                raise _Aborted(decision, finished)
+        return finished
 
     async def run_together(
         self, batch: ToolBatch, wave: list[CallSlot], unreviewed: deque[CallSlot]
@@ -577,12 +565,17 @@ class _Turns:
         for slot in wave[:runners]:
             slot.state = SlotState.RUNNING
             yield ToolCallRunning(slot.run_call)
+        self.stopping = False
         queue = iter(wave)
         for _ in range(runners):
+            self.runners += 1
             group.start_soon(self.runner, queue, send)
         outstanding = len(wave)
         while outstanding:
-            message: tuple[int, object] = await receive.receive()
+            try:  # what already came needs no trip through the event loop
+                message: tuple[int, object] = receive.receive_nowait()
+            except anyio.WouldBlock:
+                message = await receive.receive()
             index, what = message
             if what is _PROGRESS:
                 assert self.progress is not None
@@ -598,30 +591,82 @@ class _Turns:
                 raise what  # KeyboardInterrupt, SystemExit...: the run stops, the error goes on
             assert isinstance(what, ToolResult)
             batch.ran(slot, what)
-            async with aclosing(self.review(batch, unreviewed, slot)) as events:
-                async for event in events:
-                    yield event
+            for finished in await self.review(batch, unreviewed, slot):
+                yield finished
 
     async def runner(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
-        with anyio.CancelScope() as scope:
-            self.scopes.add(scope)
-            try:
-                for slot in queue:
-                    if slot.state is not SlotState.RUNNING:  # it waited for a free runner
-                        slot.state = SlotState.RUNNING
-                        _send(send, (slot.index, _STARTED))
-                    try:
-                        result: object = await self.execute(slot)
-                    except anyio.get_cancelled_exc_class():
-                        raise
-                    except BaseException as exc:  # not an Exception: execute_call turned those
-                        if self.escaped is None:
-                            self.escaped = exc
-                        _send(send, (slot.index, exc))
-                        return
-                    _send(send, (slot.index, result))
-            finally:
-                self.scopes.discard(scope)
+        try:
+            await self.run_calls(queue, send)
+        finally:
+            self.runners -= 1
+
+    async def run_calls(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+        timeout = self.session.limits.tool_timeout
+        for slot in queue:
+            if self.stopping:
+                return
+            if slot.state is not SlotState.RUNNING:  # it waited for a free runner
+                slot.state = SlotState.RUNNING
+                _send(send, (slot.index, _STARTED))
+            # One scope per call: its deadline is the call's timeout, and cancelling it
+            # is how the loop stops the batch.
+            deadline = math.inf if timeout is None else anyio.current_time() + timeout
+            result: object = None
+            with anyio.CancelScope(deadline=deadline) as scope:
+                self.scopes.add(scope)
+                try:
+                    result = await self.execute(slot, timed=False)
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except BaseException as exc:  # not an Exception: execute_call turned those
+                    if self.escaped is None:
+                        self.escaped = exc
+                    _send(send, (slot.index, exc))
+                    return
+                finally:
+                    self.scopes.discard(scope)
+            if scope.cancelled_caught:
+                if self.stopping:
+                    return
+                assert timeout is not None
+                result = timed_out(slot.run_call, timeout)
+            _send(send, (slot.index, result))
+
+    def stop(
+        self,
+        batch: ToolBatch,
+        template: str,
+        outcome: ToolCallOutcome,
+        why: str,
+        stopped: bool = True,
+        **fields: str,
+    ) -> list[ToolCallFinished]:
+        """End the batch early: withheld and closing results into the history; their events.
+
+        ``why`` the batch stopped is what a result the post-hooks did not review is
+        withheld for, and (if ``stopped``) what a call still running reads. Results
+        that arrived but were not read yet count: those calls ran.
+        """
+        self.stopping = True
+        for scope in list(self.scopes):
+            scope.cancel()
+        self.collect_arrived(batch)
+        settled: list[CallSlot] = []
+        for slot in batch:
+            if slot.state is SlotState.RAN and slot.result is not None:
+                if self.session.post_hooks:
+                    text = call_text(WITHHELD, slot.call.name, why=why)
+                    result = ToolResult(slot.call.id, text, True)
+                    batch.finalize(slot, result, ToolCallOutcome.WITHHELD)
+                else:  # nothing would have reviewed it: it is final as it is
+                    batch.finalize(slot, slot.result, ToolCallOutcome.RAN)
+                settled.append(slot)
+        results, filled = batch.close(template, outcome, why=why if stopped else None, **fields)
+        self.session.history.extend(results)
+        return [
+            ToolCallFinished(slot.call, slot.result, slot.outcome)  # type: ignore[arg-type]
+            for slot in (*settled, *filled)
+        ]
 
     def collect_arrived(self, batch: ToolBatch) -> None:
         """Take in the results runners sent that the loop has not read."""
@@ -636,44 +681,6 @@ class _Turns:
             index, what = message
             if isinstance(what, ToolResult) and 0 <= index < len(batch.slots):
                 batch.ran(batch.slots[index], what)
-
-    def cancel_runners(self) -> None:
-        for scope in list(self.scopes):
-            scope.cancel()
-
-    def stop(
-        self,
-        batch: ToolBatch,
-        template: str,
-        outcome: ToolCallOutcome,
-        *,
-        why: str | None = None,
-        stopped: bool = True,
-        **fields: str,
-    ) -> list[ToolCallFinished]:
-        """End the batch early: withheld and closing results into the history; their events.
-
-        ``why`` the batch stopped is what a result the post-hooks did not review
-        is withheld for, and (if ``stopped``) what a call still running reads.
-        Results that arrived but were not read yet count: those calls ran.
-        """
-        self.collect_arrived(batch)
-        settled: list[CallSlot] = []
-        for slot in batch:
-            if slot.state is SlotState.RAN and slot.result is not None:
-                if self.session.post_hooks:
-                    text = call_text(WITHHELD, slot.call.name, why=why or "the run stopped")
-                    result = ToolResult(slot.call.id, text, True)
-                    batch.finalize(slot, result, ToolCallOutcome.WITHHELD)
-                else:  # nothing would have reviewed it: it is final as it is
-                    batch.finalize(slot, slot.result, ToolCallOutcome.RAN)
-                settled.append(slot)
-        results, filled = batch.close(template, outcome, why=why if stopped else None, **fields)
-        self.session.history.extend(results)
-        return [
-            ToolCallFinished(slot.call, slot.result, slot.outcome)  # type: ignore[arg-type]
-            for slot in (*settled, *filled)
-        ]
 
     # -- plumbing -----------------------------------------------------------------------
 
@@ -692,9 +699,12 @@ class _Turns:
 
 
 class _Aborted(Exception):
-    def __init__(self, decision: Abort) -> None:
+    """A hook returned ``Abort``; ``finished`` are events already due before it."""
+
+    def __init__(self, decision: Abort, finished: Sequence[ToolCallFinished] = ()) -> None:
         super().__init__(decision.reason)
         self.decision = decision
+        self.finished = finished
 
 
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._approvals import Approve, Decision, Deny, PendingCall
 from ._batch import SlotState, ToolBatch
 from ._client import LlmClient, ToolChoice
-from ._conversation import AssistantMessage, Message, RunUsage, ToolResult
+from ._conversation import AssistantMessage, Message, RunUsage, ToolResult, Usage
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError, WorkerStateError
 from ._hooks import PostToolCallHook, PreToolCallHook
@@ -28,7 +28,7 @@ from ._state import PausedCall, RunState, check_history, fingerprint_of
 if TYPE_CHECKING:
     from ._state_json import CallStatus
 
-__all__ = ["Phase", "RunStateWarning", "Session", "WorkerResult"]
+__all__ = ["Phase", "RunStateWarning", "Session", "UsageTally", "WorkerResult"]
 
 
 class WorkerResult(enum.Enum):
@@ -57,6 +57,50 @@ _STATUS_OF: dict[SlotState, CallStatus] = {
 }
 
 
+class UsageTally:
+    """Running totals of requests, calls and tokens; read as a ``RunUsage``.
+
+    Mutable, so that counting a response costs a few additions, not a new value.
+    """
+
+    __slots__ = (
+        "cached_input_tokens",
+        "input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "requests",
+        "tool_calls",
+    )
+
+    def __init__(self, start: RunUsage | None = None) -> None:
+        start = start or RunUsage()
+        self.requests = start.requests
+        self.tool_calls = start.tool_calls
+        self.input_tokens = start.input_tokens
+        self.output_tokens = start.output_tokens
+        self.cached_input_tokens = start.cached_input_tokens
+        self.reasoning_tokens = start.reasoning_tokens
+
+    def add(self, tool_calls: int, usage: Usage | None) -> None:
+        self.requests += 1
+        self.tool_calls += tool_calls
+        if usage is not None:
+            self.input_tokens += usage.input_tokens
+            self.output_tokens += usage.output_tokens
+            self.cached_input_tokens += usage.cached_input_tokens
+            self.reasoning_tokens += usage.reasoning_tokens
+
+    def value(self) -> RunUsage:
+        return RunUsage(
+            self.requests,
+            self.tool_calls,
+            self.input_tokens,
+            self.output_tokens,
+            self.cached_input_tokens,
+            self.reasoning_tokens,
+        )
+
+
 class Session:
     """One conversation: client, prompt, tools, hooks, history, and where the run is."""
 
@@ -80,11 +124,25 @@ class Session:
         self.post_hooks: list[PostToolCallHook] = []
         self.phase = Phase.IDLE
         self.paused: ToolBatch | None = None
-        self.usage = RunUsage()  # the whole conversation
-        self.run_usage = RunUsage()  # the current run, which the budgets count
+        self.tally = UsageTally()  # the whole conversation
+        self.run_tally = UsageTally()  # the current run, which the budgets count
         self.tool_choice: ToolChoice = "auto"
         self.allowed_tools: tuple[str, ...] | None = None
         self.owner: object = None
+
+    @property
+    def usage(self) -> RunUsage:
+        return self.tally.value()
+
+    @property
+    def run_usage(self) -> RunUsage:
+        return self.run_tally.value()
+
+    def count(self, message: AssistantMessage) -> None:
+        """Add a response to what the run and the conversation have cost."""
+        calls, usage = len(message.tool_calls), message.usage
+        self.tally.add(calls, usage)
+        self.run_tally.add(calls, usage)
 
     # -- phases ----------------------------------------------------------------------
 
@@ -228,8 +286,8 @@ class Session:
         self.history = list(state.history)
         self.paused = batch
         self.phase = Phase.PAUSED if batch is not None else Phase.IDLE
-        self.usage = state.usage
-        self.run_usage = state.run_usage
+        self.tally = UsageTally(state.usage)
+        self.run_tally = UsageTally(state.run_usage)
         self.tool_choice = state.tool_choice
         self.allowed_tools = state.allowed_tools
 
