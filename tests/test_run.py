@@ -26,6 +26,9 @@ from llm_worker import (
     LlmRequest,
     MaxTurnsExceededError,
     ProviderError,
+    ProviderItem,
+    ProviderItemDone,
+    ReasoningDelta,
     ResponseCompleted,
     ResponseStarted,
     RunAborted,
@@ -260,6 +263,32 @@ class TestEventOrder:
         await collect(stream)
         assert stream.result is WorkerResult.FINISHED
         assert by_run.history == by_stream.history
+
+
+@pytest.mark.anyio
+async def test_reasoning_is_shown_and_provider_items_are_kept():
+    """ReasoningDelta is passed on (not kept as text); ProviderItemDone items are kept with
+    the message, in order, for the client to send back."""
+    first = ProviderItem("test", "thinking", '{"signature": "s1"}')
+    second = ProviderItem("test", "thinking", '{"signature": "s2"}')
+    client = EventClient(
+        [
+            ReasoningDelta("Let me think"),
+            ProviderItemDone(first),
+            TextDelta("Done."),
+            ProviderItemDone(second),
+            Completion("end_turn"),
+        ]
+    )
+    worker = Worker(client)
+    events = await collect(worker.run_stream("go"))
+    assert ReasoningDelta("Let me think") in events
+    assert not any(isinstance(e, ProviderItemDone) for e in events)
+    message = worker.history[-1]
+    assert isinstance(message, AssistantMessage)
+    assert message.text == "Done."
+    assert message.provider_items == (first, second)
+    assert first.json() == {"signature": "s1"}
 
 
 class TestLeavingEarly:

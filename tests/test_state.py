@@ -20,6 +20,7 @@ from llm_worker import (
     Approve,
     AssistantMessage,
     Deny,
+    ProviderItem,
     RunState,
     RunStateError,
     RunStateWarning,
@@ -128,6 +129,12 @@ texts = st.text(max_size=8)
 ids = st.text("abcdef0123", min_size=1, max_size=4)
 usages = st.builds(Usage, *[st.integers(0, 10**6)] * 4) | st.none()
 run_usages = st.builds(RunUsage, *[st.integers(0, 10**6)] * 6)
+provider_items = st.builds(
+    ProviderItem,
+    st.sampled_from(["anthropic", "openai"]),
+    st.sampled_from(["thinking", "reasoning"]),
+    st.dictionaries(st.text(max_size=3), st.text(max_size=3)).map(json.dumps),
+)
 
 
 @st.composite
@@ -142,8 +149,11 @@ def valid_states(draw: st.DrawFn) -> RunState:
     for _ in range(draw(st.integers(0, 4))):
         history.append(UserMessage(draw(texts)))
         message_calls = draw(calls_of())
+        items = draw(st.lists(provider_items, max_size=2).map(tuple))
         history.append(
-            AssistantMessage(draw(texts), message_calls, draw(st.none() | texts), draw(usages))
+            AssistantMessage(
+                draw(texts), message_calls, draw(st.none() | texts), draw(usages), items
+            )
         )
         history.extend(ToolResult(c.id, draw(texts), draw(st.booleans())) for c in message_calls)
     paused = None

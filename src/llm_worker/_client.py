@@ -5,6 +5,9 @@ text deltas; for each tool call a ``ToolUseStart``, any number of
 ``ToolInputDelta`` fragments (split anywhere, even inside a JSON escape) and
 a ``ToolUseStop``; and last a ``Completion``. Fragments of different tool
 calls may interleave; ``index`` tells them apart. The worker assembles them.
+A client may also yield ``ReasoningDelta`` (reasoning text to show, not sent
+back) and ``ProviderItemDone`` (an opaque item the provider needs back, kept
+in the message's ``provider_items``, in the order they came).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, TypeAlias, runtime_checkable
 
-from ._conversation import Message, Usage
+from ._conversation import Message, ProviderItem, Usage
 from ._meta import LlmToolDefinition
 
 __all__ = [
@@ -21,6 +24,8 @@ __all__ = [
     "LlmClient",
     "LlmEvent",
     "LlmRequest",
+    "ProviderItemDone",
+    "ReasoningDelta",
     "TextDelta",
     "ToolChoice",
     "ToolInputDelta",
@@ -59,6 +64,20 @@ class TextDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning, as the provider lets it be shown (a summary...)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ProviderItemDone:
+    """An item of the response only its provider reads back (see ``ProviderItem``)."""
+
+    item: ProviderItem
+
+
+@dataclass(frozen=True)
 class ToolUseStart:
     """The model starts tool call ``call_id`` to tool ``name``; ``index`` names it below."""
 
@@ -90,7 +109,15 @@ class Completion:
     usage: Usage | None = None
 
 
-LlmEvent: TypeAlias = TextDelta | ToolUseStart | ToolInputDelta | ToolUseStop | Completion
+LlmEvent: TypeAlias = (
+    TextDelta
+    | ReasoningDelta
+    | ProviderItemDone
+    | ToolUseStart
+    | ToolInputDelta
+    | ToolUseStop
+    | Completion
+)
 
 
 @runtime_checkable

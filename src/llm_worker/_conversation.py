@@ -18,6 +18,7 @@ __all__ = [
     "AssistantMessage",
     "HistoryView",
     "Message",
+    "ProviderItem",
     "RunUsage",
     "ToolCall",
     "ToolResult",
@@ -123,13 +124,40 @@ class UserMessage:
 
 
 @dataclass(frozen=True)
+class ProviderItem:
+    """Something a provider sent with a response that only that provider reads back.
+
+    Reasoning with its signature, an encrypted reasoning item, a server tool's
+    result, citations: kept with the message, exactly as sent (``data`` is its
+    JSON text), so the client that made it can send it back on later requests.
+    Another provider's client leaves it out. ``kind`` says what it is
+    (``"thinking"``, ``"reasoning"``...) for code that wants to show it.
+    """
+
+    provider: str
+    kind: str
+    data: str
+
+    def json(self) -> object:
+        """``data``, parsed."""
+        import json
+
+        return json.loads(self.data)
+
+
+@dataclass(frozen=True)
 class AssistantMessage:
-    """What the model answered: text and/or tool calls, in the order it made them."""
+    """What the model answered: text and/or tool calls, in the order it made them.
+
+    ``provider_items`` are what the provider needs back on later requests (see
+    ``ProviderItem``); a client of another provider ignores them.
+    """
 
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     stop_reason: str | None = None
     usage: Usage | None = field(default=None, compare=False)
+    provider_items: tuple[ProviderItem, ...] = ()
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResult

@@ -5,6 +5,7 @@ keeps only how it ended. In the order they come:
 
     ResponseStarted             a model request was sent (``request`` counts them)
     TextDelta                   a piece of the answer's text, as it arrives
+    ReasoningDelta              a piece of the model's reasoning, where the provider shows it
     ToolUseStart                the model began tool call ``call_id`` to ``name``
     ToolInputDelta              a fragment of that call's argument JSON (by ``index``)
     ToolCallReady               that call is complete: its whole ``ToolCall``
@@ -15,8 +16,8 @@ keeps only how it ended. In the order they come:
     ToolCallFinished            a call's result, exactly as the model will read it
     RunFinished | RunPaused | RunAborted | RunFailed    how the run ended (last)
 
-``TextDelta``, ``ToolUseStart`` and ``ToolInputDelta`` are the client's own
-events, passed on as they arrive.
+``TextDelta``, ``ReasoningDelta``, ``ToolUseStart`` and ``ToolInputDelta`` are the
+client's own events, passed on as they arrive.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from typing import TypeAlias
 
 from ._approvals import PendingCall
-from ._client import TextDelta, ToolInputDelta, ToolUseStart
+from ._client import ReasoningDelta, TextDelta, ToolInputDelta, ToolUseStart
 from ._conversation import AssistantMessage, ToolCall, ToolResult
 
 __all__ = [
@@ -155,6 +156,7 @@ class RunFailed:
 RunEvent: TypeAlias = (
     ResponseStarted
     | TextDelta
+    | ReasoningDelta
     | ToolUseStart
     | ToolInputDelta
     | ToolCallReady

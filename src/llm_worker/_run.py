@@ -40,6 +40,8 @@ from ._client import (
     Completion,
     LlmEvent,
     LlmRequest,
+    ProviderItemDone,
+    ReasoningDelta,
     TextDelta,
     ToolChoice,
     ToolInputDelta,
@@ -47,7 +49,14 @@ from ._client import (
     ToolUseStop,
 )
 from ._context import ToolContext
-from ._conversation import AssistantMessage, HistoryView, ToolCall, ToolResult, UserMessage
+from ._conversation import (
+    AssistantMessage,
+    HistoryView,
+    ProviderItem,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from ._events import (
     ApprovalRequested,
     ResponseCompleted,
@@ -780,10 +789,11 @@ class _ProgressReports:
 class _Response:
     """Assembles a client's events into one ``AssistantMessage``, checking the protocol."""
 
-    __slots__ = ("calls", "completion", "fragments", "ids", "stopped", "text")
+    __slots__ = ("calls", "completion", "fragments", "ids", "items", "stopped", "text")
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.items: list[ProviderItem] = []
         self.calls: dict[int, ToolUseStart] = {}
         self.fragments: dict[int, list[str]] = {}
         self.ids: set[str] = set()
@@ -849,6 +859,13 @@ class _Response:
         if isinstance(event, Completion):
             self.completion = event
             return None
+        if isinstance(event, ReasoningDelta):
+            return event
+        if isinstance(event, ProviderItemDone):
+            if not isinstance(event.item, ProviderItem):
+                raise LlmClientError(f"LlmClient sent a provider item that is not one: {event!r}")
+            self.items.append(event.item)
+            return None
         raise LlmClientError(f"LlmClient sent an unknown event: {event!r}")
 
     def message(self) -> AssistantMessage:
@@ -859,4 +876,6 @@ class _Response:
             ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
             for index, start in self.calls.items()
         )
-        return AssistantMessage("".join(self.text), calls, completion.stop_reason, completion.usage)
+        return AssistantMessage(
+            "".join(self.text), calls, completion.stop_reason, completion.usage, tuple(self.items)
+        )

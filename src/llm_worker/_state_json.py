@@ -17,6 +17,7 @@ from typing_extensions import TypedDict
 from ._conversation import (
     AssistantMessage,
     Message,
+    ProviderItem,
     RunUsage,
     ToolCall,
     ToolResult,
@@ -65,12 +66,19 @@ class _UserJson(TypedDict):
     text: str
 
 
+class _ProviderItemJson(TypedDict):
+    provider: str
+    kind: str
+    data: str
+
+
 class _AssistantJson(TypedDict):
     type: Literal["assistant"]
     text: str
     tool_calls: list[_CallJson]
     stop_reason: str | None
     usage: _UsageJson | None
+    provider_items: list[_ProviderItemJson]
 
 
 class _ToolResultJson(_ResultJson):
@@ -202,6 +210,10 @@ def _dump_message(message: Message) -> dict[str, Any]:
         "tool_calls": [_dump_call(call) for call in message.tool_calls],
         "stop_reason": message.stop_reason,
         "usage": None if message.usage is None else _dump_usage(message.usage),
+        "provider_items": [
+            {"provider": item.provider, "kind": item.kind, "data": item.data}
+            for item in message.provider_items
+        ],
     }
 
 
@@ -253,6 +265,7 @@ def _load_message(data: _UserJson | _AssistantJson | _ToolResultJson) -> Message
         tuple(_load_call(call) for call in data["tool_calls"]),
         data["stop_reason"],
         None if usage is None else Usage(**usage),
+        tuple(ProviderItem(**item) for item in data["provider_items"]),
     )
 
 
