@@ -11,7 +11,9 @@ Run it with:  python examples/chat.py ["your question"]
   runs (and needs neither SDK).
 
 The model gets the tracker's tools (file_issues, search, close_issue); every tool call
-it makes runs for real on the in-memory tracker, and the whole conversation is printed.
+it makes runs for real on the in-memory tracker. The answer is printed as it streams in,
+and each tool call shows a status line while it runs and its result when it is done
+(read from ``worker.run_stream()``'s events).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import anyio
 from quickstart import IssueTracker, NewIssue  # the app of examples/quickstart.py
 
 from llm_worker import (
-    AssistantMessage,
     LlmClient,
     ProviderError,
-    ToolCallContext,
-    ToolResult,
-    UserMessage,
+    ResponseCompleted,
+    RunEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallRunning,
     Worker,
 )
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
@@ -80,20 +83,44 @@ async def make_model(stack: AsyncExitStack) -> tuple[LlmClient, str]:
     return scripted_model(), "a scripted model"
 
 
-def print_message(message: object) -> None:
-    if isinstance(message, UserMessage):
-        print(f"user      | {message.text}")
-    elif isinstance(message, AssistantMessage):
-        if message.text:
-            print(f"assistant | {message.text}")
-        for call in message.tool_calls:
-            print(f"assistant | -> {call.name}({call.input_json})  [{call.id}]")
-        if message.usage is not None:
-            usage = message.usage
+def preview(text: str, width: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class Transcript:
+    """Prints a run's events as they come: text as it streams, a line per tool call step."""
+
+    def __init__(self) -> None:
+        self.speaking = False  # in the middle of an "assistant | ..." line
+
+    def show(self, event: RunEvent) -> None:
+        if isinstance(event, TextDelta):
+            if not self.speaking:
+                self.write("assistant | ")
+                self.speaking = True
+            self.write(event.text)
+            return
+        self.end_line()
+        if isinstance(event, ToolCallRunning):
+            call = event.call
+            print(f"  tool    | … {call.name}({preview(call.input_json, 40)}) is running")
+        elif isinstance(event, ToolCallFinished):
+            marker = "error" if event.result.is_error else "done"
+            print(f"  tool    | ✓ {event.call.name} {marker}: {preview(event.result.content)}")
+        elif isinstance(event, ResponseCompleted) and event.message.usage is not None:
+            usage = event.message.usage
             print(f"          | ({usage.input_tokens} tokens in, {usage.output_tokens} out)")
-    elif isinstance(message, ToolResult):
-        marker = "error" if message.is_error else "ok"
-        print(f"tool      | <- [{message.call_id}] {marker}: {message.content}")
+
+    def end_line(self) -> None:
+        if self.speaking:
+            self.write("\n")
+            self.speaking = False
+
+    @staticmethod
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 async def main() -> int:
@@ -116,20 +143,19 @@ async def main() -> int:
             ]
         )
 
-        @worker.add_pre_tool_call_hook
-        async def log_call(ctx: ToolCallContext) -> None:
-            print(f"  (hook)  | running {ctx.meta.name}")
-
         locked = worker.lock()
+        transcript = Transcript()
+        print(f"user      | {question}")
         try:
-            await locked.run(question)
+            async with locked.run_stream(question) as stream:
+                async for event in stream:
+                    transcript.show(event)
         except ProviderError as exc:
+            transcript.end_line()
             print(f"\nThe model provider failed: {exc}")
             return 1
+        transcript.end_line()
 
-    print()
-    for message in locked.history:
-        print_message(message)
     statuses = ", ".join(f"#{issue.id} {issue.status}" for issue in tracker.issues.values())
     print(f"\ntracker now: {statuses}")
     return 0
