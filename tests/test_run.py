@@ -291,6 +291,18 @@ async def test_reasoning_is_shown_and_provider_items_are_kept():
     assert first.json() == {"signature": "s1"}
 
 
+@pytest.mark.anyio
+async def test_a_paused_turn_is_continued():
+    """A response that stops with "pause_turn" is not the answer: the worker sends the
+    history again and the run goes on."""
+    client = ScriptedClient([ScriptedResponse("Searching…", stop_reason="pause_turn"), "Found it."])
+    worker, _ = make_worker(client)
+    assert await worker.run("find it") is WorkerResult.FINISHED
+    assert worker.final_text == "Found it."
+    assert len(client.requests) == 2
+    assert client.requests[1].messages[-1] == AssistantMessage("Searching…", (), "pause_turn")
+
+
 class TestLeavingEarly:
     @pytest.mark.anyio
     async def test_break_cancels_running_calls_and_keeps_the_history_valid(self):

@@ -111,6 +111,9 @@ __all__ = ["RunStream", "Start"]
 DepsT = TypeVar("DepsT", default=None)
 
 _CONTINUE = Continue()
+# The stop reason of a response the provider cut short to be continued (Anthropic's
+# server tools): the turn is not over, and the same history is sent again.
+PAUSE_TURN = "pause_turn"
 _STARTED = object()  # a runner took its next call
 _PROGRESS = object()  # a call reported progress: drain the reports
 
@@ -351,6 +354,8 @@ class _Turns:
                 self.turns += 1
                 if not message.tool_calls:
                     yield ResponseCompleted(message)
+                    if message.stop_reason == PAUSE_TURN:
+                        continue  # the provider paused a long turn: ask it to go on
                     self.result = WorkerResult.FINISHED
                     yield RunFinished(message.text)
                     return

@@ -164,7 +164,10 @@ class Session:
 
     def require_retryable(self) -> None:
         self.require_phase(Phase.IDLE, "retry()")
-        if not self.history or isinstance(self.history[-1], AssistantMessage):
+        last = self.history[-1] if self.history else None
+        if last is None or (
+            isinstance(last, AssistantMessage) and last.stop_reason != "pause_turn"
+        ):
             raise WorkerStateError("Nothing to retry: the model has answered the last message")
 
     # -- decisions -------------------------------------------------------------------
