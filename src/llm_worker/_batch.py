@@ -24,6 +24,7 @@ from ._model_texts import STOPPED, call_text
 
 if TYPE_CHECKING:
     from ._hooks import ToolCallContext
+    from ._instrumentation import ToolSpan
     from ._server import ToolEntry
 
 __all__ = ["CallSlot", "SlotState", "ToolBatch"]
@@ -50,6 +51,7 @@ class CallSlot:
         "reason",
         "result",
         "run_call",
+        "span",
         "state",
     )
 
@@ -63,6 +65,7 @@ class CallSlot:
         self.reason: str | None = None
         self.result: ToolResult | None = None
         self.outcome: ToolCallOutcome | None = None
+        self.span: ToolSpan | None = None  # an observer's, while the call runs
 
     def __repr__(self) -> str:
         return f"<CallSlot {self.index} {self.call.name!r} {self.state.value}>"

@@ -93,6 +93,7 @@ from ._hooks import (
     run_post_hooks,
     run_pre_hooks,
 )
+from ._instrumentation import RequestSpan, RunSpan
 from ._model_texts import (
     ABORTED,
     CANCELLED,
@@ -275,6 +276,8 @@ class _Turns:
         self.progress: _ProgressReports | None = None
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
+        self.trace: RunSpan | None = None  # the observer's, if the worker has one
+        self.error: BaseException | None = None  # what ended the run, if not a result
         self.ended = False  # whether events() ran to its end (or its error)
 
     # -- start and end ---------------------------------------------------------------
@@ -291,6 +294,13 @@ class _Turns:
             session.tool_choice = self.new_tool_choice or "auto"
             session.allowed_tools = self.new_allowed_tools
         session.phase = Phase.RUNNING
+        if session.instrumentation is not None:
+            self.trace = session.instrumentation.run(
+                kind=start.kind,
+                client=session.client,
+                system_prompt=session.system_prompt,
+                tools=sorted_definitions(session.handle),
+            )
 
     def abandon(self) -> None:
         """A resumed batch the generator never took ends as a cancelled one."""
@@ -302,6 +312,18 @@ class _Turns:
     def end(self) -> None:
         session = self.session
         session.phase = Phase.PAUSED if session.paused is not None else Phase.IDLE
+        trace, self.trace = self.trace, None
+        if trace is not None:
+            error = self.error
+            if self.result is not None:
+                outcome = self.result.value
+            elif isinstance(error, WorkerAbortedError):
+                outcome = "aborted"
+            elif error is not None:
+                outcome = "failed"
+            else:
+                outcome = "cancelled"  # the reader left early, or cancelled the run
+            trace.end(outcome, error, session.run_usage)
         if self.channel is not None:
             send, receive = self.channel
             send.close()
@@ -319,6 +341,9 @@ class _Turns:
                     for slot in batch
                     if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
                 ]
+                if self.trace is not None:
+                    for finished in denied:
+                        self.trace.decided(finished.call, ToolCallOutcome.DENIED, None)
                 async with aclosing(self.calls(batch, None, denied)) as events:
                     async for event in events:
                         yield event
@@ -335,20 +360,30 @@ class _Turns:
                 )
                 response = _Response()
                 stream = session.client.stream(request)
+                span = None if self.trace is None else self.trace.request(request, self.turns + 1)
+                source = stream if span is None else _activated(stream, span)
                 done = False
                 try:
-                    async for llm_event in stream:
+                    async for llm_event in source:
                         forwarded = response.feed(llm_event)
                         if forwarded is not None:
                             yield forwarded
                     done = True
+                    message = response.message()
+                except BaseException as exc:
+                    if span is not None:
+                        span.end(None, exc)
+                    raise
                 finally:
                     if not done:  # a stream read to its end needs no closing
-                        aclose = getattr(stream, "aclose", None)
-                        if aclose is not None:
-                            with anyio.CancelScope(shield=True):
+                        with anyio.CancelScope(shield=True):
+                            if source is not stream:
+                                await source.aclose()  # type: ignore[attr-defined]
+                            aclose = getattr(stream, "aclose", None)
+                            if aclose is not None:
                                 await aclose()
-                message = response.message()
+                if span is not None:
+                    span.end(message, None)
                 session.history.append(message)
                 session.count(message)
                 self.turns += 1
@@ -366,10 +401,16 @@ class _Turns:
                 if self.result is WorkerResult.PAUSED:
                     return
         except WorkerAbortedError as exc:
+            self.error = exc
             yield RunAborted(exc.reason)
             raise
         except Exception as exc:
+            self.error = exc
             yield RunFailed(exc)
+            raise
+        except BaseException as exc:
+            if not isinstance(exc, (GeneratorExit, anyio.get_cancelled_exc_class())):
+                self.error = exc  # a tool's KeyboardInterrupt or SystemExit
             raise
         finally:
             self.ended = True
@@ -410,6 +451,11 @@ class _Turns:
                     session.tool_choice = "auto"
                 decided = await self.decide(batch)
                 held = batch.held()
+                if self.trace is not None:
+                    for finished in decided:
+                        self.trace.decided(finished.call, finished.outcome, None)
+                    for slot in held:
+                        self.trace.decided(slot.call, "paused", slot.reason)
                 if held:
                     session.paused = batch  # from here on, leaving keeps the pause
                     pending = tuple(
@@ -445,6 +491,8 @@ class _Turns:
         except _Aborted as stop:
             reason = stop.decision.reason
             why = f"the run was aborted ({reason})"
+            if self.trace is not None and stop.call is not None:
+                self.trace.decided(stop.call, ToolCallOutcome.ABORTED, reason)
             stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
             for finished in (*stop.finished, *stopped):
                 yield finished
@@ -511,7 +559,7 @@ class _Turns:
                     self.answer(batch, slot, decision.content, decision.is_error, outcome)
                 )
             else:
-                raise _Aborted(decision)  # an abort stops everything: no call of it runs
+                raise _Aborted(decision, call=call)  # an abort stops everything: nothing runs
         return settled
 
     def answer(
@@ -525,6 +573,24 @@ class _Turns:
 
     async def execute(self, slot: CallSlot, *, timed: bool) -> ToolResult:
         """Run one call; ``timed=False`` when the caller holds its timeout itself."""
+        trace = self.trace
+        if trace is None:
+            return await self.execute_call(slot, timed)
+        entry = slot.entry
+        assert entry is not None
+        span = slot.span = trace.tool_call(slot.run_call, entry.meta)
+        try:
+            with span.activate():
+                result = await self.execute_call(slot, timed)
+        except anyio.get_cancelled_exc_class():
+            raise  # a timeout (the runner's) or a stop: whoever knows which ends the span
+        except BaseException as exc:
+            self.end_span(slot, None, exc)
+            raise
+        self.end_span(slot, result, None)
+        return result
+
+    async def execute_call(self, slot: CallSlot, timed: bool) -> ToolResult:
         entry = slot.entry
         assert entry is not None
         limits = self.session.limits
@@ -532,14 +598,19 @@ class _Turns:
             return await execute_call(entry, slot.run_call, limits, None, timed=timed)
         reports = self.progress_reports()
         call_id = slot.call.id
-        context = ToolContext(
-            call_id=call_id, tool_name=entry.meta.name, deps=self.deps, sink=reports
-        )
+        name = entry.meta.name
+        context = ToolContext(call_id=call_id, tool_name=name, deps=self.deps, sink=reports)
         reports.start(call_id)
         try:
             return await execute_call(entry, slot.run_call, limits, context, timed=timed)
         finally:
             reports.finish(call_id)  # later reports (an abandoned thread's) go nowhere
+
+    @staticmethod
+    def end_span(slot: CallSlot, result: ToolResult | None, error: BaseException | None) -> None:
+        span, slot.span = slot.span, None
+        if span is not None:
+            span.end(result, error)
 
     async def review(
         self, batch: ToolBatch, unreviewed: deque[CallSlot], arrived: CallSlot
@@ -563,7 +634,7 @@ class _Turns:
             batch.finalize(slot, ctx.result, ToolCallOutcome.RAN)
             finished.append(ToolCallFinished(slot.call, ctx.result, ToolCallOutcome.RAN))
             if isinstance(decision, Abort):
-                raise _Aborted(decision, finished)
+                raise _Aborted(decision, finished, slot.call)
         return finished
 
     async def run_together(
@@ -644,6 +715,7 @@ class _Turns:
                     return
                 assert timeout is not None
                 result = timed_out(slot.run_call, timeout)
+                self.end_span(slot, result, None)
             _send(send, (slot.index, result))
 
     def stop(
@@ -665,6 +737,9 @@ class _Turns:
         for scope in list(self.scopes):
             scope.cancel()
         self.collect_arrived(batch)
+        for slot in batch:
+            if slot.span is not None:  # it was running: it ends, cancelled, with the batch
+                self.end_span(slot, None, None)
         settled: list[CallSlot] = []
         for slot in batch:
             if slot.state is SlotState.RAN and slot.result is not None:
@@ -713,17 +788,36 @@ class _Turns:
 
 
 class _Aborted(Exception):
-    """A hook returned ``Abort``; ``finished`` are events already due before it."""
+    """A hook returned ``Abort`` about ``call``; ``finished`` are events already due."""
 
-    def __init__(self, decision: Abort, finished: Sequence[ToolCallFinished] = ()) -> None:
+    def __init__(
+        self,
+        decision: Abort,
+        finished: Sequence[ToolCallFinished] = (),
+        call: ToolCall | None = None,
+    ) -> None:
         super().__init__(decision.reason)
         self.decision = decision
         self.finished = finished
+        self.call = call
 
 
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         send.send_nowait(message)
+
+
+async def _activated(
+    stream: AsyncIterator[LlmEvent], span: RequestSpan
+) -> AsyncGenerator[LlmEvent, None]:
+    """``stream``, each step read inside ``span.activate()`` (and nothing else)."""
+    while True:
+        with span.activate():
+            try:
+                event = await stream.__anext__()
+            except StopAsyncIteration:
+                return
+        yield event
 
 
 def _runs_inline(slot: CallSlot) -> bool:

@@ -20,6 +20,7 @@ from ._conversation import AssistantMessage, Message, RunUsage, ToolResult, Usag
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError, WorkerStateError
 from ._hooks import PostToolCallHook, PreToolCallHook
+from ._instrumentation import Instrumentation
 from ._limits import Limits
 from ._model_texts import DENIED, call_text
 from ._server import ToolServer, entry_of, sorted_definitions
@@ -111,8 +112,10 @@ class Session:
         max_turns: int,
         limits: Limits,
         deps_type: type[Any] | None,
+        instrumentation: Instrumentation | None,
     ) -> None:
         self.client = client
+        self.instrumentation = instrumentation
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.limits = limits

@@ -34,6 +34,7 @@ from ._client import LlmClient, ToolChoice
 from ._conversation import AssistantMessage, Message, RunUsage
 from ._exceptions import WorkerStateError
 from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
+from ._instrumentation import Instrumentation
 from ._limits import Limits
 from ._run import RunStream, Start
 from ._server import ToolServerHandle
@@ -278,7 +279,8 @@ class Worker(_WorkerBase[DepsT]):
 
     ``deps_type`` (optional) is the type of the ``deps`` every run passes to
     tools that take a ``ToolContext[Deps]``: type checkers then check ``run(...,
-    deps=...)``, and each run checks it too.
+    deps=...)``, and each run checks it too. ``instrumentation`` observes every run
+    (``llm_worker.otel.OpenTelemetry()`` traces them).
     """
 
     __slots__ = ()
@@ -291,6 +293,7 @@ class Worker(_WorkerBase[DepsT]):
         max_turns: int = 10,
         limits: Limits | None = None,
         deps_type: type[DepsT] | None = None,
+        instrumentation: Instrumentation | None = None,
     ) -> None:
         if max_turns < 1:
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
@@ -298,7 +301,9 @@ class Worker(_WorkerBase[DepsT]):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
         if deps_type is not None and not isinstance(deps_type, type):
             raise TypeError(f"deps_type must be a class, not {deps_type!r}")
-        self._session = Session(client, system_prompt, max_turns, limits or Limits(), deps_type)
+        self._session = Session(
+            client, system_prompt, max_turns, limits or Limits(), deps_type, instrumentation
+        )
         self._session.owner = self
 
     def register_tool(

@@ -1,0 +1,88 @@
+"""Where a run reports itself to an observer: the ``Instrumentation`` protocol.
+
+The turn loop calls an ``Instrumentation`` (``Worker(..., instrumentation=...)``)
+at the points tracing needs: a run starts and ends, a model request starts and
+ends, a tool call runs, a hook or a human decides a call. ``llm_worker.otel``
+implements it with OpenTelemetry; a worker without one pays one ``None`` check
+per step.
+
+The spans' contexts are the observer's business: ``activate()`` is entered
+around work that should run "inside" a span (reading the model's stream, one
+event at a time; a tool call, in the task and thread that run it), and never
+around code of the application reading the run stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from ._client import LlmClient, LlmRequest
+    from ._conversation import AssistantMessage, RunUsage, ToolCall, ToolResult
+    from ._events import ToolCallOutcome
+    from ._meta import LlmToolDefinition, ToolMeta
+
+__all__ = ["Instrumentation", "RequestSpan", "RunSpan", "ToolSpan"]
+
+
+class ToolSpan(Protocol):
+    """One tool call, from the moment it starts running."""
+
+    def activate(self) -> AbstractContextManager[None]:
+        """Entered around the call itself, in the task (and so the thread) that runs it."""
+        ...
+
+    def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        """The call ended: with ``result`` (maybe an error result), or ``error`` escaped
+        it; with neither, it was cancelled when its run stopped."""
+        ...
+
+
+class RequestSpan(Protocol):
+    """One model request, from sending it to its whole response."""
+
+    def activate(self) -> AbstractContextManager[None]:
+        """Entered around each step of reading the response."""
+        ...
+
+    def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
+        """The response is complete (``message``), or failed with ``error``."""
+        ...
+
+
+class RunSpan(Protocol):
+    """One run: ``run()`` (or its ``resume()`` / ``retry()``), from start to end."""
+
+    def request(self, request: LlmRequest, number: int) -> RequestSpan:
+        """Model request ``number`` of the run is about to be sent."""
+        ...
+
+    def tool_call(self, call: ToolCall, meta: ToolMeta) -> ToolSpan:
+        """``call`` is about to run (called in the task that runs it)."""
+        ...
+
+    def decided(self, call: ToolCall, outcome: ToolCallOutcome | str, reason: str | None) -> None:
+        """A call did not run as asked: skipped, answered, denied, held ("paused"), aborted..."""
+        ...
+
+    def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
+        """The run ended: ``"finished"``, ``"paused"``, ``"aborted"``, ``"failed"`` or
+        ``"cancelled"``; ``usage`` is what it cost."""
+        ...
+
+
+class Instrumentation(Protocol):
+    """Starts a ``RunSpan`` per run (see the module docstring)."""
+
+    def run(
+        self,
+        *,
+        kind: str,
+        client: LlmClient,
+        system_prompt: str | None,
+        tools: Sequence[LlmToolDefinition],
+    ) -> RunSpan:
+        """A run of ``kind`` ``"run"``, ``"resume"`` or ``"retry"`` starts."""
+        ...

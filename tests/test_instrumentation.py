@@ -1,0 +1,254 @@
+"""The Instrumentation protocol (``_instrumentation.py``) as the turn loop drives it: every
+span started ends exactly once, with what happened; a tool call's span is active in the
+task and the thread that run it, and never around the application's own code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import anyio
+import pytest
+from support import calls
+
+from llm_worker import (
+    Abort,
+    Approve,
+    Deny,
+    Limits,
+    Pause,
+    ProviderError,
+    Skip,
+    ToolCallOutcome,
+    ToolMeta,
+    Worker,
+    WorkerAbortedError,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker.testing import ScriptedClient
+
+ACTIVE: contextvars.ContextVar[str | None] = contextvars.ContextVar("active", default=None)
+
+
+@dataclass
+class Span:
+    name: str
+    log: list[tuple[str, ...]]
+    ended: int = 0
+
+    @contextlib.contextmanager
+    def activate(self) -> Iterator[None]:
+        token = ACTIVE.set(self.name)
+        try:
+            yield
+        finally:
+            ACTIVE.reset(token)
+
+    def end(self, result, error) -> None:
+        self.ended += 1
+        if result is not None and hasattr(result, "is_error"):
+            self.log.append(("end", self.name, "error" if result.is_error else "ok"))
+        elif result is not None:  # a request's message
+            self.log.append(("end", self.name, "ok"))
+        elif error is not None:
+            self.log.append(("end", self.name, type(error).__name__))
+        else:
+            self.log.append(("end", self.name, "cancelled"))
+
+
+@dataclass
+class RunRecorder:
+    log: list[tuple[str, ...]]
+    spans: list[Span] = field(default_factory=list)
+
+    def request(self, request, number):
+        span = Span(f"request {number}", self.log)
+        self.spans.append(span)
+        self.log.append(("start", span.name))
+        return span
+
+    def tool_call(self, call, meta):
+        span = Span(f"tool {call.id}", self.log)
+        self.spans.append(span)
+        self.log.append(("start", span.name))
+        return span
+
+    def decided(self, call, outcome, reason):
+        value = outcome.value if isinstance(outcome, ToolCallOutcome) else outcome
+        self.log.append(("decided", call.id, value, reason or ""))
+
+    def end(self, outcome, error, usage):
+        self.log.append(("run end", outcome, type(error).__name__ if error else ""))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.log: list[tuple[str, ...]] = []
+        self.runs: list[RunRecorder] = []
+
+    def run(self, *, kind, client, system_prompt, tools):
+        self.log.append(("run", kind))
+        recorder = RunRecorder(self.log)
+        self.runs.append(recorder)
+        return recorder
+
+    def all_ended_once(self) -> bool:
+        return all(span.ended == 1 for run in self.runs for span in run.spans)
+
+
+@tool_registry
+class Probe:
+    """Tools that report which span is active while they run."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str | None] = {}
+
+    @tool
+    async def where(self, key: str) -> str:
+        """Report the active span (async)."""
+        await anyio.sleep(0)
+        self.seen[key] = ACTIVE.get()
+        return "ok"
+
+    @tool
+    def where_in_thread(self, key: str) -> str:
+        """Report the active span (in a worker thread)."""
+        self.seen[key] = (
+            f"{ACTIVE.get()} in {threading.current_thread() is not threading.main_thread()}"
+        )
+        return "ok"
+
+    @tool
+    async def hang(self) -> str:
+        """Never finishes."""
+        await anyio.sleep_forever()
+        return "never"
+
+
+def traced(client: ScriptedClient, **limits: float) -> tuple[Worker, Probe, Recorder]:
+    recorder = Recorder()
+    worker = Worker(client, instrumentation=recorder, limits=Limits(**limits))
+    probe = Probe()
+    worker.register_tools(tool_definitions(probe))
+    return worker, probe, recorder
+
+
+@pytest.mark.anyio
+async def test_spans_of_a_run_with_parallel_calls():
+    """A run: its requests and each tool call get a span that ends once; each call's span
+    is the active one inside it, in the async task and in the thread; the reader's own
+    code never runs inside a span."""
+    client = ScriptedClient(
+        [calls(("where", {"key": "a"}), ("where_in_thread", {"key": "b"})), "done"]
+    )
+    worker, probe, recorder = traced(client)
+    async with worker.run_stream("go") as stream:
+        async for _ in stream:
+            assert ACTIVE.get() is None
+    assert probe.seen == {"a": "tool call_0_0", "b": "tool call_0_1 in True"}
+    assert recorder.all_ended_once()
+    assert recorder.log[0] == ("run", "run")
+    assert recorder.log[-1] == ("run end", "finished", "")
+    assert ("end", "tool call_0_0", "ok") in recorder.log
+    assert next(e for e in recorder.log if e[0] == "start") == ("start", "request 1")
+
+
+@pytest.mark.anyio
+async def test_decisions_are_reported():
+    """Skipped, unknown, held and denied calls are reported as decisions."""
+    client = ScriptedClient(
+        [calls(("where", {"key": "a"}), ("nope", {}), ("where", {"key": "b"})), "done"]
+    )
+    worker, _, recorder = traced(client)
+    worker.add_pre_tool_call_hook(
+        lambda ctx: Skip("no") if "a" in ctx.call.input_json else Pause("ask")
+    )
+    await worker.run("go")
+    await worker.resume(Deny("not now"))
+    decided = [e for e in recorder.log if e[0] == "decided"]
+    assert decided == [
+        ("decided", "call_0_0", "skipped", ""),
+        ("decided", "call_0_1", "not_found", ""),
+        ("decided", "call_0_2", "paused", "ask"),
+        ("decided", "call_0_2", "denied", ""),
+    ]
+    assert [e for e in recorder.log if e[0] == "run end"] == [
+        ("run end", "paused", ""),
+        ("run end", "finished", ""),
+    ]
+    assert recorder.all_ended_once()
+
+
+@pytest.mark.anyio
+async def test_an_abort_and_a_provider_error_end_the_run_so():
+    """An abort ends the run span as aborted; a provider error as failed."""
+    client = ScriptedClient([calls(("where", {"key": "a"}))])
+    worker, _, recorder = traced(client)
+    worker.add_pre_tool_call_hook(lambda ctx: Abort("stop"))
+    with pytest.raises(WorkerAbortedError):
+        await worker.run("go")
+    assert ("decided", "call_0_0", "aborted", "stop") in recorder.log
+    assert recorder.log[-1] == ("run end", "aborted", "WorkerAbortedError")
+
+    def fail(request):
+        raise ProviderError("test", "down", retryable=True)
+
+    worker2, _, recorder2 = traced(ScriptedClient([fail]))
+    with pytest.raises(ProviderError):
+        await worker2.run("go")
+    assert recorder2.log[-2:] == [
+        ("end", "request 1", "ProviderError"),
+        ("run end", "failed", "ProviderError"),
+    ]
+    assert recorder2.all_ended_once()
+
+
+@pytest.mark.anyio
+async def test_cancelled_and_timed_out_calls_end_their_spans():
+    """A call that times out ends its span with the timeout result; a run cancelled while
+    calls run ends every span (as cancelled) and the run as cancelled."""
+    client = ScriptedClient([calls(("hang", {}), ("hang", {})), "done"])
+    worker, _, recorder = traced(client, tool_timeout=0.05)
+    with anyio.fail_after(5):
+        await worker.run("go")
+    assert sorted(e for e in recorder.log if e[0] == "end" and e[1].startswith("tool")) == [
+        ("end", "tool call_0_0", "error"),
+        ("end", "tool call_0_1", "error"),
+    ]
+    assert recorder.all_ended_once()
+
+    client = ScriptedClient([calls(("hang", {}), ("hang", {})), "done"])
+    worker, _, recorder = traced(client)
+    with anyio.fail_after(5), anyio.move_on_after(0.1):
+        await worker.run("go")  # cancelled while both calls hang
+    assert recorder.all_ended_once()
+    assert recorder.log[-1] == ("run end", "cancelled", "")
+    assert sorted(e for e in recorder.log if e[0] == "end" and e[1].startswith("tool")) == [
+        ("end", "tool call_0_0", "cancelled"),
+        ("end", "tool call_0_1", "cancelled"),
+    ]
+
+
+@pytest.mark.anyio
+async def test_a_resumed_run_is_its_own_run():
+    """resume() starts a run of kind "resume" whose approved calls get spans."""
+    client = ScriptedClient([calls(("where", {"key": "a"})), "done"])
+    worker, _, recorder = traced(client)
+    worker.add_pre_tool_call_hook(lambda ctx: Pause())
+    await worker.run("go")
+    await worker.resume(Approve())
+    assert [e for e in recorder.log if e[0] == "run"] == [("run", "run"), ("run", "resume")]
+    assert recorder.all_ended_once()
+
+
+def test_no_instrumentation_by_default():
+    """A worker without instrumentation has none."""
+    worker = Worker(ScriptedClient())
+    worker.register_tool(lambda: (ToolMeta(name="x"), Probe.ToolWhere(Probe())))
+    assert worker._session.instrumentation is None
