@@ -444,3 +444,82 @@ def test_decisions_are_frozen_values():
         Deny("x").reason = "y"  # type: ignore[misc]
     assert Approve({"a": 1}).input_json(ToolCall("c", "t", "{}")) == '{"a": 1}'
     assert Approve().input_json(ToolCall("c", "t", '{"b": 2}')) == '{"b": 2}'
+
+
+class TestDeclaredPolicies:
+    @pytest.mark.anyio
+    async def test_tool_options_declare_approval_and_sequential(self):
+        """@tool(requires_approval=...) and @tool(sequential=True) are what a Worker reads;
+        a policy function stays a function of the call's context."""
+        from llm_worker import tool, tool_registry
+
+        @tool_registry
+        class Ops:
+            @tool(requires_approval=True)
+            async def drop(self, table: str) -> str:
+                """Drop a table."""
+                return f"dropped {table}"
+
+            @tool(requires_approval=lambda ctx: "prod" in ctx.call.input_json, sequential=True)
+            async def migrate(self, target: str) -> str:
+                """Migrate a database."""
+                return f"migrated {target}"
+
+            @tool
+            async def status(self) -> str:
+                """Say how things are."""
+                return "fine"
+
+        client = ScriptedClient(
+            [
+                calls(
+                    ("drop", {"table": "t"}),
+                    ("migrate", {"target": "dev"}),
+                    ("migrate", {"target": "prod"}),
+                    ("status", {}),
+                ),
+                "ok",
+            ]
+        )
+        worker = Worker(client)
+        worker.register_tools(tool_definitions(Ops()))
+        await worker.run("go")
+        assert [p.call.id for p in worker.pending] == ["call_0_0", "call_0_2"]
+        entry = worker.tool_server_handle().get_tool("migrate")
+        assert entry is not None
+        assert entry[1].sequential is True  # type: ignore[attr-defined]
+        assert Ops.ToolStatus.requires_approval is False
+        assert Ops.ToolDrop.requires_approval is True
+
+    @pytest.mark.anyio
+    async def test_a_registry_default_and_a_tools_own(self):
+        """@tool_registry(requires_approval=True) holds every tool's calls; a tool's own
+        requires_approval=False wins over it."""
+        from llm_worker import tool, tool_registry
+
+        @tool_registry(requires_approval=True)
+        class Careful:
+            @tool
+            async def write(self, text: str) -> str:
+                """Write."""
+                return text
+
+            @tool(requires_approval=False)
+            async def read(self) -> str:
+                """Read."""
+                return "data"
+
+        client = ScriptedClient([calls(("write", {"text": "x"}), ("read", {})), "ok"])
+        worker = Worker(client)
+        worker.register_tools(tool_definitions(Careful()))
+        await worker.run("go")
+        assert [p.call.name for p in worker.pending] == ["write"]
+
+    def test_bad_options_are_refused_at_declaration(self):
+        """requires_approval and sequential of the wrong type fail at once."""
+        from llm_worker import tool
+
+        with pytest.raises(TypeError, match="requires_approval must be True, False or a function"):
+            tool(requires_approval="always")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="sequential must be True or False"):
+            tool(sequential=1)  # type: ignore[arg-type]

@@ -16,7 +16,7 @@ is the spelling type checkers understand.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Concatenate, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Concatenate, Protocol, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec
 
@@ -32,6 +32,9 @@ from ._registry import (
     registered_tools,
 )
 from ._types import ToolDefinition
+
+if TYPE_CHECKING:
+    from ._hooks import ApprovalPolicy
 
 __all__ = ["tool", "tool_definitions", "tool_metas", "tool_registry"]
 
@@ -58,6 +61,8 @@ def tool(
     timeout: float | None = None,
     max_input_bytes: int | None = None,
     max_input_depth: int | None = None,
+    requires_approval: ApprovalPolicy | None = None,
+    sequential: bool | None = None,
 ) -> _ToolDecorator: ...
 def tool(
     func: Callable[Concatenate[_AppT, _P], _R] | None = None,
@@ -69,6 +74,8 @@ def tool(
     timeout: float | None = None,
     max_input_bytes: int | None = None,
     max_input_depth: int | None = None,
+    requires_approval: ApprovalPolicy | None = None,
+    sequential: bool | None = None,
 ) -> ToolMethod[_AppT, _P, _R] | _ToolDecorator:
     """Mark a method of a ``@tool_registry`` class as a tool.
 
@@ -77,8 +84,11 @@ def tool(
     lets pydantic coerce (``"5"`` for an int), accepting more than the schema
     says. ``timeout`` (seconds) cancels an async tool, or abandons a thread
     tool, that runs longer. ``max_input_bytes`` / ``max_input_depth`` refuse
-    larger or deeper argument JSON before it is parsed. Unset options come
-    from ``@tool_registry(...)``, then from the defaults.
+    larger or deeper argument JSON before it is parsed. ``requires_approval``
+    (``True``, or a function of the call's ``ToolCallContext`` returning a bool)
+    holds a Worker's calls of the tool for a human's decision; ``sequential=True``
+    runs each call alone, no other call of its response at the same time. Unset
+    options come from ``@tool_registry(...)``, then from the defaults.
     """
     options = ToolOptions(
         name=name,
@@ -87,6 +97,8 @@ def tool(
         timeout=timeout,
         max_input_bytes=max_input_bytes,
         max_input_depth=max_input_depth,
+        requires_approval=requires_approval,
+        sequential=sequential,
     )
 
     def wrap(f: Callable[Concatenate[_AppT, _P], _R], /) -> ToolMethod[_AppT, _P, _R]:
@@ -106,6 +118,8 @@ def tool_registry(
     timeout: float | None = None,
     max_input_bytes: int | None = None,
     max_input_depth: int | None = None,
+    requires_approval: ApprovalPolicy | None = None,
+    sequential: bool | None = None,
 ) -> Callable[[_ClassT], _ClassT]: ...
 def tool_registry(
     cls: _ClassT | None = None,
@@ -115,6 +129,8 @@ def tool_registry(
     timeout: float | None = None,
     max_input_bytes: int | None = None,
     max_input_depth: int | None = None,
+    requires_approval: ApprovalPolicy | None = None,
+    sequential: bool | None = None,
 ) -> _ClassT | Callable[[_ClassT], _ClassT]:
     """Generate the tools of every ``@tool`` method of a class (see the module docstring).
 
@@ -127,6 +143,8 @@ def tool_registry(
         timeout=timeout,
         max_input_bytes=max_input_bytes,
         max_input_depth=max_input_depth,
+        requires_approval=requires_approval,
+        sequential=sequential,
     )
 
     def wrap(cls: _ClassT) -> _ClassT:

@@ -9,6 +9,8 @@ if TYPE_CHECKING:
     from pydantic import GetJsonSchemaHandler
     from pydantic_core import CoreSchema
 
+    from ._hooks import ApprovalPolicy
+
 __all__ = ["Description", "ToolOptions"]
 
 
@@ -47,8 +49,18 @@ class ToolOptions:
     timeout: float | None = None
     max_input_bytes: int | None = None
     max_input_depth: int | None = None
+    requires_approval: ApprovalPolicy | None = None
+    sequential: bool | None = None
 
     def __post_init__(self) -> None:
+        policy = self.requires_approval
+        if policy is not None and not (isinstance(policy, bool) or callable(policy)):
+            raise TypeError(
+                f"requires_approval must be True, False or a function of the call's "
+                f"ToolCallContext returning a bool, not {policy!r}"
+            )
+        if self.sequential is not None and not isinstance(self.sequential, bool):
+            raise TypeError(f"sequential must be True or False, not {self.sequential!r}")
         if self.timeout is not None and not self.timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout}")
         for name in ("max_input_bytes", "max_input_depth"):
@@ -69,4 +81,8 @@ class ToolOptions:
             max_input_depth=self.max_input_depth
             if self.max_input_depth is not None
             else defaults.max_input_depth,
+            requires_approval=self.requires_approval
+            if self.requires_approval is not None
+            else defaults.requires_approval,
+            sequential=self.sequential if self.sequential is not None else defaults.sequential,
         )

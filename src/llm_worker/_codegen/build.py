@@ -85,6 +85,12 @@ def _build_tool_class(
         "_attr_name": spec.attr_name,
         "_func": spec.func,
         "_is_async": spec.is_async,
+        # What a Worker reads when the tool is registered (see ToolEntry); a policy
+        # function is kept as it is, not turned into a method of the tool.
+        "requires_approval": staticmethod(options.requires_approval)
+        if callable(options.requires_approval)
+        else options.requires_approval is True,
+        "sequential": options.sequential is True,
     }
     return type(tool_plan.tool_class_name, (GeneratedTool,), namespace)
 
