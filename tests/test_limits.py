@@ -38,8 +38,8 @@ from llm_worker._limits import (
     DEFAULT_MAX_INPUT_DEPTH,
     cap_result,
     input_limit_problem,
-    model_safe_text,
 )
+from llm_worker._safe_text import model_safe_text
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
 NOTE = re.compile(
