@@ -13,17 +13,26 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import anyio.to_thread
+import anyio
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import to_json
 
-from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
-from .._limits import input_limit_problem, model_safe_text
+from .._exceptions import (
+    ExecutionFailedError,
+    InternalToolError,
+    InvalidArgumentError,
+    ToolError,
+)
+from .._limits import input_limit_problem
 from .._meta import ToolMeta
-from .._model_texts import TIMED_OUT, describe_validation_error
+from .._model_texts import TIMED_OUT, UNSERIALIZABLE, describe_validation_error
+from .._safe_text import model_safe_text
+from .._strict_json import non_json_problem
 from .._types import Tool
 from .introspect import ParameterSpec
+from .non_finite import admits_non_finite
 from .schema import input_schema_of
+from .threads import run_in_thread
 
 if TYPE_CHECKING:
     from .args_model import LazyArgsModel
@@ -33,6 +42,7 @@ __all__ = [
     "GeneratedTool",
     "ToolFactory",
     "make_execute",
+    "passes_through",
     "serialize_result",
 ]
 
@@ -202,53 +212,75 @@ def make_execute(
 
     ``get_args_model`` gives the ``Args`` model (creating it if nothing has read
     it yet); its validator is built on the first call.
+
+    ``execute`` returns a ``str`` or raises a ``ToolError``: whatever the method
+    raises or returns, only cancellation, ``KeyboardInterrupt`` and ``SystemExit``
+    pass through. Making the result text (``repr()`` is the user's code) happens
+    inside the timeout, and off the event loop unless pydantic serialises it.
     """
     validate_json: Callable[..., Any] | None = None
+    scan_numbers = True  # until the model is known: could NaN reach the method?
     # Inputs this short can be neither too big nor too deep: skip the checks.
     always_within_limits = min(max_input_bytes // 4, max_input_depth)
 
     async def execute(self: GeneratedTool, input_json: str) -> str:
-        nonlocal validate_json
+        nonlocal validate_json, scan_numbers
         if validate_json is None:
-            validate_json = get_args_model().__pydantic_validator__.validate_json
+            model = get_args_model()
+            validate_json = model.__pydantic_validator__.validate_json
+            scan_numbers = admits_non_finite(model.__pydantic_core_schema__)
         if not input_json or input_json.isspace():
             input_json = "{}"
         elif len(input_json) > always_within_limits:
             problem = input_limit_problem(input_json, max_input_bytes, max_input_depth)
             if problem is not None:
                 raise InvalidArgumentError(problem)
+        if scan_numbers:
+            problem = non_json_problem(input_json)
+            if problem is not None:
+                raise InvalidArgumentError(problem)
         try:
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
-        except Exception as exc:  # a user's validator raised something pydantic passes on
+        except BaseException as exc:  # a user's validator raised something pydantic passes on
+            if passes_through(exc):
+                raise
             raise InvalidArgumentError(f"{type(exc).__name__}: {model_safe_text(exc)}") from exc
         try:
             if timeout is not None:
-                result = await _call_with_timeout(
+                return await _run_with_timeout(
                     self._method, self.ctx, args.__dict__, is_async, thread, timeout, tool_name
                 )
-            elif is_async:
+            if is_async:
                 result = await self._method(self.ctx, **args.__dict__)
             elif thread:
-                result = await anyio.to_thread.run_sync(
-                    functools.partial(self._method, self.ctx, **args.__dict__),
-                    abandon_on_cancel=True,
+                return await run_in_thread(
+                    functools.partial(
+                        _call_to_text, self._method, self.ctx, args.__dict__, tool_name
+                    )
                 )
             else:
                 result = self._method(self.ctx, **args.__dict__)
+            if type(result) is str:
+                return result
+            if not isinstance(result, str):  # the hot path: _result_text, inlined
+                try:
+                    return to_json(result, inf_nan_mode="strings").decode()
+                except Exception:
+                    pass
+            return await _result_text(result, tool_name)
         except ToolError:
             raise
-        except Exception as exc:
+        except BaseException as exc:  # Exception, or a BaseException of the tool's own
+            if passes_through(exc):
+                raise
             raise ExecutionFailedError(model_safe_text(exc)) from exc
-        if type(result) is str:
-            return result
-        return serialize_result(result)
 
     return execute
 
 
-async def _call_with_timeout(
+async def _run_with_timeout(
     func: Callable[..., Any],
     ctx: object,
     kwargs: dict[str, Any],
@@ -256,32 +288,86 @@ async def _call_with_timeout(
     thread: bool,
     timeout: float,
     tool_name: str,
-) -> Any:
-    result: Any = None
+) -> str:
+    text = ""
     with anyio.move_on_after(timeout) as scope:
-        if is_async:
-            result = await func(ctx, **kwargs)
-        elif thread:
-            # Threads cannot be interrupted: abandon it; it may still finish on its own.
-            result = await anyio.to_thread.run_sync(
-                functools.partial(func, ctx, **kwargs), abandon_on_cancel=True
-            )
+        if is_async or not thread:
+            result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
+            text = result if type(result) is str else await _result_text(result, tool_name)
         else:
-            result = func(ctx, **kwargs)
+            # Threads cannot be interrupted: abandon it; it may still finish on its own.
+            call = functools.partial(_call_to_text, func, ctx, kwargs, tool_name)
+            text = await run_in_thread(call)
     if scope.cancelled_caught:
         raise ExecutionFailedError(TIMED_OUT.format(name=tool_name, seconds=timeout))
-    return result
+    return text
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether ``execute`` lets ``exc`` out: cancellation, ``KeyboardInterrupt``, ``SystemExit``.
+
+    So does an exception group holding one of them (from a task group in the tool).
+    """
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, anyio.get_cancelled_exc_class())):
+        return True
+    if isinstance(exc, Exception):
+        return False
+    grouped: object = getattr(exc, "exceptions", None)  # a BaseExceptionGroup
+    return isinstance(grouped, tuple) and any(
+        isinstance(inner, BaseException) and passes_through(inner)
+        for inner in cast("tuple[object, ...]", grouped)
+    )
+
+
+async def _result_text(result: object, tool_name: str) -> str:
+    """The text of a result that is not a ``str``: JSON by pydantic, else ``repr()`` in a thread."""
+    if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
+        return str.__str__(result)
+    text = _json_text(result)
+    if text is not None:
+        return text
+    # repr() is the tool's code, and may be slow: never on the event loop.
+    return await run_in_thread(functools.partial(_repr_text, result, tool_name))
+
+
+def _call_to_text(
+    func: Callable[..., Any], ctx: object, kwargs: dict[str, Any], tool_name: str
+) -> str:
+    """A thread tool's call and its result's text, both in the worker thread."""
+    result = func(ctx, **kwargs)
+    if type(result) is str:
+        return result
+    if isinstance(result, str):
+        return str.__str__(result)
+    text = _json_text(result)
+    return _repr_text(result, tool_name) if text is None else text
+
+
+def _json_text(result: object) -> str | None:
+    try:
+        # NaN and infinities are not JSON; "NaN" as a string still tells the model.
+        return to_json(result, inf_nan_mode="strings").decode()
+    except Exception:  # not serialisable, too deep, or a serializer of the user's failed
+        return None
+
+
+def _repr_text(result: object, tool_name: str) -> str:
+    try:
+        return repr(result)
+    except Exception as exc:  # a broken __repr__, a RecursionError...
+        raise InternalToolError(
+            UNSERIALIZABLE.format(
+                name=tool_name, kind=type(result).__name__, error=type(exc).__name__
+            )
+        ) from exc
 
 
 def serialize_result(result: object) -> str:
     """Compact JSON by pydantic; ``repr()`` for what pydantic cannot serialise."""
     if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
         return str.__str__(result)
-    try:
-        # NaN and infinities are not JSON; "NaN" as a string still tells the model.
-        return to_json(result, inf_nan_mode="strings").decode()
-    except (PydanticSerializationError, ValueError, TypeError, UnicodeDecodeError):
-        return repr(result)
+    text = _json_text(result)
+    return repr(result) if text is None else text
 
 
 def _where(cls: type) -> str:
