@@ -16,7 +16,6 @@ from ._model_texts import INPUT_TOO_DEEP, INPUT_TOO_LARGE, truncation_note
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "DEFAULT_MAX_INPUT_DEPTH",
-    "JSON_STRING",
     "Limits",
     "cap_result",
     "input_limit_problem",
@@ -66,7 +65,7 @@ class Limits:
 # A JSON string literal, escapes included (the unrolled form). The closing quote is
 # optional so that an unterminated string ends the match instead of making the
 # engine retry from every escaped quote: linear time on any input.
-JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
@@ -80,7 +79,7 @@ def input_limit_problem(input_json: str, max_bytes: int, max_depth: int) -> str 
     # Fewer brackets than the limit cannot nest deeper than it.
     if input_json.count("{") + input_json.count("[") > max_depth:
         depth = 0
-        for bracket in _BRACKET.findall(JSON_STRING.sub("", input_json)):
+        for bracket in _BRACKET.findall(_JSON_STRING.sub("", input_json)):
             depth += 1 if bracket in "[{" else -1
             if depth > max_depth:
                 return INPUT_TOO_DEEP.format(limit=max_depth)

@@ -33,7 +33,6 @@ __all__ = [
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
     "NOT_JSON_NUMBER",
-    "NOT_JSON_VALUE",
     "NOT_RUN",
     "NOT_TEXT",
     "SKIPPED",
@@ -86,8 +85,10 @@ def truncation_note(dropped: int, total: int) -> str:
 
 # -- arguments that are not JSON (the text after "Invalid argument: ") ------------------------
 
-NOT_JSON_VALUE = "input is not valid JSON ({value} is not a JSON value; send a number or null)"
-NOT_JSON_NUMBER = "input is not valid JSON (the number {number} is out of range for a 64-bit float)"
+NOT_JSON_NUMBER = (
+    "input is not valid JSON: NaN, Infinity and numbers out of range for a 64-bit float "
+    "are not JSON numbers (found {value})"
+)
 
 # -- arguments that failed validation (the text after "Invalid argument: ") ------------------
 
@@ -98,9 +99,11 @@ _MAX_REPORTED_ERRORS = 10
 # bytes each): 60 000 unknown keys cost megabytes, not tens of them.
 _MAX_READ_ERRORS = 100
 _MAX_INPUT_PREVIEW = 60
-# Error kinds whose message is a user's validator's text, to be made safe like an exception's.
-_USER_MESSAGE_KINDS = frozenset({"value_error", "assertion_error"})
-_PYDANTIC_KINDS = frozenset(get_args(ErrorType))
+# Kinds whose text is worded here; the others are pydantic's words about one value.
+_OWN_WORDS = frozenset({"missing", "extra_forbidden", "finite_number"})
+# Kinds whose message is a user's validator's text, made safe like an exception's.
+_USER_TEXT = frozenset({"value_error", "assertion_error"})
+_PYDANTIC_WORDS = frozenset(get_args(ErrorType)) - _OWN_WORDS - _USER_TEXT
 
 
 def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]) -> str:
@@ -110,7 +113,22 @@ def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]
     """
     count = exc.error_count()
     if count == 1:
-        return _describe_one(exc.errors(include_url=False, include_context=False)[0], field_names)
+        [error] = exc.errors(include_url=False, include_context=False)
+        loc = error["loc"]
+        if (
+            len(loc) == 1
+            and error["type"] in _PYDANTIC_WORDS
+            and "input" in error
+            and type(loc[0]) is str
+        ):
+            # The common case, in one go (a failed call is a hot path too): what
+            # _describe_one says of pydantic's words about one argument.
+            value = error["input"]
+            got = _preview(value) if type(value) is not str else _encode_str(value)
+            if len(got) > _MAX_INPUT_PREVIEW:
+                got = got[: _MAX_INPUT_PREVIEW - 1] + "…"
+            return f"'{loc[0]}': {error['msg']} (got {got})"
+        return _describe_one(error, field_names)
     errors: list[Any]
     if count <= _MAX_READ_ERRORS:
         errors = exc.errors(include_url=False, include_context=False)[:_MAX_REPORTED_ERRORS]
@@ -142,30 +160,42 @@ def _first_errors(exc: ValidationError) -> list[dict[str, Any]]:
 def _describe_one(error: Any, field_names: tuple[str, ...]) -> str:
     kind: str = error["type"]
     loc: tuple[int | str, ...] = error["loc"]
-    message: str = error["msg"]
-    # The common case first: one named argument (`'a': ...`).
-    where = f"'{loc[0]}'" if len(loc) == 1 and type(loc[0]) is str else _format_loc(loc)
-    if kind == "missing":
+    if len(loc) == 1 and type(loc[0]) is str:  # one named argument
+        where = f"'{loc[0]}'"
+    elif loc:
+        where = _format_loc(loc)
+    else:
+        return _describe_input(kind, error)
+    if kind in _PYDANTIC_WORDS:
+        message: str = error["msg"]
+    elif kind == "missing":
         return f"{where}: missing required argument" if len(loc) == 1 else f"{where}: missing"
-    if kind == "extra_forbidden":
+    elif kind == "extra_forbidden":
         if len(loc) == 1:
             allowed = ", ".join(field_names) if field_names else "no arguments"
             return f"{where}: unexpected argument (this tool takes: {allowed})"
         return f"{where}: unexpected field"
-    if not loc:
-        if kind == "json_invalid":
-            return f"input is not valid JSON ({message.removeprefix('Invalid JSON: ')})"
-        if kind == "string_unicode":
-            return "input is not valid Unicode text"
-        if kind in ("model_type", "model_attributes_type", "dict_type"):
-            return f"input must be a JSON object, got {_json_type(error.get('input'))}"
-    if kind == "finite_number":
+    elif kind == "finite_number":
         message = "NaN, Infinity and numbers out of range for a 64-bit float are not JSON"
-    elif kind in _USER_MESSAGE_KINDS or kind not in _PYDANTIC_KINDS:
-        message = safe_text(message)  # a user's validator wrote it: it may hold a path or a secret
+    else:  # a user's validator (or custom error type) wrote it: it may hold a path or a secret
+        message = safe_text(error["msg"])
     if "input" not in error:
         return f"{where}: {message}"
     return f"{where}: {message} (got {_preview(error['input'])})"
+
+
+def _describe_input(kind: str, error: Any) -> str:
+    """An error about the input as a whole (it has no location)."""
+    message: str = error["msg"]
+    if kind == "json_invalid":
+        return f"input is not valid JSON ({message.removeprefix('Invalid JSON: ')})"
+    if kind == "string_unicode":
+        return "input is not valid Unicode text"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"input must be a JSON object, got {_json_type(error.get('input'))}"
+    if kind not in _PYDANTIC_WORDS:
+        message = safe_text(message)
+    return f"input: {message}"
 
 
 def _format_loc(loc: tuple[int | str, ...]) -> str:

@@ -132,13 +132,16 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _hide_filename(text: str, filename: Any) -> str:  # OSError.filename is Any
+    """``text`` without ``filename``, which it shows as a repr (``'...'``, ``b'...'``, a Path's)."""
     try:
         name = os.fsdecode(filename)
     except TypeError:  # not a path (an OSError raised with odd arguments)
         return text
     if not name:
         return text
-    return text.replace(repr(name), f"'{PATH}'").replace(name, PATH)
+    for shown in dict.fromkeys((repr(filename), repr(name))):
+        text = text.replace(shown, f"'{PATH}'")
+    return text.replace(name, PATH)
 
 
 class _SecretNames:

@@ -1,4 +1,4 @@
-"""Which ``Args`` models could hand a tool ``NaN`` or infinity: those scan their input first.
+"""Which ``Args`` models could hand a tool ``NaN`` or infinity: those check what they parsed.
 
 pydantic reads the non-JSON ``NaN``, ``Infinity`` and ``1e400`` as floats (see
 ``_strict_json``). A ``float`` argument refuses them itself, at no cost:
@@ -6,8 +6,9 @@ pydantic reads the non-JSON ``NaN``, ``Infinity`` and ``1e400`` as floats (see
 lets them through: a value typed ``Any`` or ``object``, a ``float`` in a
 nested model with its own config, a validator function of the user's (it
 sees the raw value). ``admits_non_finite`` finds those, once per tool, in the
-model's core schema; the tools it finds scan their input before validating.
-Anything it does not know counts as letting them through.
+model's core schema; the tools it finds look at their validated arguments
+(``non_finite_problem``) before the method runs. Anything it does not know
+counts as letting them through.
 """
 
 from __future__ import annotations

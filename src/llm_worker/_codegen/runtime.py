@@ -27,7 +27,7 @@ from .._limits import input_limit_problem
 from .._meta import ToolMeta
 from .._model_texts import TIMED_OUT, UNSERIALIZABLE, describe_validation_error
 from .._safe_text import model_safe_text
-from .._strict_json import non_json_problem
+from .._strict_json import non_finite_problem
 from .._types import Tool
 from .introspect import ParameterSpec
 from .non_finite import admits_non_finite
@@ -219,7 +219,7 @@ def make_execute(
     inside the timeout, and off the event loop unless pydantic serialises it.
     """
     validate_json: Callable[..., Any] | None = None
-    scan_numbers = True  # until the model is known: could NaN reach the method?
+    scan_numbers = True  # until the model is known: could pydantic let NaN through?
     # Inputs this short can be neither too big nor too deep: skip the checks.
     always_within_limits = min(max_input_bytes // 4, max_input_depth)
 
@@ -235,10 +235,6 @@ def make_execute(
             problem = input_limit_problem(input_json, max_input_bytes, max_input_depth)
             if problem is not None:
                 raise InvalidArgumentError(problem)
-        if scan_numbers:
-            problem = non_json_problem(input_json)
-            if problem is not None:
-                raise InvalidArgumentError(problem)
         try:
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
@@ -247,6 +243,10 @@ def make_execute(
             if passes_through(exc):
                 raise
             raise InvalidArgumentError(f"{type(exc).__name__}: {model_safe_text(exc)}") from exc
+        if scan_numbers:  # NaN, Infinity or 1e400 where pydantic does not refuse them
+            problem = non_finite_problem(args.__dict__.values())
+            if problem is not None:
+                raise InvalidArgumentError(problem)
         try:
             if timeout is not None:
                 return await _run_with_timeout(

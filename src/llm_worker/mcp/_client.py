@@ -60,7 +60,7 @@ from .._model_texts import (
     describe_validation_error,
 )
 from .._safe_text import model_safe_text, safe_text
-from .._strict_json import non_json_problem
+from .._strict_json import non_finite_problem
 from .._types import Tool, ToolDefinition
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
@@ -184,13 +184,14 @@ class McpTool:
 def _parse_arguments(input_json: str) -> dict[str, Any]:
     if not input_json or input_json.isspace():
         return {}
-    problem = non_json_problem(input_json)
-    if problem is not None:
-        raise InvalidArgumentError(problem)
     try:
-        return _ARGUMENTS.validate_json(input_json)
+        arguments = _ARGUMENTS.validate_json(input_json)
     except ValidationError as exc:
         raise InvalidArgumentError(describe_validation_error(exc, ())) from exc
+    problem = non_finite_problem(arguments.values())  # NaN, Infinity, 1e400: not JSON
+    if problem is not None:
+        raise InvalidArgumentError(problem)
+    return arguments
 
 
 def result_text(result: types.CallToolResult) -> str:
