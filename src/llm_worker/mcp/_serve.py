@@ -21,10 +21,14 @@ wrong and can try again (``isError: true``, one text block):
   ``Execution failed: ...`` (the ``ToolExecutionError``'s ``detail``);
 - an unknown name: ``Tool 'x' not found``;
 - any other exception: ``Internal error: tool 'x' failed unexpectedly (KeyError)``,
-  with the traceback logged (logger ``llm_worker.mcp``), never sent.
+  with the traceback logged (logger ``llm_worker.mcp``), never sent; so do
+  ``SystemExit``, ``KeyboardInterrupt`` and any other ``BaseException`` a tool
+  raises: one call never stops the server.
 
 Cancellation (the client cancelled the request, or the server is shutting
-down) propagates.
+down) propagates. A lone surrogate in a result becomes U+FFFD. Over HTTP, who
+may send requests at all is ``_http_access``'s (Host/Origin checks on every
+bind, an optional bearer token).
 """
 
 from __future__ import annotations
