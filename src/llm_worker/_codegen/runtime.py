@@ -3,12 +3,14 @@
 Everything known at build time (function, flags) sits in closure cells, and
 the validator joins them at the first call; a call does one emptiness check,
 one validation, the call itself and, for non-``str`` results, one ``to_json``.
-Error messages are only worked out once validation has failed.
+Error messages are only worked out once validation has failed. What is not on
+that path is about hostile tools: their ``repr()`` runs in a thread, their
+exceptions all become ``ToolError``s, and their threads are bounded
+(``threads``).
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -42,7 +44,6 @@ __all__ = [
     "GeneratedTool",
     "ToolFactory",
     "make_execute",
-    "passes_through",
     "serialize_result",
 ]
 
@@ -240,7 +241,7 @@ def make_execute(
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
         except BaseException as exc:  # a user's validator raised something pydantic passes on
-            if passes_through(exc):
+            if _passes_through(exc):
                 raise
             raise InvalidArgumentError(f"{type(exc).__name__}: {model_safe_text(exc)}") from exc
         if scan_numbers:  # NaN, Infinity or 1e400 where pydantic does not refuse them
@@ -256,24 +257,21 @@ def make_execute(
                 result = await self._method(self.ctx, **args.__dict__)
             elif thread:
                 return await run_in_thread(
-                    functools.partial(
-                        _call_to_text, self._method, self.ctx, args.__dict__, tool_name
-                    )
+                    _call_to_text, self._method, self.ctx, args.__dict__, tool_name
                 )
             else:
                 result = self._method(self.ctx, **args.__dict__)
+            # _result_text, inlined: this is the hot path.
             if type(result) is str:
                 return result
-            if not isinstance(result, str):  # the hot path: _result_text, inlined
-                try:
-                    return to_json(result, inf_nan_mode="strings").decode()
-                except Exception:
-                    pass
-            return await _result_text(result, tool_name)
+            if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
+                return str.__str__(result)
+            text = _json_text(result)
+            return await _repr_in_thread(result, tool_name) if text is None else text
         except ToolError:
             raise
         except BaseException as exc:  # Exception, or a BaseException of the tool's own
-            if passes_through(exc):
+            if _passes_through(exc):
                 raise
             raise ExecutionFailedError(model_safe_text(exc)) from exc
 
@@ -296,14 +294,13 @@ async def _run_with_timeout(
             text = result if type(result) is str else await _result_text(result, tool_name)
         else:
             # Threads cannot be interrupted: abandon it; it may still finish on its own.
-            call = functools.partial(_call_to_text, func, ctx, kwargs, tool_name)
-            text = await run_in_thread(call)
+            text = await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name)
     if scope.cancelled_caught:
         raise ExecutionFailedError(TIMED_OUT.format(name=tool_name, seconds=timeout))
     return text
 
 
-def passes_through(exc: BaseException) -> bool:
+def _passes_through(exc: BaseException) -> bool:
     """Whether ``execute`` lets ``exc`` out: cancellation, ``KeyboardInterrupt``, ``SystemExit``.
 
     So does an exception group holding one of them (from a task group in the tool).
@@ -314,7 +311,7 @@ def passes_through(exc: BaseException) -> bool:
         return False
     grouped: object = getattr(exc, "exceptions", None)  # a BaseExceptionGroup
     return isinstance(grouped, tuple) and any(
-        isinstance(inner, BaseException) and passes_through(inner)
+        isinstance(inner, BaseException) and _passes_through(inner)
         for inner in cast("tuple[object, ...]", grouped)
     )
 
@@ -324,10 +321,12 @@ async def _result_text(result: object, tool_name: str) -> str:
     if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
         return str.__str__(result)
     text = _json_text(result)
-    if text is not None:
-        return text
+    return await _repr_in_thread(result, tool_name) if text is None else text
+
+
+async def _repr_in_thread(result: object, tool_name: str) -> str:
     # repr() is the tool's code, and may be slow: never on the event loop.
-    return await run_in_thread(functools.partial(_repr_text, result, tool_name))
+    return await run_in_thread(_repr_text, result, tool_name)
 
 
 def _call_to_text(

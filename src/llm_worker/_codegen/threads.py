@@ -16,11 +16,11 @@ times out like any other.
 
 from __future__ import annotations
 
-import enum
+import collections
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -35,29 +35,31 @@ T = TypeVar("T")
 _RECHECK_SECONDS = 0.1
 
 
-class _State(enum.Enum):
-    PENDING = "pending"  # handed to anyio, not started yet
-    RUNNING = "running"
-    ABANDONED = "abandoned"  # the call went away while it ran: the thread frees the slot
-    DONE = "done"  # returned, raised, or never to start
-
-
 class _ToolThreads:
-    """The tool threads of one event loop."""
+    """The tool threads of one event loop.
 
-    __slots__ = ("alive", "freed", "lock", "waiting")
+    ``alive`` is only touched on the event loop's thread; an abandoned thread
+    hands its slot back through ``freed`` (appending to a deque is atomic), so
+    starting a thread takes no lock.
+    """
+
+    __slots__ = ("alive", "freed", "lock", "waiting", "wake")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # for each call's handshake with its thread
         self.alive = 0  # started and not yet returned, or about to start
+        self.freed: collections.deque[None] = collections.deque()
         self.waiting = 0
-        self.freed = anyio.Event()
+        self.wake = anyio.Event()
 
     def try_acquire(self, bound: float) -> bool:
-        with self.lock:
-            if self.alive < bound:
-                self.alive += 1
-                return True
+        freed = self.freed
+        while freed:
+            freed.popleft()
+            self.alive -= 1
+        if self.alive < bound:
+            self.alive += 1
+            return True
         return False
 
     async def acquire(self, limiter: anyio.CapacityLimiter) -> None:
@@ -66,81 +68,95 @@ class _ToolThreads:
             self.waiting += 1
             try:
                 with anyio.move_on_after(_RECHECK_SECONDS):
-                    await self.freed.wait()
+                    await self.wake.wait()
             finally:
                 self.waiting -= 1
 
     def release(self) -> None:
         """Free a slot, on the event loop's thread."""
-        with self.lock:
-            self.alive -= 1
+        self.alive -= 1
         if self.waiting:
-            self.freed.set()
-            self.freed = anyio.Event()
+            self.wake.set()
+            self.wake = anyio.Event()
 
 
 # Keyed by the event loop's default thread limiter (one per loop): looking that up is the
-# one per-loop lookup a thread call needs, and anyio.to_thread is handed it.
+# one per-loop lookup a thread call needs, and anyio.to_thread is handed it. The last one
+# used is kept at hand: most programs run one loop.
 _TOOL_THREADS: weakref.WeakKeyDictionary[anyio.CapacityLimiter, _ToolThreads] = (
     weakref.WeakKeyDictionary()
 )
+_LAST_USED: list[tuple[object, _ToolThreads | None]] = [(None, None)]
+
+
+def _tool_threads(limiter: anyio.CapacityLimiter) -> _ToolThreads:
+    seen, threads = _LAST_USED[0]
+    if seen is limiter and threads is not None:
+        return threads
+    threads = _TOOL_THREADS.get(limiter)
+    if threads is None:
+        threads = _TOOL_THREADS[limiter] = _ToolThreads()
+    _LAST_USED[0] = (limiter, threads)
+    return threads
 
 
 class _Call(Generic[T]):
-    __slots__ = ("func", "state", "threads")
+    """One call's thread: who frees its slot, the call or the thread, is decided under the lock."""
 
-    def __init__(self, func: Callable[[], T], threads: _ToolThreads) -> None:
-        self.func = func
+    __slots__ = ("args", "func", "gone", "running", "threads")
+
+    def __init__(
+        self, threads: _ToolThreads, func: Callable[..., T], args: tuple[Any, ...]
+    ) -> None:
         self.threads = threads
-        self.state = _State.PENDING
+        self.func = func
+        self.args = args
+        self.running = False
+        self.gone = False  # the call ended (cancelled) before the thread did
 
     def run(self) -> T | None:
         """In the worker thread."""
         threads = self.threads
         with threads.lock:
-            if self.state is not _State.PENDING:
+            if self.gone:
                 return None  # the call went away before the thread started
-            self.state = _State.RUNNING
+            self.running = True
         try:
-            return self.func()
+            return self.func(*self.args)
         finally:
-            self._finish()
+            with threads.lock:
+                self.running = False
+                gone = self.gone
+            if gone:
+                threads.freed.append(None)
 
-    def _finish(self) -> None:
-        """In the worker thread, when ``func`` is done: free the slot if the call was abandoned."""
-        threads = self.threads
-        with threads.lock:
-            if self.state is _State.ABANDONED:
-                threads.alive -= 1
-            self.state = _State.DONE
+    def leave(self) -> bool:
+        """On the event loop, when the call ends early: whether the thread still runs.
 
-    def settle(self) -> None:
-        """On the event loop, once the call is over: free the slot, or leave it to the thread."""
-        threads = self.threads
-        with threads.lock:
-            if self.state is _State.RUNNING:
-                self.state = _State.ABANDONED
-                return
-            self.state = _State.DONE
-        threads.release()
+        If it does, it frees the slot when ``func`` returns; if not, the caller does.
+        """
+        with self.threads.lock:
+            self.gone = True
+            return self.running
 
 
-async def run_in_thread(func: Callable[[], T]) -> T:
-    """``func()`` in a worker thread, within this event loop's bound on tool threads.
+async def run_in_thread(func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)`` in a worker thread, within this event loop's bound on tool threads.
 
     Cancellation (a timeout, a cancelled run) abandons the thread: this returns
     at once, and the thread keeps its slot until ``func`` returns.
     """
     limiter = anyio.to_thread.current_default_thread_limiter()
-    threads = _TOOL_THREADS.get(limiter)
-    if threads is None:
-        threads = _TOOL_THREADS[limiter] = _ToolThreads()
+    threads = _tool_threads(limiter)
     if not threads.try_acquire(limiter.total_tokens):
         await threads.acquire(limiter)
-    call = _Call(func, threads)
+    call = _Call(threads, func, args)
     try:
         result = await anyio.to_thread.run_sync(call.run, abandon_on_cancel=True, limiter=limiter)
-    finally:
-        call.settle()
+    except BaseException:
+        if not call.leave():
+            threads.release()
+        raise
+    threads.release()  # the thread has returned (or raised): its slot is free
     # None only if the thread never ran func, and then nobody waits for this.
     return cast(T, result)
