@@ -47,6 +47,7 @@ import os
 import shlex
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from types import ModuleType
 from typing import Literal, cast
@@ -330,17 +331,28 @@ def _exit_now_if_threads_run(status: int) -> None:
 
     A plain-``def`` tool abandoned when the client went away runs on in a worker
     thread that Python would wait for at exit, keeping the server process alive.
+    Idle worker threads end on their own within moments: those are waited for.
     """
-    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
-    if not others:
+    deadline = time.monotonic() + _THREAD_GRACE_SECONDS
+    running: list[threading.Thread] = []
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            running.append(thread)
+    if not running:
         return
     logging.getLogger("llm_worker.mcp").info(
-        "the client has gone; exiting without waiting for %d running tool thread(s)", len(others)
+        "the client has gone; exiting without waiting for %d running tool thread(s)", len(running)
     )
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)
+
+
+_THREAD_GRACE_SECONDS = 1.0
 
 
 def _load_factory(target: str) -> ToolServer | ToolServerHandle:
