@@ -305,7 +305,8 @@ class TestSessions:
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         with anyio.fail_after(GUARD):
             while True:
-                await anyio.sleep(0.1)
+                # Longer than the timeout between requests: each request is activity.
+                await anyio.sleep(0.6)
                 status = (
                     await post(server, body=ping, **{"mcp-session-id": session_id})
                 ).status_code
