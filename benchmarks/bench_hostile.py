@@ -2,7 +2,7 @@
 
 Run from the repository root with the project's venv:
 
-    .venv/bin/python benchmarks/bench_hostile.py          # ~30 s
+    .venv/bin/python benchmarks/bench_hostile.py          # ~20 s
     .venv/bin/python benchmarks/bench_hostile.py --quick  # smaller inputs, a few seconds
 
 Each case runs in this process on asyncio (the thread case on trio too): the
