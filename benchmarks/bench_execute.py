@@ -43,7 +43,7 @@ from _tools import (
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from llm_worker import InvalidArgumentError, ToolServer, tool_definitions
+from llm_worker import InvalidArgumentError, ToolExecutionError, ToolServer, tool_definitions
 
 AsyncFn = Callable[..., Awaitable[Any]]
 
@@ -151,9 +151,15 @@ def build_cases() -> list[Case]:
         ),
         Case(
             "T2 invalid input: execute / floor (str(exc))",
-            1.5,
+            1.3,
             Variant(floor_add, (ADD_INVALID_INPUT,), ValidationError),
             Variant(App.ToolAdd(app).execute, (ADD_INVALID_INPUT,), InvalidArgumentError),
+        ),
+        Case(
+            "T2 invalid via call_tool / floor (str(exc))",
+            1.5,
+            Variant(floor_add, (ADD_INVALID_INPUT,), ValidationError),
+            Variant(handle.call_tool, ("add", ADD_INVALID_INPUT), ToolExecutionError),
         ),
         Case(
             "T2 via ToolServerHandle.call_tool / floor",

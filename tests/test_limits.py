@@ -38,8 +38,8 @@ from llm_worker._limits import (
     DEFAULT_MAX_INPUT_DEPTH,
     cap_result,
     input_limit_problem,
-    model_safe_text,
 )
+from llm_worker._safe_text import model_safe_text
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
 NOTE = re.compile(
@@ -750,3 +750,40 @@ class TestOsErrorPaths:
         """An OSError's file name never reaches the model, whatever its form."""
         text = model_safe_text(FileNotFoundError(2, "No such file or directory", filename))
         assert text == "[Errno 2] No such file or directory: '<path>'"
+
+
+class TestCapResultCopiesLittle:
+    @pytest.mark.parametrize("char", ["x", "é", "😀"])
+    def test_capping_a_huge_result_never_copies_it_whole(self, char):
+        """Capping 20 MB of text costs well under a megabyte, whatever its characters.
+
+        (Encoding it whole cost one and a half times its size.)
+        """
+        import tracemalloc
+
+        text = char * (20_000_000 // len(char.encode()))
+        tracemalloc.start()
+        try:
+            capped = cap_result(text, 1000)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        kept, dropped, total = split_capped(capped)
+        assert total == len(text.encode())
+        assert len(kept.encode()) + dropped == total
+        assert peak < 1_000_000
+
+    @given(
+        text=st.text(st.characters(exclude_categories=())),  # lone surrogates too
+        max_bytes=st.integers(min_value=256, max_value=2000),
+    )
+    def test_same_as_encoding_it_whole(self, text, max_bytes):
+        """The chunked count agrees with encoding the text whole, lone surrogates included."""
+        capped = cap_result(text, max_bytes)
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) <= max_bytes:
+            assert capped is text
+        else:
+            kept, dropped, total = split_capped(capped)
+            assert total == len(data)
+            assert dropped == len(data) - len(kept.encode("utf-8", "surrogatepass"))

@@ -3,6 +3,8 @@
 
     llm-worker schema TARGET... [--format FMT] [--strict] [-o FILE | --check FILE]
     llm-worker mcp serve FACTORY [--transport stdio|http] [--host H] [--port N] [--path P]
+        [--allow-host H]... [--allow-origin O]... [--auth-token-env VAR | --auth-token T]
+        [--session-idle-timeout S] [--max-sessions N]
 
 TARGET is ``package.module:Class`` (``Class`` may be dotted, ``Outer.Inner``) or
 ``package.module`` (every ``@tool_registry`` class defined at the top level of
@@ -26,7 +28,9 @@ registered. The MCP SDK (the ``mcp`` extra) is imported only by this command. Ov
 stdio, stdout carries nothing but the protocol: what the factory prints while it is
 imported and called goes to stderr, as do the logs. Exit status: 0 when the client
 closes the connection (stdio), 2 for a bad FACTORY, usage error or missing extra
-(one line on stderr), 1 when the HTTP port cannot be bound, 130 on Ctrl-C.
+(one line on stderr), 1 when the HTTP port cannot be bound, 130 on Ctrl-C. Over
+stdio the process exits as soon as the client has gone, even while a plain-``def``
+tool still runs in a thread (Python would otherwise wait for that thread).
 
 Imported only by the ``llm-worker`` console script and ``python -m llm_worker``.
 """
@@ -39,9 +43,12 @@ import importlib
 import inspect
 import json
 import logging
+import math
 import os
 import shlex
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -160,6 +167,45 @@ def _add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "--port", type=int, help="HTTP: the port to listen on (default: 8000; 0 picks a free one)"
     )
     serve.add_argument("--path", help="HTTP: the endpoint path (default: /mcp)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST",
+        help="HTTP: also accept requests whose Host header is HOST (repeatable; the loopback "
+        "names and --host are always accepted)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="HTTP: also accept browser requests from ORIGIN, e.g. https://app.example.com "
+        "(repeatable)",
+    )
+    token = serve.add_mutually_exclusive_group()
+    token.add_argument(
+        "--auth-token-env",
+        metavar="VAR",
+        help="HTTP: require 'Authorization: Bearer <token>', the token read from the "
+        "environment variable VAR",
+    )
+    token.add_argument(
+        "--auth-token",
+        metavar="TOKEN",
+        help="HTTP: the same with the token given here (other local users can see it in the "
+        "process list; prefer --auth-token-env)",
+    )
+    serve.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="HTTP: close a session idle this long (default: 1800)",
+    )
+    serve.add_argument(
+        "--max-sessions",
+        type=int,
+        metavar="N",
+        help="HTTP: at most N sessions open at once; more get 503 (default: 10000)",
+    )
 
 
 def _schema(args: argparse.Namespace, prog: str) -> int:
@@ -188,7 +234,17 @@ def _schema(args: argparse.Namespace, prog: str) -> int:
 
 
 def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
-    http_options = {"--host": args.host, "--port": args.port, "--path": args.path}
+    http_options = {
+        "--host": args.host,
+        "--port": args.port,
+        "--path": args.path,
+        "--allow-host": args.allow_host,
+        "--allow-origin": args.allow_origin,
+        "--auth-token-env": args.auth_token_env,
+        "--auth-token": args.auth_token,
+        "--session-idle-timeout": args.session_idle_timeout,
+        "--max-sessions": args.max_sessions,
+    }
     if args.transport == "stdio":
         given = [option for option, value in http_options.items() if value is not None]
         if given:
@@ -199,10 +255,21 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
         raise _UsageError(f"--path must start with '/', not {args.path!r}")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise _UsageError(f"--port must be between 0 and 65535, not {args.port}")
+    timeout: float | None = args.session_idle_timeout
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise _UsageError(f"--session-idle-timeout must be a positive number, not {timeout}")
+    if args.max_sessions is not None and args.max_sessions < 1:
+        raise _UsageError(f"--max-sessions must be at least 1, not {args.max_sessions}")
+    auth_token = _auth_token(args)
     try:
         from .mcp import serve_async
     except ImportError as exc:
         raise _UsageError(str(exc)) from None
+    from mcp.server.streamable_http_manager import (
+        DEFAULT_MAX_SESSIONS,
+        DEFAULT_SESSION_IDLE_TIMEOUT,
+    )
+
     # Over stdio, stdout is the protocol: output of the user's code must not reach it.
     redirect = (
         contextlib.redirect_stdout(sys.stderr)
@@ -218,9 +285,22 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
     host: str = args.host or "127.0.0.1"
     port: int = 8000 if args.port is None else args.port
     path: str = args.path or "/mcp"
+    idle_timeout = DEFAULT_SESSION_IDLE_TIMEOUT if timeout is None else timeout
+    max_sessions: int = DEFAULT_MAX_SESSIONS if args.max_sessions is None else args.max_sessions
 
     async def serve() -> None:
-        await serve_async(tools, transport=transport, host=host, port=port, path=path)
+        await serve_async(
+            tools,
+            transport=transport,
+            host=host,
+            port=port,
+            path=path,
+            allowed_hosts=args.allow_host or (),
+            allowed_origins=args.allow_origin or (),
+            auth_token=auth_token,
+            session_idle_timeout=idle_timeout,
+            max_sessions=max_sessions,
+        )
 
     try:
         anyio.run(serve)
@@ -229,7 +309,53 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
     except OSError as exc:  # the HTTP port cannot be bound
         print(f"{prog} mcp serve: error: {exc}", file=sys.stderr)
         return 1
+    if transport == "stdio":
+        _exit_now_if_threads_run(0)
     return 0
+
+
+def _auth_token(args: argparse.Namespace) -> str | None:
+    if args.auth_token is not None:
+        if not args.auth_token:
+            raise _UsageError("--auth-token must not be empty")
+        return str(args.auth_token)
+    if args.auth_token_env is None:
+        return None
+    token = os.environ.get(args.auth_token_env)
+    if not token:
+        raise _UsageError(
+            f"--auth-token-env: the environment variable {args.auth_token_env} is not set"
+        )
+    return token
+
+
+def _exit_now_if_threads_run(status: int) -> None:
+    """End the process at once if tool threads still run: the client is gone, nobody waits.
+
+    A plain-``def`` tool abandoned when the client went away runs on in a worker
+    thread that Python would wait for at exit, keeping the server process alive.
+    Idle worker threads end on their own within moments: those are waited for.
+    """
+    deadline = time.monotonic() + _THREAD_GRACE_SECONDS
+    running: list[threading.Thread] = []
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            running.append(thread)
+    if not running:
+        return
+    logging.getLogger("llm_worker.mcp").info(
+        "the client has gone; exiting without waiting for %d running tool thread(s)", len(running)
+    )
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+_THREAD_GRACE_SECONDS = 1.0
 
 
 def _load_factory(target: str) -> ToolServer | ToolServerHandle:

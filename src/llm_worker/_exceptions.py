@@ -28,6 +28,8 @@ import time, not part of this tree.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._model_texts import shown_name
 
 __all__ = [
@@ -54,17 +56,20 @@ __all__ = [
 class ToolError(Exception):
     """A tool call failed; ``str(error)`` is the text the model sees."""
 
+    __slots__ = ("message",)
     _prefix = ""
 
     def __init__(self, message: str) -> None:
-        super().__init__(message)
+        # The whole text is the one argument, so str() is Exception's own, and slots spare
+        # a __dict__: a failed call is a hot path too (see benchmarks/README.md).
+        self.args = (self._prefix + message,)
         self.message = message
-
-    def __str__(self) -> str:
-        return f"{self._prefix}{self.message}"
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.message,), self.__dict__)
 
 
 class InvalidArgumentError(ToolError):
@@ -114,13 +119,15 @@ class ToolNotFoundError(ToolServerError, LookupError):
 class ToolExecutionError(ToolServerError):
     """The tool raised a ``ToolError``; that error is ``__cause__``."""
 
+    __slots__ = ("detail", "name")
+
     def __init__(self, name: str, detail: str) -> None:
-        super().__init__(name, detail)
+        self.args = (f"Tool execution failed: {detail}",)  # str() is Exception's (see ToolError)
         self.name = name
         self.detail = detail
 
-    def __str__(self) -> str:
-        return f"Tool execution failed: {self.detail}"
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.name, self.detail), self.__dict__)
 
 
 class WorkerError(Exception):

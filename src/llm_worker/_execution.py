@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from typing import Any
 
 import anyio
@@ -23,13 +22,12 @@ from ._conversation import ToolCall, ToolResult
 from ._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError, ToolError
 from ._limits import Limits, cap_result, input_limit_problem
 from ._model_texts import NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
+from ._safe_text import valid_unicode
 from ._server import ToolEntry
 
 __all__ = ["execute_call", "timed_out", "valid_text"]
 
 logger = logging.getLogger("llm_worker")
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 async def execute_call(
@@ -105,14 +103,12 @@ def _log_failure(name: str, exc: ToolError) -> None:
 
 
 def valid_text(text: str, max_bytes: float) -> str:
-    """``text`` as valid Unicode (lone surrogates become U+FFFD), capped at ``max_bytes``."""
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            # A lone surrogate (say a file name os.listdir decoded with surrogateescape)
-            # would make every later request of the conversation fail to encode.
-            text = _LONE_SURROGATE.sub("\ufffd", text)
+    """``text`` as valid Unicode (lone surrogates become U+FFFD), capped at ``max_bytes``.
+
+    A lone surrogate (say a file name ``os.listdir`` decoded with surrogateescape)
+    in the history would make every later request of the conversation fail to encode.
+    """
+    text = valid_unicode(text)
     if max_bytes == math.inf:
         return text
     return cap_result(text, int(max_bytes))

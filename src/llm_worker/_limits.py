@@ -1,9 +1,9 @@
 """Limits on what a model can make a tool do, and the texts that tell it so.
 
 A model's tool call is untrusted input. Sizes and depths are checked before
-any parsing work that grows with the input; results are capped before they
-reach the model; and failure texts are scrubbed of what a model should never
-see (file paths, object reprs, tracebacks).
+any parsing work that grows with the input, and results are capped before they
+reach the model, without copying them whole. (Failure texts are made safe for
+a model by ``_safe_text``.)
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ __all__ = [
     "Limits",
     "cap_result",
     "input_limit_problem",
-    "model_safe_text",
 ]
 
 DEFAULT_MAX_INPUT_BYTES = 1_000_000
@@ -90,7 +89,7 @@ def input_limit_problem(input_json: str, max_bytes: int, max_depth: int) -> str 
     """Why ``input_json`` is over a limit, or ``None``. Cheap for ordinary inputs."""
     # A character is at most 4 UTF-8 bytes: short inputs need no encoding.
     if len(input_json) * 4 > max_bytes:
-        size = len(input_json.encode("utf-8", "surrogatepass"))
+        size = len(input_json) if input_json.isascii() else _utf8_size(input_json)
         if size > max_bytes:
             return INPUT_TOO_LARGE.format(size=size, limit=max_bytes)
     # Fewer brackets than the limit cannot nest deeper than it.
@@ -104,36 +103,29 @@ def input_limit_problem(input_json: str, max_bytes: int, max_depth: int) -> str 
 
 
 def cap_result(text: str, max_bytes: int) -> str:
-    """``text``, or its first bytes (cut at a UTF-8 boundary) and a note of what was dropped."""
+    """``text``, or its first bytes (cut at a UTF-8 boundary) and a note of what was dropped.
+
+    Never copies ``text`` whole: a 100 MB result costs a few hundred kilobytes to cap.
+    """
     if len(text) * 4 <= max_bytes:
         return text
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
+    total = len(text) if text.isascii() else _utf8_size(text)  # isascii() is O(1)
+    if total <= max_bytes:
         return text
     # The note's length depends on the count it reports; a generous bound fits both.
-    note_room = 120 + 2 * len(str(len(data)))
-    kept = data[: max(0, max_bytes - note_room)].decode("utf-8", "ignore")
-    dropped = len(data) - len(kept.encode("utf-8", "surrogatepass"))
-    return kept + truncation_note(dropped, len(data))
+    budget = max(0, max_bytes - (120 + 2 * len(str(total))))
+    # A character is at least one byte: the first `budget` characters hold the kept bytes.
+    kept = text[:budget].encode("utf-8", "surrogatepass")[:budget].decode("utf-8", "ignore")
+    dropped = total - len(kept.encode("utf-8", "surrogatepass"))
+    return kept + truncation_note(dropped, total)
 
 
-# An absolute path, not the tail of a URL or of a word ("https://x/y", "a/b").
-_ABSOLUTE_PATH = re.compile(r"""(?<![\w:/.])(?:[A-Za-z]:\\|/)(?:[^\s'"/\\:]+[/\\])+[^\s'"/\\:]*""")
-# `<mod.Thing object at 0x7f...>`, `<function helper at 0x7f...>`: keep the words only.
-_OBJECT_REPR = re.compile(r"<(?:[\w.]+\.)?([^<>]*?) at 0x[0-9a-fA-F]+>")
-_MAX_ERROR_TEXT = 500
+_SIZE_CHUNK = 1 << 16  # characters encoded at a time: at most 256 KB alive
 
 
-def model_safe_text(exc: BaseException) -> str:
-    """A short text for the model about ``exc``: no paths, reprs or tracebacks."""
-    text = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, OSError):  # its filenames appear as reprs: "C:\\Users\\..." or with spaces
-        for filename in (exc.filename, exc.filename2):
-            if filename is not None:
-                text = text.replace(repr(filename), "'<path>'").replace(str(filename), "<path>")
-    text = _ABSOLUTE_PATH.sub("<path>", text)
-    text = _OBJECT_REPR.sub(r"<\1>", text)
-    text = text.splitlines()[0] if "Traceback (most recent call last)" in text else text
-    if len(text) > _MAX_ERROR_TEXT:
-        text = text[: _MAX_ERROR_TEXT - 1] + "…"
-    return text
+def _utf8_size(text: str) -> int:
+    """``len(text.encode("utf-8", "surrogatepass"))``, without encoding it all at once."""
+    return sum(
+        len(text[start : start + _SIZE_CHUNK].encode("utf-8", "surrogatepass"))
+        for start in range(0, len(text), _SIZE_CHUNK)
+    )

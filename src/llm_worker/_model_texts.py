@@ -14,7 +14,11 @@ tool's name.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
+
+from pydantic_core.core_schema import ErrorType
+
+from ._safe_text import safe_text
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -30,6 +34,7 @@ __all__ = [
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
     "NOT_ALLOWED",
+    "NOT_JSON_NUMBER",
     "NOT_RUN",
     "NOT_TEXT",
     "SKIPPED",
@@ -37,6 +42,7 @@ __all__ = [
     "STOPPED",
     "TIMED_OUT",
     "UNEXPECTED",
+    "UNSERIALIZABLE",
     "WITHHELD",
     "call_text",
     "describe_validation_error",
@@ -65,6 +71,8 @@ TIMED_OUT = "tool '{name}' timed out after {seconds:g}s"
 # A tool that broke its contract (a bug in the tool, not a bad call).
 UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
 NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
+# The message of the InternalToolError a generated tool raises for a result it cannot serialise.
+UNSERIALIZABLE = "tool '{name}' returned {kind}, which could not be turned into text ({error})"
 
 _MAX_NAME_SHOWN = 100  # a model-chosen name can be a megabyte long
 
@@ -100,43 +108,119 @@ def truncation_note(dropped: int, total: int) -> str:
     )
 
 
+# -- arguments that are not JSON (the text after "Invalid argument: ") ------------------------
+
+NOT_JSON_NUMBER = (
+    "input is not valid JSON: NaN, Infinity and numbers out of range for a 64-bit float "
+    "are not JSON numbers (found {value})"
+)
+
 # -- arguments that failed validation (the text after "Invalid argument: ") ------------------
 
 # A model that gets many things wrong at once learns the first few; the rest are counted.
 _MAX_REPORTED_ERRORS = 10
+# Up to this many errors are read as pydantic's dicts (about 650 bytes each); past it, only
+# the first few are read back from pydantic's compact JSON, without their inputs (about 85
+# bytes each): 60 000 unknown keys cost megabytes, not tens of them.
+_MAX_READ_ERRORS = 100
 _MAX_INPUT_PREVIEW = 60
+# Kinds whose text is worded here; the others are pydantic's words about one value.
+_OWN_WORDS = frozenset({"missing", "extra_forbidden", "finite_number"})
+# Kinds whose message is a user's validator's text, made safe like an exception's.
+_USER_TEXT = frozenset({"value_error", "assertion_error"})
+_PYDANTIC_WORDS = frozenset(get_args(ErrorType)) - _OWN_WORDS - _USER_TEXT
 
 
 def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]) -> str:
-    """One line naming every failing argument and why, in terms a model can act on."""
-    errors = exc.errors(include_url=False, include_context=False)
-    if len(errors) == 1:
-        return _describe_one(errors[0], field_names)
-    problems = [_describe_one(error, field_names) for error in errors[:_MAX_REPORTED_ERRORS]]
-    if len(errors) > _MAX_REPORTED_ERRORS:
-        problems.append(f"and {len(errors) - _MAX_REPORTED_ERRORS} more errors")
+    """One line naming every failing argument and why, in terms a model can act on.
+
+    Work and memory stay bounded by what the line shows, however many errors there are.
+    """
+    count = exc.error_count()
+    if count == 1:
+        [error] = exc.errors(include_url=False, include_context=False)
+        loc = error["loc"]
+        if (
+            len(loc) == 1
+            and error["type"] in _PYDANTIC_WORDS
+            and "input" in error
+            and type(loc[0]) is str
+        ):
+            # The common case, in one go (a failed call is a hot path too): what
+            # _describe_one says of pydantic's words about one argument.
+            value = error["input"]
+            got = _preview(value) if type(value) is not str else _encode_str(value)
+            if len(got) > _MAX_INPUT_PREVIEW:
+                got = got[: _MAX_INPUT_PREVIEW - 1] + "…"
+            return f"'{loc[0]}': {error['msg']} (got {got})"
+        return _describe_one(error, field_names)
+    errors: list[Any]
+    if count <= _MAX_READ_ERRORS:
+        errors = exc.errors(include_url=False, include_context=False)[:_MAX_REPORTED_ERRORS]
+    else:
+        errors = _first_errors(exc)
+    problems = [_describe_one(error, field_names) for error in errors]
+    if count > _MAX_REPORTED_ERRORS:
+        problems.append(f"and {count - _MAX_REPORTED_ERRORS} more errors")
     return "; ".join(problems)
+
+
+_read_json = json.JSONDecoder().raw_decode
+
+
+def _first_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """The first ``_MAX_REPORTED_ERRORS`` errors, read from pydantic's JSON (``[{...},{...}]``)."""
+    text = exc.json(include_url=False, include_context=False, include_input=False)
+    errors: list[dict[str, Any]] = []
+    position = 1
+    while len(errors) < _MAX_REPORTED_ERRORS:
+        error, position = _read_json(text, position)
+        errors.append(error)
+        if text[position] != ",":
+            break
+        position += 1
+    return errors
 
 
 def _describe_one(error: Any, field_names: tuple[str, ...]) -> str:
     kind: str = error["type"]
     loc: tuple[int | str, ...] = error["loc"]
-    message: str = error["msg"]
-    if kind == "json_invalid":
-        return f"input is not valid JSON ({message.removeprefix('Invalid JSON: ')})"
-    if kind == "string_unicode" and not loc:
-        return "input is not valid Unicode text"
-    if kind in ("model_type", "model_attributes_type", "dict_type") and not loc:
-        return f"input must be a JSON object, got {_json_type(error.get('input'))}"
-    where = _format_loc(loc)
-    if kind == "missing":
+    if len(loc) == 1 and type(loc[0]) is str:  # one named argument
+        where = f"'{loc[0]}'"
+    elif loc:
+        where = _format_loc(loc)
+    else:
+        return _describe_input(kind, error)
+    if kind in _PYDANTIC_WORDS:
+        message: str = error["msg"]
+    elif kind == "missing":
         return f"{where}: missing required argument" if len(loc) == 1 else f"{where}: missing"
-    if kind == "extra_forbidden":
+    elif kind == "extra_forbidden":
         if len(loc) == 1:
             allowed = ", ".join(field_names) if field_names else "no arguments"
             return f"{where}: unexpected argument (this tool takes: {allowed})"
         return f"{where}: unexpected field"
-    return f"{where}: {message} (got {_preview(error.get('input'))})"
+    elif kind == "finite_number":
+        message = "NaN, Infinity and numbers out of range for a 64-bit float are not JSON"
+    else:  # a user's validator (or custom error type) wrote it: it may hold a path or a secret
+        message = safe_text(error["msg"])
+    if "input" not in error:
+        return f"{where}: {message}"
+    return f"{where}: {message} (got {_preview(error['input'])})"
+
+
+def _describe_input(kind: str, error: Any) -> str:
+    """An error about the input as a whole (it has no location)."""
+    message: str = error["msg"]
+    if kind == "json_invalid":
+        return f"input is not valid JSON ({message.removeprefix('Invalid JSON: ')})"
+    if kind == "string_unicode":
+        return "input is not valid Unicode text"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"input must be a JSON object, got {_json_type(error.get('input'))}"
+    if kind not in _PYDANTIC_WORDS:
+        message = safe_text(message)
+    return f"input: {message}"
 
 
 def _format_loc(loc: tuple[int | str, ...]) -> str:
@@ -163,11 +247,19 @@ def _json_type(value: object) -> str:
 _encode_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
+_encode_str = json.encoder.encode_basestring  # the C encoder, without JSONEncoder's dispatch
+
+
 def _preview(value: object) -> str:
-    try:
-        text = _encode_json(value)
-    except (TypeError, ValueError):
-        text = _json_type(value)
+    if type(value) is str:
+        text = _encode_str(value)
+    elif type(value) is int:
+        text = int.__repr__(value)
+    else:
+        try:
+            text = _encode_json(value)
+        except (TypeError, ValueError):
+            text = _json_type(value)
     if len(text) > _MAX_INPUT_PREVIEW:
         text = text[: _MAX_INPUT_PREVIEW - 1] + "…"
     return text

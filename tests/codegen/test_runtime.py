@@ -399,13 +399,14 @@ class TestExecutionErrors:
         assert excinfo.value.__cause__ is None
 
     @pytest.mark.parametrize("name", ["stop_async", "stop_thread", "stop_inline"])
-    async def test_base_exceptions_propagate_untouched(self, name):
-        """A BaseException that is not an Exception is neither wrapped nor chained."""
+    async def test_other_base_exceptions_become_execution_failed(self, name):
+        """A BaseException of the tool's own (not cancellation, KeyboardInterrupt or
+        SystemExit) becomes an ExecutionFailedError chained to it."""
         tool_class = next(b.tool_class for b in App.__llm_worker_tools__ if b.name == name)
-        with pytest.raises(Stop) as excinfo:
+        with pytest.raises(ExecutionFailedError) as excinfo:
             await tool_class(App()).execute("")
-        assert type(excinfo.value) is Stop
-        assert excinfo.value.__cause__ is None
+        assert str(excinfo.value) == "Execution failed: stop"
+        assert type(excinfo.value.__cause__) is Stop
 
     async def test_keyboard_interrupt_propagates(self):
         """KeyboardInterrupt is not turned into a tool error."""

@@ -100,8 +100,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until_listening(port: int, process: subprocess.Popen[Any], timeout: float = 30.0) -> None:
-    """Poll until ``port`` accepts connections; fail if the process exits or time runs out."""
+def wait_until_listening(
+    port: int, process: subprocess.Popen[Any], timeout: float = 30.0, host: str = "127.0.0.1"
+) -> None:
+    """Poll until ``host:port`` accepts connections; fail if the process exits or time runs out."""
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
@@ -109,7 +111,7 @@ def wait_until_listening(port: int, process: subprocess.Popen[Any], timeout: flo
                 f"the server exited with status {process.returncode} before listening"
             )
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
+            with socket.create_connection((host, port), timeout=1):
                 return
         except OSError:
             if time.monotonic() > deadline:

@@ -172,6 +172,7 @@ class TestPackage:
                 "Transport",
                 "create_http_app",
                 "create_server",
+                "mcp_http_client",
                 "mcp_tool_definitions",
                 "serve",
                 "serve_async",

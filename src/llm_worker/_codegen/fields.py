@@ -29,6 +29,7 @@ __all__ = ["ARGS_CONFIG", "field_of", "fresh_default"]
 ARGS_CONFIG = ConfigDict(
     extra="forbid",  # gives `additionalProperties: false`, and rejects what it promises to
     strict=True,  # the schema says integer, so "5" is not one
+    allow_inf_nan=False,  # NaN, Infinity and 1e400 are not JSON numbers (see _strict_json)
     defer_build=True,  # creating the model builds no validator; the first validation does
     protected_namespaces=(),  # `model_name` is a fine argument name
 )

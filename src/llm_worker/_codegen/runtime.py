@@ -3,24 +3,35 @@
 Everything known at build time (function, flags) sits in closure cells, and
 the validator joins them at the first call; a call does one emptiness check,
 one validation, the call itself and, for non-``str`` results, one ``to_json``.
-Error messages are only worked out once validation has failed.
+Error messages are only worked out once validation has failed. What is not on
+that path is about hostile tools: their ``repr()`` runs in a thread, their
+exceptions all become ``ToolError``s, and their threads are bounded
+(``threads``).
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, cast
 
-import anyio.to_thread
+import anyio
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_json
+from pydantic_core import to_json
 
-from .._exceptions import ExecutionFailedError, InvalidArgumentError, ToolError
-from .._limits import input_limit_problem, model_safe_text
-from .._model_texts import TIMED_OUT, describe_validation_error
+from .._exceptions import (
+    ExecutionFailedError,
+    InternalToolError,
+    InvalidArgumentError,
+    ToolError,
+)
+from .._limits import input_limit_problem
+from .._model_texts import TIMED_OUT, UNSERIALIZABLE, describe_validation_error
 from .._registry import ToolMethod
+from .._safe_text import model_safe_text
+from .._strict_json import non_finite_problem
+from .non_finite import admits_non_finite
+from .threads import run_in_thread
 
 __all__ = ["GeneratedTool", "make_execute", "serialize_result"]
 
@@ -89,15 +100,23 @@ def make_execute(
 
     ``get_args_model`` gives the ``Args`` model (creating it if nothing has read
     it yet); its validator is built on the first call.
+
+    ``execute`` returns a ``str`` or raises a ``ToolError``: whatever the method
+    raises or returns, only cancellation, ``KeyboardInterrupt`` and ``SystemExit``
+    pass through. Making the result text (``repr()`` is the user's code) happens
+    inside the timeout, and off the event loop unless pydantic serialises it.
     """
     validate_json: Callable[..., Any] | None = None
+    scan_numbers = True  # until the model is known: could pydantic let NaN through?
     # Inputs this short can be neither too big nor too deep: skip the checks.
     always_within_limits = min(max_input_bytes // 4, max_input_depth)
 
     async def execute(self: GeneratedTool, input_json: str) -> str:
-        nonlocal validate_json
+        nonlocal validate_json, scan_numbers
         if validate_json is None:
-            validate_json = get_args_model().__pydantic_validator__.validate_json
+            model = get_args_model()
+            validate_json = model.__pydantic_validator__.validate_json
+            scan_numbers = admits_non_finite(model.__pydantic_core_schema__)
         if not input_json or input_json.isspace():
             input_json = "{}"
         elif len(input_json) > always_within_limits:
@@ -108,34 +127,45 @@ def make_execute(
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
-        except Exception as exc:  # a user's validator raised something pydantic passes on
+        except BaseException as exc:  # a user's validator raised something pydantic passes on
+            if _passes_through(exc):
+                raise
             raise InvalidArgumentError(f"{type(exc).__name__}: {model_safe_text(exc)}") from exc
+        if scan_numbers:  # NaN, Infinity or 1e400 where pydantic does not refuse them
+            problem = non_finite_problem(args.__dict__.values())
+            if problem is not None:
+                raise InvalidArgumentError(problem)
         try:
             if timeout is not None:
-                result = await _call_with_timeout(
+                return await _run_with_timeout(
                     self._method, self.ctx, args.__dict__, is_async, thread, timeout, tool_name
                 )
-            elif is_async:
+            if is_async:
                 result = await self._method(self.ctx, **args.__dict__)
             elif thread:
-                result = await anyio.to_thread.run_sync(
-                    functools.partial(self._method, self.ctx, **args.__dict__),
-                    abandon_on_cancel=True,
+                return await run_in_thread(
+                    _call_to_text, self._method, self.ctx, args.__dict__, tool_name
                 )
             else:
                 result = self._method(self.ctx, **args.__dict__)
+            # _result_text, inlined: this is the hot path.
+            if type(result) is str:
+                return result
+            if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
+                return str.__str__(result)
+            text = _json_text(result)
+            return await _repr_in_thread(result, tool_name) if text is None else text
         except ToolError:
             raise
-        except Exception as exc:
+        except BaseException as exc:  # Exception, or a BaseException of the tool's own
+            if _passes_through(exc):
+                raise
             raise ExecutionFailedError(model_safe_text(exc)) from exc
-        if type(result) is str:
-            return result
-        return serialize_result(result)
 
     return execute
 
 
-async def _call_with_timeout(
+async def _run_with_timeout(
     func: Callable[..., Any],
     ctx: object,
     kwargs: dict[str, Any],
@@ -143,29 +173,84 @@ async def _call_with_timeout(
     thread: bool,
     timeout: float,
     tool_name: str,
-) -> Any:
-    result: Any = None
+) -> str:
+    text = ""
     with anyio.move_on_after(timeout) as scope:
-        if is_async:
-            result = await func(ctx, **kwargs)
-        elif thread:
-            # Threads cannot be interrupted: abandon it; it may still finish on its own.
-            result = await anyio.to_thread.run_sync(
-                functools.partial(func, ctx, **kwargs), abandon_on_cancel=True
-            )
+        if is_async or not thread:
+            result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
+            text = result if type(result) is str else await _result_text(result, tool_name)
         else:
-            result = func(ctx, **kwargs)
+            # Threads cannot be interrupted: abandon it; it may still finish on its own.
+            text = await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name)
     if scope.cancelled_caught:
         raise ExecutionFailedError(TIMED_OUT.format(name=tool_name, seconds=timeout))
-    return result
+    return text
+
+
+def _passes_through(exc: BaseException) -> bool:
+    """Whether ``execute`` lets ``exc`` out: cancellation, ``KeyboardInterrupt``, ``SystemExit``.
+
+    So does an exception group holding one of them (from a task group in the tool).
+    """
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, anyio.get_cancelled_exc_class())):
+        return True
+    if isinstance(exc, Exception):
+        return False
+    grouped: object = getattr(exc, "exceptions", None)  # a BaseExceptionGroup
+    return isinstance(grouped, tuple) and any(
+        isinstance(inner, BaseException) and _passes_through(inner)
+        for inner in cast("tuple[object, ...]", grouped)
+    )
+
+
+async def _result_text(result: object, tool_name: str) -> str:
+    """The text of a result that is not a ``str``: JSON by pydantic, else ``repr()`` in a thread."""
+    if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
+        return str.__str__(result)
+    text = _json_text(result)
+    return await _repr_in_thread(result, tool_name) if text is None else text
+
+
+async def _repr_in_thread(result: object, tool_name: str) -> str:
+    # repr() is the tool's code, and may be slow: never on the event loop.
+    return await run_in_thread(_repr_text, result, tool_name)
+
+
+def _call_to_text(
+    func: Callable[..., Any], ctx: object, kwargs: dict[str, Any], tool_name: str
+) -> str:
+    """A thread tool's call and its result's text, both in the worker thread."""
+    result = func(ctx, **kwargs)
+    if type(result) is str:
+        return result
+    if isinstance(result, str):
+        return str.__str__(result)
+    text = _json_text(result)
+    return _repr_text(result, tool_name) if text is None else text
+
+
+def _json_text(result: object) -> str | None:
+    try:
+        # NaN and infinities are not JSON; "NaN" as a string still tells the model.
+        return to_json(result, inf_nan_mode="strings").decode()
+    except Exception:  # not serialisable, too deep, or a serializer of the user's failed
+        return None
+
+
+def _repr_text(result: object, tool_name: str) -> str:
+    try:
+        return repr(result)
+    except Exception as exc:  # a broken __repr__, a RecursionError...
+        raise InternalToolError(
+            UNSERIALIZABLE.format(
+                name=tool_name, kind=type(result).__name__, error=type(exc).__name__
+            )
+        ) from exc
 
 
 def serialize_result(result: object) -> str:
     """Compact JSON by pydantic; ``repr()`` for what pydantic cannot serialise."""
     if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
         return str.__str__(result)
-    try:
-        # NaN and infinities are not JSON; "NaN" as a string still tells the model.
-        return to_json(result, inf_nan_mode="strings").decode()
-    except (PydanticSerializationError, ValueError, TypeError, UnicodeDecodeError):
-        return repr(result)
+    text = _json_text(result)
+    return repr(result) if text is None else text

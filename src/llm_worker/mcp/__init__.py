@@ -17,6 +17,9 @@ Use::
 
     worker.register_tools(await mcp_tool_definitions(session))
 
+Over streamable HTTP, give the SDK ``mcp_http_client()`` so that a server that
+goes away fails the calls made to it instead of cancelling everything.
+
 ``import llm_worker`` never imports this package or the SDK.
 """
 
@@ -31,6 +34,7 @@ except ImportError as exc:
     ) from exc
 
 from ._client import McpTool, McpToolDefinition, mcp_tool_definitions
+from ._http_client import mcp_http_client
 from ._serve import Transport, create_http_app, create_server, serve, serve_async
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "Transport",
     "create_http_app",
     "create_server",
+    "mcp_http_client",
     "mcp_tool_definitions",
     "serve",
     "serve_async",
@@ -50,6 +55,7 @@ for _function in (
     McpToolDefinition,
     create_http_app,
     create_server,
+    mcp_http_client,
     mcp_tool_definitions,
     serve,
     serve_async,

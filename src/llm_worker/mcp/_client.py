@@ -12,13 +12,17 @@ situation                                  ``execute()``
 =========================================  ==============================================
 argument JSON empty or whitespace          sends ``{}``
 argument JSON not JSON, or not an object   ``InvalidArgumentError``, nothing is sent
+(``NaN``, ``Infinity`` and ``1e400`` are
+not JSON; of duplicate keys the last wins)
 the server's result                        its content as text: text blocks joined by
                                            newlines, an embedded text resource with its
                                            text, other blocks (images, audio, binary
                                            resources, resource links) as a short
                                            ``[...]`` note; no content but structured
                                            content: that, as JSON
-the result has ``isError: true``           ``ExecutionFailedError`` with that text
+the result has ``isError: true``           ``ExecutionFailedError`` with that text,
+                                           made safe like a local exception's (paths,
+                                           reprs, secrets scrubbed; 500 characters)
 an MCP error response, a timeout or a      ``ExecutionFailedError("MCP error: ...")``
 closed connection (``mcp.MCPError``)       with the error's message
 the connection is gone (stream closed or   ``ExecutionFailedError("lost the connection
@@ -28,6 +32,10 @@ anything else the SDK raises               ``InternalToolError``, naming only th
 =========================================  ==============================================
 
 The texts never carry tracebacks; cancellation propagates.
+
+A tool the server marks ``execution.taskSupport: "required"`` can only be
+called as a task, which this client does not do: it is not offered (a warning
+is logged), rather than offered to fail every call.
 """
 
 from __future__ import annotations
@@ -43,7 +51,6 @@ from pydantic import TypeAdapter, ValidationError
 from typing_extensions import final
 
 from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError
-from .._limits import model_safe_text
 from .._meta import ToolMeta
 from .._model_texts import (
     MCP_CONNECTION_LOST,
@@ -52,6 +59,8 @@ from .._model_texts import (
     MCP_UNEXPECTED,
     describe_validation_error,
 )
+from .._safe_text import model_safe_text, safe_text
+from .._strict_json import non_finite_problem
 from .._types import Tool, ToolDefinition
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
@@ -89,7 +98,21 @@ async def mcp_tool_definitions(session: McpConnection, *, prefix: str = "") -> l
         )
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
-    return [McpToolDefinition(session, tool, prefix) for tool in await _list_tools(session)]
+    definitions: list[ToolDefinition] = []
+    for tool in await _list_tools(session):
+        if _needs_task(tool):
+            logger.warning(
+                "MCP tool %r is not offered: the server only runs it as a task "
+                "(execution.taskSupport: required)",
+                tool.name,
+            )
+            continue
+        definitions.append(McpToolDefinition(session, tool, prefix))
+    return definitions
+
+
+def _needs_task(tool: types.Tool) -> bool:
+    return tool.execution is not None and tool.execution.task_support == "required"
 
 
 @final
@@ -99,6 +122,11 @@ class McpToolDefinition:
     __slots__ = ("_meta", "_tool")
 
     def __init__(self, session: McpConnection, tool: types.Tool, prefix: str = "") -> None:
+        if _needs_task(tool):
+            raise ValueError(
+                f"MCP tool {tool.name!r} can only be called as a task "
+                f"(execution.taskSupport: required); llm-worker calls tools directly"
+            )
         self._meta = ToolMeta(
             name=prefix + tool.name,
             description=tool.description or "",
@@ -143,10 +171,11 @@ class McpTool:
             raise InternalToolError(
                 MCP_UNEXPECTED.format(name=name, kind=type(exc).__name__)
             ) from exc
-        text = result_text(result)
         if result.is_error:
-            raise ExecutionFailedError(text or MCP_NO_MESSAGE.format(name=name))
-        return text
+            # The server's words, scrubbed and capped as a local exception's would be.
+            message = safe_text(result_text(result))
+            raise ExecutionFailedError(message or MCP_NO_MESSAGE.format(name=name))
+        return result_text(result)
 
     def __repr__(self) -> str:
         return f"<McpTool {self.remote_name!r} session=<{type(self.session).__name__}>>"
@@ -156,9 +185,13 @@ def _parse_arguments(input_json: str) -> dict[str, Any]:
     if not input_json or input_json.isspace():
         return {}
     try:
-        return _ARGUMENTS.validate_json(input_json)
+        arguments = _ARGUMENTS.validate_json(input_json)
     except ValidationError as exc:
         raise InvalidArgumentError(describe_validation_error(exc, ())) from exc
+    problem = non_finite_problem(arguments.values())  # NaN, Infinity, 1e400: not JSON
+    if problem is not None:
+        raise InvalidArgumentError(problem)
+    return arguments
 
 
 def result_text(result: types.CallToolResult) -> str:

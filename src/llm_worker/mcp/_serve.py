@@ -21,10 +21,14 @@ wrong and can try again (``isError: true``, one text block):
   ``Execution failed: ...``;
 - an unknown name: ``Tool 'x' not found``;
 - any other exception: ``Internal error: tool 'x' failed unexpectedly (KeyError)``,
-  with the traceback logged (logger ``llm_worker``), never sent.
+  with the traceback logged (logger ``llm_worker``), never sent; so do
+  ``SystemExit``, ``KeyboardInterrupt`` and any other ``BaseException`` a tool
+  raises: one call never stops the server.
 
 Cancellation (the client cancelled the request, or the server is shutting
-down) propagates.
+down) propagates. A lone surrogate in a result becomes U+FFFD. Over HTTP, who
+may send requests at all is ``_http_access``'s (Host/Origin checks on every
+bind, an optional bearer token).
 """
 
 from __future__ import annotations
@@ -35,12 +39,14 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast, get_args
 
+import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
 from starlette.applications import Starlette
 
 from .. import __version__
@@ -48,7 +54,10 @@ from .._conversation import ToolCall
 from .._exceptions import ToolNotFoundError
 from .._execution import execute_call
 from .._formats import export_tools
+from .._model_texts import UNEXPECTED, call_text
+from .._safe_text import valid_unicode
 from .._server import ToolServer, ToolServerHandle, entry_of
+from ._http_access import BearerTokenAuth, transport_security, warn_if_exposed
 
 __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
 
@@ -116,17 +125,42 @@ def _exported(handle: ToolServerHandle) -> list[dict[str, Any]]:
 async def call_mcp_tool(
     handle: ToolServerHandle, name: str, arguments: Mapping[str, Any] | None
 ) -> types.CallToolResult:
-    """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result."""
+    """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result.
+
+    Even ``SystemExit`` and ``KeyboardInterrupt`` raised by the tool (argparse
+    exits on bad arguments): one call must not take the server, and every other
+    client, down with it. Only cancellation propagates.
+    """
     entry = entry_of(handle, name)
     if entry is None:
         return _result(str(ToolNotFoundError(name)), is_error=True)
     input_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
-    result = await execute_call(entry, ToolCall("", name, input_json), None, None)
+    try:
+        result = await execute_call(entry, ToolCall("", name, input_json), None, None)
+    except BaseException as exc:
+        if _is_cancellation(exc):
+            raise
+        logger.error("Tool %r raised %s", name, type(exc).__name__, exc_info=exc)
+        text = call_text(UNEXPECTED, name, kind=type(exc).__name__)
+        return _result(text, is_error=True)
     return _result(result.content, is_error=result.is_error)
 
 
+def _is_cancellation(exc: BaseException) -> bool:
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return True
+    grouped: object = getattr(exc, "exceptions", None)  # a BaseExceptionGroup of cancellations
+    return isinstance(grouped, tuple) and any(
+        isinstance(inner, BaseException) and _is_cancellation(inner)
+        for inner in cast("tuple[object, ...]", grouped)
+    )
+
+
 def _result(text: str, *, is_error: bool) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=is_error)
+    # A lone surrogate (a file name that is not UTF-8, from os.listdir) cannot go on the wire.
+    return types.CallToolResult(
+        content=[types.TextContent(text=valid_unicode(text))], is_error=is_error
+    )
 
 
 def create_http_app(
@@ -137,17 +171,38 @@ def create_http_app(
     name: str = DEFAULT_NAME,
     version: str | None = None,
     instructions: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    auth_token: str | None = None,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
 ) -> Starlette:
     """An ASGI app serving ``tools`` over streamable HTTP at ``path``, for any ASGI server.
 
-    ``host`` is where the app will listen: for ``127.0.0.1``, ``localhost`` and
-    ``::1`` the SDK only accepts requests whose ``Host`` and ``Origin`` headers
-    name a local address (DNS-rebinding protection). Run the app with its
-    lifespan (the streamable-HTTP session manager starts there).
+    ``host`` is where the app will listen. Requests must name an allowed host
+    (``Host``, else ``421``) and, from a browser, an allowed origin
+    (``Origin``, else ``403``): the loopback names, ``host`` itself (unless a
+    wildcard like ``0.0.0.0``), and ``allowed_hosts`` / ``allowed_origins``.
+    With ``auth_token``, every request must carry ``Authorization: Bearer
+    <auth_token>`` (else ``401``). A warning is logged when ``host`` is not a
+    loopback address. A session with no request for ``session_idle_timeout``
+    seconds is closed, and at most ``max_sessions`` are open at once (more get
+    ``503``); ``None`` lifts either limit. Run the app with its lifespan (the
+    streamable-HTTP session manager starts there).
     """
     _check_path(path)
+    warn_if_exposed(host, authenticated=auth_token is not None)
     server = create_server(tools, name=name, version=version, instructions=instructions)
-    return server.streamable_http_app(streamable_http_path=path, host=host)
+    app = server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        transport_security=transport_security(host, allowed_hosts, allowed_origins),
+        session_idle_timeout=session_idle_timeout,
+        max_sessions=max_sessions,
+    )
+    if auth_token is not None:
+        app.add_middleware(BearerTokenAuth, token=auth_token)
+    return app
 
 
 async def serve_async(
@@ -160,6 +215,11 @@ async def serve_async(
     name: str = DEFAULT_NAME,
     version: str | None = None,
     instructions: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    auth_token: str | None = None,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
 ) -> None:
     """Serve ``tools`` until the client goes away (stdio) or the process is stopped (http).
 
@@ -172,7 +232,9 @@ async def serve_async(
     uvicorn (so asyncio only). ``port=0`` picks a free port; the address is
     logged (logger ``llm_worker.mcp``, level INFO). A port that cannot be
     bound raises ``OSError`` before anything is served. SIGINT and SIGTERM
-    shut the server down gracefully, then take their usual effect.
+    shut the server down gracefully, then take their usual effect. The other
+    options are ``create_http_app``'s (allowed hosts and origins, bearer token,
+    session limits).
     """
     if transport not in _TRANSPORTS:
         raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
@@ -198,7 +260,17 @@ async def serve_async(
     import uvicorn
 
     app = create_http_app(
-        handle, path=path, host=host, name=name, version=version, instructions=instructions
+        handle,
+        path=path,
+        host=host,
+        name=name,
+        version=version,
+        instructions=instructions,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        auth_token=auth_token,
+        session_idle_timeout=session_idle_timeout,
+        max_sessions=max_sessions,
     )
     sock = _listen(host, port)
     try:
@@ -223,6 +295,11 @@ def serve(
     name: str = DEFAULT_NAME,
     version: str | None = None,
     instructions: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
+    auth_token: str | None = None,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    max_sessions: int | None = DEFAULT_MAX_SESSIONS,
 ) -> None:
     """Run ``serve_async`` on asyncio until it returns: the blocking form, for scripts."""
     import anyio
@@ -237,6 +314,11 @@ def serve(
             name=name,
             version=version,
             instructions=instructions,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+            auth_token=auth_token,
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
         )
 
     anyio.run(main)

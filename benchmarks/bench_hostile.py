@@ -1,0 +1,235 @@
+"""Time and peak memory for the worst inputs of docs/reliability.md ("Hostile input: figures").
+
+Run from the repository root with the project's venv:
+
+    .venv/bin/python benchmarks/bench_hostile.py          # ~20 s
+    .venv/bin/python benchmarks/bench_hostile.py --quick  # smaller inputs, a few seconds
+
+Each case runs in this process on asyncio (the thread case on trio too): the
+median wall time of a few runs, and the peak of memory traced by ``tracemalloc``
+during one run, beyond what the input itself holds. The thread case reports
+the most threads alive at once. These are orders of magnitude for the docs,
+not a benchmark with a floor: there is nothing to compare against but the
+figures the issue measured before the fixes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import threading
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from _common import machine_note
+
+from llm_worker import InvalidArgumentError, ToolError, tool, tool_registry
+from llm_worker._limits import cap_result
+from llm_worker._safe_text import model_safe_text, safe_text
+
+
+@tool_registry
+class Hostile:
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    @tool
+    async def lookup(self, key: str) -> str:
+        raise ValueError(f"no record for {key}")
+
+    @tool
+    async def store(self, value: Any = None) -> str:
+        return "stored"
+
+    @tool(timeout=0.1)
+    def block(self) -> str:
+        self.release.wait(30)
+        return "late"
+
+    @tool
+    async def slow(self) -> object:
+        return SlowRepr()
+
+    @tool(timeout=1.0)
+    async def nap(self) -> str:
+        await anyio.sleep(60)
+        return "never"
+
+
+class SlowRepr:
+    def __repr__(self) -> str:
+        time.sleep(3)
+        return "<slow>"
+
+
+def measure(run: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(median seconds, peak traced MB) of ``run()``."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    tracemalloc.start()
+    try:
+        run()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return statistics.median(times), peak / 1e6
+
+
+def run_async(func: Callable[[], Awaitable[object]]) -> Callable[[], object]:
+    def run() -> object:
+        async def main() -> object:
+            try:
+                return await func()
+            except ToolError as exc:
+                return str(exc)
+
+        return anyio.run(main)
+
+    return run
+
+
+def threads_case(backend: str, calls: int) -> tuple[float, int]:
+    """``calls`` concurrent calls of a blocking def with timeout=0.1: (seconds, most threads)."""
+    app = Hostile()
+    execute = Hostile.ToolBlock(app).execute
+    most = threading.active_count()
+
+    async def main() -> None:
+        nonlocal most
+
+        async def call() -> None:
+            with contextlib.suppress(ToolError):
+                await execute("")
+
+        async def watch() -> None:
+            nonlocal most
+            while True:
+                most = max(most, threading.active_count())
+                await anyio.sleep(0.005)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch)
+            async with anyio.create_task_group() as calls_group:
+                for _ in range(calls):
+                    calls_group.start_soon(call)
+            group.cancel_scope.cancel()
+
+    start = time.perf_counter()
+    anyio.run(main, backend=backend)
+    elapsed = time.perf_counter() - start
+    app.release.set()
+    return elapsed, most
+
+
+def stretched_timeout() -> float:
+    """Seconds until a 1 s timeout fires while another call's result has a 3 s repr."""
+    app = Hostile()
+    fired = 0.0
+
+    async def main() -> None:
+        nonlocal fired
+
+        async def nap() -> None:
+            nonlocal fired
+            start = time.perf_counter()
+            try:
+                await Hostile.ToolNap(app).execute("")
+            except ToolError:
+                fired = time.perf_counter() - start
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(nap)
+            group.start_soon(Hostile.ToolSlow(app).execute, "")
+
+    anyio.run(main)
+    return fired
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    quick = parser.parse_args().quick
+    scale = 10 if quick else 1
+    repeat = 3
+    app = Hostile()
+    hostile_key = "<" + "a." * (499_000 // scale)  # just under the 1 MB input limit
+    unknown_keys = json.dumps({f"k{i}": 1 for i in range(60_000 // scale)})
+    nan_input = '{"value": [' + "1.5, " * (199_000 // scale) + "NaN]}"
+    big_ascii = "x" * (100_000_000 // scale)
+    big_utf8 = "é" * (50_000_000 // scale)
+
+    async def scrub() -> object:
+        return await Hostile.ToolLookup(app).execute(json.dumps({"key": hostile_key}))
+
+    async def keys() -> object:
+        return await Hostile.ToolLookup(app).execute(unknown_keys)
+
+    async def nan() -> object:
+        try:
+            return await Hostile.ToolStore(app).execute(nan_input)
+        except InvalidArgumentError as exc:
+            return str(exc)
+
+    cases: list[tuple[str, Callable[[], object]]] = [
+        (
+            f"tool raising ValueError with a {len(hostile_key) // 1000} KB hostile key",
+            run_async(scrub),
+        ),
+        ("model_safe_text of that exception", lambda: model_safe_text(ValueError(hostile_key))),
+        (
+            f"remote MCP error text of {len(hostile_key) // 1000} KB (safe_text)",
+            lambda: safe_text(hostile_key),
+        ),
+        (
+            f"{len(unknown_keys) // 1000} KB of JSON, {60_000 // scale} unknown keys",
+            run_async(keys),
+        ),
+        (
+            f"{len(nan_input) // 1000} KB of JSON for an Any argument, NaN at the end",
+            run_async(nan),
+        ),
+        (
+            f"cap_result of {len(big_ascii) // 1_000_000} MB of ASCII",
+            lambda: cap_result(big_ascii, 100_000),
+        ),
+        (
+            f"cap_result of {len(big_utf8.encode()) // 1_000_000} MB of UTF-8 (é)",
+            lambda: cap_result(big_utf8, 100_000),
+        ),
+    ]
+    for name, run in cases[:1] + cases[3:5]:
+        text = str(run())
+        assert "over the limit" not in text, (name, text[:100])
+    print(f"bench_hostile: {machine_note()}")
+    print()
+    print("| case | time (median) | peak traced memory |")
+    print("|---|---|---|")
+    for name, run in cases:
+        seconds, peak = measure(run, repeat)
+        shown = f"{seconds * 1000:.1f} ms" if seconds >= 0.001 else f"{seconds * 1e6:.0f} µs"
+        print(f"| {name} | {shown} | {peak:.2f} MB |")
+    print()
+    calls = 200 // (scale // 5 or 1)
+    print(
+        f"| {calls} concurrent calls of a blocking def, timeout=0.1 | wall | most threads alive |"
+    )
+    print("|---|---|---|")
+    for backend in ("asyncio", "trio"):
+        elapsed, most = threads_case(backend, calls)
+        print(f"| {backend} | {elapsed:.2f} s | {most} |")
+    if not quick:
+        print()
+        fired = stretched_timeout()
+        print(f"a 1 s timeout, a parallel call's result with a 3 s repr(): fired at {fired:.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Plain-``def`` tools in worker threads: a bounded number per event loop, abandoned ones included.
+
+A thread cannot be interrupted, so a tool thread whose call timed out or was
+cancelled is abandoned (``abandon_on_cancel=True``): the call ends at once,
+the thread runs on. anyio's thread limiter then forgets the thread on
+asyncio (its slot is free again) but not on trio, so on asyncio hung tools
+used to pile up threads without bound.
+
+``run_in_thread`` counts every tool thread of the event loop from the moment
+it is started until the function returns, abandoned or not, and starts no
+more than ``anyio.to_thread.current_default_thread_limiter().total_tokens``
+(40 by default) at once, on asyncio and trio alike. A call that finds them all
+taken waits for one to end: inside its timeout, so a call that waits too long
+times out like any other.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, cast
+
+import anyio
+import anyio.to_thread
+
+__all__ = ["run_in_thread"]
+
+T = TypeVar("T")
+
+# An abandoned thread frees its slot from its own thread, without waking the event loop
+# (a call back into a loop that is shutting down could block forever): waiting calls also
+# look again this often.
+_RECHECK_SECONDS = 0.1
+
+
+class _ToolThreads:
+    """The tool threads of one event loop.
+
+    ``alive`` is only touched on the event loop's thread; an abandoned thread
+    hands its slot back through ``freed`` (appending to a deque is atomic), so
+    starting a thread takes no lock.
+    """
+
+    __slots__ = ("alive", "freed", "lock", "waiting", "wake")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # for each call's handshake with its thread
+        self.alive = 0  # started and not yet returned, or about to start
+        self.freed: collections.deque[None] = collections.deque()
+        self.waiting = 0
+        self.wake = anyio.Event()
+
+    def try_acquire(self, bound: float) -> bool:
+        freed = self.freed
+        while freed:
+            freed.popleft()
+            self.alive -= 1
+        if self.alive < bound:
+            self.alive += 1
+            return True
+        return False
+
+    async def acquire(self, limiter: anyio.CapacityLimiter) -> None:
+        """Wait for a free slot (the bound is read each time: it may change at run time)."""
+        while not self.try_acquire(limiter.total_tokens):
+            self.waiting += 1
+            try:
+                with anyio.move_on_after(_RECHECK_SECONDS):
+                    await self.wake.wait()
+            finally:
+                self.waiting -= 1
+
+    def release(self) -> None:
+        """Free a slot, on the event loop's thread."""
+        self.alive -= 1
+        if self.waiting:
+            self.wake.set()
+            self.wake = anyio.Event()
+
+
+# Keyed by the event loop's default thread limiter (one per loop): looking that up is the
+# one per-loop lookup a thread call needs, and anyio.to_thread is handed it. The last one
+# used is kept at hand: most programs run one loop.
+_TOOL_THREADS: weakref.WeakKeyDictionary[anyio.CapacityLimiter, _ToolThreads] = (
+    weakref.WeakKeyDictionary()
+)
+_LAST_USED: list[tuple[object, _ToolThreads | None]] = [(None, None)]
+
+
+def _tool_threads(limiter: anyio.CapacityLimiter) -> _ToolThreads:
+    seen, threads = _LAST_USED[0]
+    if seen is limiter and threads is not None:
+        return threads
+    threads = _TOOL_THREADS.get(limiter)
+    if threads is None:
+        threads = _TOOL_THREADS[limiter] = _ToolThreads()
+    _LAST_USED[0] = (limiter, threads)
+    return threads
+
+
+class _Call(Generic[T]):
+    """One call's thread: who frees its slot, the call or the thread, is decided under the lock."""
+
+    __slots__ = ("args", "func", "gone", "running", "threads")
+
+    def __init__(
+        self, threads: _ToolThreads, func: Callable[..., T], args: tuple[Any, ...]
+    ) -> None:
+        self.threads = threads
+        self.func = func
+        self.args = args
+        self.running = False
+        self.gone = False  # the call ended (cancelled) before the thread did
+
+    def run(self) -> T | None:
+        """In the worker thread."""
+        threads = self.threads
+        with threads.lock:
+            if self.gone:
+                return None  # the call went away before the thread started
+            self.running = True
+        try:
+            return self.func(*self.args)
+        finally:
+            with threads.lock:
+                self.running = False
+                gone = self.gone
+            if gone:
+                threads.freed.append(None)
+
+    def leave(self) -> bool:
+        """On the event loop, when the call ends early: whether the thread still runs.
+
+        If it does, it frees the slot when ``func`` returns; if not, the caller does.
+        """
+        with self.threads.lock:
+            self.gone = True
+            return self.running
+
+
+async def run_in_thread(func: Callable[..., T], *args: Any) -> T:
+    """``func(*args)`` in a worker thread, within this event loop's bound on tool threads.
+
+    Cancellation (a timeout, a cancelled run) abandons the thread: this returns
+    at once, and the thread keeps its slot until ``func`` returns.
+    """
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    threads = _tool_threads(limiter)
+    if not threads.try_acquire(limiter.total_tokens):
+        await threads.acquire(limiter)
+    call = _Call(threads, func, args)
+    try:
+        result = await anyio.to_thread.run_sync(call.run, abandon_on_cancel=True, limiter=limiter)
+    except BaseException:
+        if not call.leave():
+            threads.release()
+        raise
+    threads.release()  # the thread has returned (or raised): its slot is free
+    # None only if the thread never ran func, and then nobody waits for this.
+    return cast(T, result)

@@ -1,0 +1,212 @@
+"""Making text safe for a model: bounded, scrubbed of this machine's details, secrets redacted.
+
+An exception's text, or an error message from a remote MCP server, may carry
+what a model must never read: file paths and object addresses of this
+machine, tracebacks, and secrets (an API key from the environment, a
+password in a database URL). ``model_safe_text`` and ``safe_text`` turn such
+text into a short sentence a model can act on.
+
+Every pattern here takes time linear in its input, and only the first
+``_WINDOW`` characters of a text are read at all (truncate first, then
+scrub): a hostile text costs the same as a long harmless one, microseconds.
+
+``valid_unicode`` replaces lone surrogates, which no UTF-8 wire can carry.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+__all__ = ["MAX_ERROR_TEXT", "model_safe_text", "safe_text", "valid_unicode"]
+
+MAX_ERROR_TEXT = 500
+"""The longest text ``model_safe_text`` and ``safe_text`` return, in characters."""
+
+# Only this much of a text is read; scrubbing shortens text (a path becomes `<path>`),
+# so the window is wider than what is kept.
+_WINDOW = 4 * MAX_ERROR_TEXT
+_MIN_SECRET_LENGTH = 6  # shorter values ("1", "true") would redact ordinary words
+
+REDACTED = "<redacted>"
+PATH = "<path>"
+
+# -- secrets -------------------------------------------------------------------------------
+
+# An environment variable whose name says its value is secret: *_KEY, *_TOKEN, *_SECRET, *PASSWORD*.
+_SECRET_ENV_NAME = re.compile(r"(?:_KEY|_TOKEN|_SECRET)\Z|PASSWORD|PASSWD", re.IGNORECASE)
+# A parameter or field name that says the same: api_key, access_token, client_secret, password...
+_SECRET_FIELD_NAME = re.compile(
+    r"(?i:(?:\A|[_.-])(?:api_?key|apikey|key|token|accesstoken|secret|passw(?:or)?d|pwd"
+    r"|sig|signature|credentials?|auth)(?:\Z|[_.-]))"
+    r"|[a-z0-9](?:Key|Token|Secret|Password)\Z"  # apiKey, accessToken (not "monkey")
+)
+# `name=value` in a query string or a message (?api_key=..., &token=..., password=...).
+# Bounded quantifiers and a start only where a name can begin: linear time.
+_NAME_EQUALS_VALUE = re.compile(r"(?<![\w.-])([\w.-]{1,64})=([^\s&#;,'\"<>]{1,512})")
+# `'password': 'hunter2'` or `"token": "..."` in the repr of a dict or in JSON.
+_QUOTED_FIELD = re.compile(r"""(['"])([\w.-]{1,64})\1(\s{0,3}:\s{0,3})(['"])([^'"\n]{0,512})\4""")
+# The password of a URL or DSN: scheme://user:password@host.
+_URL_PASSWORD = re.compile(
+    r"(?<![\w+.-])([a-zA-Z][\w+.-]{0,30}://[^\s:/@'\"]{0,256}:)([^\s@/'\"]{1,256})@"
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s{1,3})[\w.~+/-]{1,2048}=*")
+
+# -- this machine's details ----------------------------------------------------------------
+
+_FILE_URL = re.compile(r"""(?i)\bfile://[^\s'"<>]*""")
+_UNC_PATH = re.compile(r"""(?<![\w\\])\\\\[^\s\\/'"<>|]+(?:\\[^\s\\'"<>|]*)+""")
+# An absolute path (POSIX, `C:\` or `C:/`, `~/`), not the tail of a URL or a word
+# ("https://x/y", "a/b", "km/h"). A segment may hold single spaces when more path
+# follows ("/Users/bob/Library/Application Support/x.json"). Segments exclude the
+# separators, so no two ways to match the same text exist: linear time.
+_SEGMENT = r"""[^\s'"/\\:<>|*?]+"""
+_ABSOLUTE_PATH = re.compile(
+    rf"""(?<![\w:/.\\~-])(?:[A-Za-z]:[\\/]|~[\w.-]{{0,32}}[\\/]|/)(?=[^\s'"/\\:<>|*?])"""
+    rf"""(?:{_SEGMENT}(?: {_SEGMENT})*[\\/])*(?:{_SEGMENT})?"""
+)
+# `<mod.Thing object at 0x7f...>`, `<function f.<locals>.g at 0x7f...>`: keep the words only.
+_OBJECT_REPR = re.compile(r"<((?:[^<>]|<\w{1,20}>){1,300}?) at 0x[0-9a-fA-F]{1,16}>")
+_TRACEBACK = "Traceback (most recent call last)"
+
+
+def model_safe_text(exc: BaseException) -> str:
+    """A short text for the model about ``exc``: no paths, reprs, tracebacks or secrets.
+
+    Falls back to the class name when the exception has no text, or its
+    ``__str__`` fails.
+    """
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not break the error path
+        text = ""
+    if isinstance(exc, OSError):  # its filenames appear as reprs: "C:\\Users\\..." or with spaces
+        for filename in (exc.filename, exc.filename2):
+            if filename is not None:
+                text = _hide_filename(text, filename)
+    return safe_text(text) or type(exc).__name__
+
+
+def safe_text(text: str) -> str:
+    """``text`` made safe for a model (see the module docstring), ``MAX_ERROR_TEXT`` at most."""
+    secrets = _secret_values()
+    if secrets:  # before the cut, so that a secret the cut would halve is still whole
+        text = _redact(text[: _WINDOW + len(secrets[0])], secrets)
+    if len(text) > _WINDOW:
+        text = _cut(text)
+    text = text.strip()
+    if _TRACEBACK in text:
+        text = text.splitlines()[0]
+    if "=" in text:
+        text = _NAME_EQUALS_VALUE.sub(_redact_named_value, text)
+    if ":" in text:
+        text = _QUOTED_FIELD.sub(_redact_quoted_field, text)
+        text = _URL_PASSWORD.sub(rf"\1{REDACTED}@", text)
+        text = _FILE_URL.sub(PATH, text)
+    if "earer" in text:
+        text = _BEARER.sub(rf"\1{REDACTED}", text)
+    if "\\\\" in text:
+        text = _UNC_PATH.sub(PATH, text)
+    if "/" in text or "\\" in text:
+        text = _ABSOLUTE_PATH.sub(PATH, text)
+    if " at 0x" in text:
+        text = _OBJECT_REPR.sub(_object_words, text)
+    if len(text) > MAX_ERROR_TEXT:
+        text = text[: MAX_ERROR_TEXT - 1] + "…"
+    return text
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with every lone surrogate (which UTF-8 cannot encode) replaced by U+FFFD."""
+    if text.isascii():  # O(1) in CPython
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _hide_filename(text: str, filename: Any) -> str:  # OSError.filename is Any
+    """``text`` without ``filename``, which it shows as a repr (``'...'``, ``b'...'``, a Path's)."""
+    try:
+        name = os.fsdecode(filename)
+    except TypeError:  # not a path (an OSError raised with odd arguments)
+        return text
+    if not name:
+        return text
+    for shown in dict.fromkeys((repr(filename), repr(name))):
+        text = text.replace(shown, f"'{PATH}'")
+    return text.replace(name, PATH)
+
+
+class _SecretNames:
+    """The names of the secret-looking environment variables, found again when their number changes.
+
+    Listing the environment costs tens of microseconds; looking up a few names
+    costs one. Values are read at every use, so a changed secret is redacted too.
+    """
+
+    size = -1
+    names: tuple[str, ...] = ()
+
+    @classmethod
+    def current(cls) -> tuple[str, ...]:
+        size = len(os.environ)
+        if size != cls.size:
+            cls.names = tuple(name for name in os.environ if _SECRET_ENV_NAME.search(name))
+            cls.size = size
+        return cls.names
+
+
+def _secret_values() -> list[str]:
+    """The values of the environment variables whose names say they are secret, longest first."""
+    values: list[str] = []
+    for name in _SecretNames.current():
+        value = os.environ.get(name, "")
+        if len(value) >= _MIN_SECRET_LENGTH:
+            values.append(value)
+    values.sort(key=len, reverse=True)  # a secret containing another is replaced whole
+    return values
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    for value in secrets:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+def _cut(text: str) -> str:
+    """The first ``_WINDOW`` characters, without the word the cut went through.
+
+    A half-seen secret or path would not be recognised, so it is dropped.
+    """
+    window = text[:_WINDOW]
+    boundary = max(window.rfind(" "), window.rfind("\n"), window.rfind("\t"))
+    return window[:boundary] if boundary > _WINDOW // 2 else window
+
+
+def _redact_named_value(match: re.Match[str]) -> str:
+    if _SECRET_FIELD_NAME.search(match[1]) is None:
+        return match[0]
+    return f"{match[1]}={REDACTED}"
+
+
+def _redact_quoted_field(match: re.Match[str]) -> str:
+    if _SECRET_FIELD_NAME.search(match[2]) is None:
+        return match[0]
+    quote, value_quote = match[1], match[4]
+    return f"{quote}{match[2]}{quote}{match[3]}{value_quote}{REDACTED}{value_quote}"
+
+
+def _object_words(match: re.Match[str]) -> str:
+    words: str = match[1]
+    head, space, rest = words.partition(" ")
+    if "." in head and head.replace(".", "").replace("_", "").isalnum():
+        head = head.rpartition(".")[2]  # `app.models.Widget object` -> `Widget object`
+    return f"<{head}{space}{rest}>"

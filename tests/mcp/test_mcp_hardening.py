@@ -1,0 +1,423 @@
+"""MCP against hostile tools, clients and networks: the server stays up, the network stays shut.
+
+- A served tool raising ``SystemExit``, ``KeyboardInterrupt`` or another
+  ``BaseException``, or returning a lone surrogate, gets an ``isError`` result
+  (or a valid text) and the server goes on serving, in-process, over stdio and
+  over HTTP. Over stdio the process exits promptly once the client has gone,
+  even while a plain-``def`` tool still runs.
+- Over HTTP, Host/Origin checks hold on every bind address, a bearer token can
+  be required, and the session idle timeout and cap apply: real requests
+  against a real ``llm-worker mcp serve`` process.
+- The client scrubs remote error texts, refuses NaN before sending, does not
+  offer task-only tools, and with ``mcp_http_client()`` survives its server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import hostile_apps
+import httpx2
+import mcp.types as types
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server import Server
+from mcp_support import ROOT, SERVE, connect, free_port, server_env, text_of, wait_until_listening
+
+from llm_worker import ExecutionFailedError, InvalidArgumentError, ToolResult, Worker
+from llm_worker.mcp import McpToolDefinition, create_server, mcp_http_client, mcp_tool_definitions
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+pytestmark = [
+    pytest.mark.anyio,
+    # As in test_mcp_http: the SDK's HTTP client leaves response iterators to the collector.
+    pytest.mark.filterwarnings(
+        r"ignore:Async generator 'http(core|x)2\.[\w.]+' was garbage collected:ResourceWarning"
+    ),
+]
+
+HOSTILE = "tests.mcp.hostile_apps:factory"
+GUARD = 30  # seconds; only a regression waits this long
+ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+# Each hostile call, and what the client reads (isError).
+HOSTILE_CALLS = [
+    ("parse", {"flag": "--bogus"}, "Internal error: tool 'parse' failed unexpectedly (SystemExit)"),
+    ("interrupt", {}, "Internal error: tool 'interrupt' failed unexpectedly (KeyboardInterrupt)"),
+    ("custom", {}, "Execution failed: custom"),
+]
+
+
+class TestServedToolsCannotStopTheServer:
+    @pytest.mark.parametrize(("name", "arguments", "text"), HOSTILE_CALLS)
+    async def test_in_process(self, name, arguments, text):
+        """The call is an isError result; the next call is served as usual."""
+        async with connect(create_server(hostile_apps.factory())) as session:
+            result = await session.call_tool(name, arguments)
+            assert (text_of(result), result.is_error) == (text, True)
+            after = await session.call_tool("echo", {"text": "still here"})
+        assert (text_of(after), after.is_error) == ("still here", False)
+
+    async def test_a_lone_surrogate_is_replaced(self):
+        """A result that is not valid Unicode reaches the client with U+FFFD in its place."""
+        async with connect(create_server(hostile_apps.factory())) as session:
+            result = await session.call_tool("listing", {})
+        assert (text_of(result), result.is_error) == ("report-\ufffd.txt", False)
+
+    async def test_over_stdio(self, tmp_path):
+        """Over stdio: SystemExit, KeyboardInterrupt and a lone surrogate; the server goes on."""
+        params = StdioServerParameters(command=SERVE[0], args=[*SERVE[1:], HOSTILE], cwd=ROOT)
+        with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(GUARD):
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                texts = [
+                    text_of(await session.call_tool(name, arguments))
+                    for name, arguments, _ in HOSTILE_CALLS
+                ]
+                listing = text_of(await session.call_tool("listing", {}))
+                echo = text_of(await session.call_tool("echo", {"text": "alive"}))
+        assert texts == [text for _, _, text in HOSTILE_CALLS]
+        assert (listing, echo) == ("report-\ufffd.txt", "alive")
+
+    def test_stdio_server_exits_while_a_thread_tool_runs(self):
+        """When the client goes away, the server exits at once, not when the tool returns."""
+        messages = [
+            INITIALIZE,
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "sleep", "arguments": {"seconds": 120}},
+            },
+        ]
+        with subprocess.Popen(
+            [*SERVE, HOSTILE],
+            cwd=ROOT,
+            env=server_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        ) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            assert process.stderr is not None
+            try:
+                for message in messages:
+                    process.stdin.write((json.dumps(message) + "\n").encode())
+                process.stdin.flush()
+                assert b'"id":1' in process.stdout.readline()
+                while b"sleeping" not in process.stderr.readline():
+                    pass  # the tool now blocks its thread for two minutes
+                process.stdin.close()  # the host went away
+                assert process.wait(timeout=GUARD) == 0
+            finally:
+                if process.poll() is None:  # pragma: no cover - only on a regression
+                    process.kill()
+                    process.wait(timeout=GUARD)
+
+
+@dataclass
+class HttpServer:
+    port: int
+    process: subprocess.Popen[str]
+    stderr: Path
+
+    def url(self, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}/mcp"
+
+
+@pytest.fixture
+def http_server(tmp_path) -> Iterator[Any]:
+    """Start ``llm-worker mcp serve`` over HTTP with the given options; stop it afterwards."""
+    started: list[HttpServer] = []
+
+    def start(*options: str, env: dict[str, str] | None = None) -> HttpServer:
+        port = free_port()
+        stderr = tmp_path / f"stderr-{len(started)}.txt"
+        with stderr.open("w", encoding="utf-8") as errlog:
+            process = subprocess.Popen(
+                [*SERVE, HOSTILE, "--transport", "http", "--port", str(port), *options],
+                cwd=ROOT,
+                env={**server_env(), **(env or {})},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errlog,
+                text=True,
+            )
+        server = HttpServer(port, process, stderr)
+        started.append(server)
+        host = options[options.index("--host") + 1] if "--host" in options else "127.0.0.1"
+        wait_until_listening(port, process, host="127.0.0.1" if host == "0.0.0.0" else host)
+        return server
+
+    yield start
+    for server in started:
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGTERM)
+            try:
+                server.process.wait(timeout=GUARD)
+            except subprocess.TimeoutExpired:  # pragma: no cover - only if it hangs
+                server.process.kill()
+                server.process.wait(timeout=GUARD)
+
+
+async def post(
+    server: HttpServer, *, host: str | None = None, body: Any = INITIALIZE, **headers: str
+) -> httpx2.Response:
+    """One raw POST to the server (on 127.0.0.1), with the Host header ``host`` if given."""
+    sent = {**ACCEPT, **headers}
+    if host is not None:
+        sent["Host"] = host
+    async with httpx2.AsyncClient() as client:
+        with anyio.fail_after(GUARD):
+            return await client.post(server.url(), headers=sent, json=body)
+
+
+@asynccontextmanager
+async def session_for(url: str, **headers: str):
+    async with (
+        mcp_http_client(headers=headers or None) as http,
+        streamable_http_client(url, http_client=http) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+class TestServedToolsCannotStopTheHttpServer:
+    async def test_system_exit_in_a_tool(self, http_server):
+        """Over HTTP: the call is an isError result, and the next client is served."""
+        server = http_server()
+        with anyio.fail_after(GUARD):
+            async with session_for(server.url()) as session:
+                result = await session.call_tool("parse", {"flag": "--bogus"})
+            async with session_for(server.url()) as session:
+                after = await session.call_tool("echo", {"text": "alive"})
+        assert (text_of(result), result.is_error) == (HOSTILE_CALLS[0][2], True)
+        assert (text_of(after), after.is_error) == ("alive", False)
+        assert server.process.poll() is None
+
+
+class TestHostAndOrigin:
+    async def test_every_loopback_address_is_protected(self, http_server):
+        """On 127.0.0.2 too (not a literal loopback name), a foreign Host header gets 421."""
+        server = http_server("--host", "127.0.0.2")
+        with anyio.fail_after(GUARD):
+            async with httpx2.AsyncClient() as client:
+                url = server.url("127.0.0.2")
+                foreign_host = {**ACCEPT, "Host": "evil.example"}
+                foreign = await client.post(url, headers=foreign_host, json=INITIALIZE)
+                own = await client.post(url, headers=ACCEPT, json=INITIALIZE)
+        assert (foreign.status_code, own.status_code) == (421, 200)
+
+    async def test_a_wildcard_bind_is_protected_and_warned_about(self, http_server):
+        """On 0.0.0.0: loopback names and --allow-host names pass, others get 421, a foreign
+        Origin gets 403, and a warning says the tools are reachable from other machines."""
+        server = http_server("--host", "0.0.0.0", "--allow-host", "tools.lan")
+        port = server.port
+        statuses = [
+            (await post(server, host=f"127.0.0.1:{port}")).status_code,
+            (await post(server, host=f"tools.lan:{port}")).status_code,
+            (await post(server, host=f"evil.example:{port}")).status_code,
+            (await post(server, Origin="https://evil.example")).status_code,
+            (await post(server, Origin=f"http://tools.lan:{port}")).status_code,
+        ]
+        assert statuses == [200, 200, 421, 403, 200]
+        stderr = server.stderr.read_text(encoding="utf-8")
+        assert "WARNING llm_worker.mcp: listening on 0.0.0.0, reachable from other machines" in (
+            stderr
+        )
+
+    async def test_allowed_origins_can_be_added(self, http_server):
+        """--allow-origin admits a browser origin that is not the server's own."""
+        server = http_server("--allow-origin", "https://app.example.com")
+        admitted = await post(server, Origin="https://app.example.com")
+        refused = await post(server, Origin="https://other.example.com")
+        assert (admitted.status_code, refused.status_code) == (200, 403)
+
+
+class TestBearerToken:
+    async def test_requests_without_the_token_are_refused(self, http_server):
+        """With --auth-token-env, no token or a wrong one gets 401; the right one is served."""
+        token = "t0ken-for-tests"
+        server = http_server("--auth-token-env", "MCP_TEST_TOKEN", env={"MCP_TEST_TOKEN": token})
+        missing = await post(server)
+        wrong = await post(server, Authorization="Bearer not-it")
+        assert (missing.status_code, wrong.status_code) == (401, 401)
+        assert missing.headers["www-authenticate"] == 'Bearer realm="mcp"'
+        with anyio.fail_after(GUARD):
+            async with session_for(server.url(), Authorization=f"Bearer {token}") as session:
+                result = await session.call_tool("echo", {"text": "authorized"})
+        assert text_of(result) == "authorized"
+
+    def test_a_missing_token_variable_is_a_usage_error(self):
+        """--auth-token-env naming an unset variable: exit 2, one line."""
+        done = subprocess.run(
+            [*SERVE, HOSTILE, "--transport", "http", "--auth-token-env", "NO_SUCH_TOKEN_VAR"],
+            cwd=ROOT,
+            env=server_env(),
+            capture_output=True,
+            text=True,
+            timeout=GUARD,
+        )
+        assert (done.returncode, done.stderr) == (
+            2,
+            "python -m llm_worker mcp serve: error: --auth-token-env: the environment variable "
+            "NO_SUCH_TOKEN_VAR is not set\n",
+        )
+
+
+class TestSessions:
+    async def test_the_session_cap(self, http_server):
+        """With --max-sessions 1, a second session gets 503 while the first is open."""
+        server = http_server("--max-sessions", "1")
+        first = await post(server)
+        second = await post(server)
+        assert (first.status_code, second.status_code) == (200, 503)
+
+    async def test_the_idle_timeout(self, http_server):
+        """With --session-idle-timeout, an idle session is closed: its id then gets 404."""
+        server = http_server("--session-idle-timeout", "0.2")
+        session_id = (await post(server)).headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        with anyio.fail_after(GUARD):
+            while True:
+                # Longer than the timeout between requests: each request is activity.
+                await anyio.sleep(0.6)
+                status = (
+                    await post(server, body=ping, **{"mcp-session-id": session_id})
+                ).status_code
+                if status == 404:
+                    break
+
+
+class TestClientSurvivesItsServer:
+    async def test_calls_after_the_server_died_fail_one_by_one(self, http_server):
+        """With mcp_http_client(), each call after the server is killed reads "Connection
+        closed", the worker's run goes on, and nothing escapes the session."""
+        server = http_server()
+        client = ScriptedClient(
+            [
+                ScriptedResponse(
+                    tool_calls=[
+                        ScriptedCall("echo", {"text": "one"}, id="c1"),
+                        ScriptedCall("echo", {"text": "two"}, id="c2"),
+                    ]
+                ),
+                "Done.",
+            ]
+        )
+        with anyio.fail_after(GUARD):
+            async with session_for(server.url()) as session:
+                worker = Worker(client)
+                worker.register_tools(await mcp_tool_definitions(session))
+                server.process.kill()
+                server.process.wait(timeout=GUARD)
+                await worker.lock().run("echo twice")
+        closed = "Execution failed: MCP error: Connection closed"
+        results = [item for item in worker.history if isinstance(item, ToolResult)]
+        assert results == [ToolResult("c1", closed, True), ToolResult("c2", closed, True)]
+
+
+def remote(tools: list[types.Tool], answer: types.CallToolResult, calls: list[Any]) -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        calls.append(params.arguments)
+        return answer
+
+    return Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+OBJECT = {"type": "object", "properties": {}}
+
+
+class TestClient:
+    async def test_remote_error_texts_are_made_safe(self, monkeypatch):
+        """A server's isError text is scrubbed and capped like a local exception's."""
+        monkeypatch.setenv("REMOTE_API_KEY", "sk-remote-123456")
+        text = "cannot open /srv/app/data.db with sk-remote-123456 at <Conn object at 0x7f01>"
+        answer = types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        calls: list[Any] = []
+        server = remote([types.Tool(name="open", input_schema=OBJECT)], answer, calls)
+        async with connect(server) as session:
+            [definition] = await mcp_tool_definitions(session)
+            with pytest.raises(ExecutionFailedError) as excinfo:
+                await definition()[1].execute("{}")
+        assert (
+            str(excinfo.value)
+            == "Execution failed: cannot open <path> with <redacted> at <Conn object>"
+        )
+
+    async def test_a_long_remote_error_is_capped(self):
+        """At most 500 characters of a server's error text are passed on."""
+        answer = types.CallToolResult(
+            content=[types.TextContent(text="e" * 100_000)], is_error=True
+        )
+        server = remote([types.Tool(name="open", input_schema=OBJECT)], answer, [])
+        async with connect(server) as session:
+            [definition] = await mcp_tool_definitions(session)
+            with pytest.raises(ExecutionFailedError) as excinfo:
+                await definition()[1].execute("{}")
+        assert str(excinfo.value) == "Execution failed: " + "e" * 499 + "…"
+
+    @pytest.mark.parametrize("literal", ["NaN", "-Infinity", "1e100000"])
+    async def test_non_json_arguments_are_never_sent(self, literal):
+        """NaN, infinities and out-of-range numbers are refused before anything is sent."""
+        answer = types.CallToolResult(content=[types.TextContent(text="ok")])
+        calls: list[Any] = []
+        server = remote([types.Tool(name="pay", input_schema=OBJECT)], answer, calls)
+        async with connect(server) as session:
+            [definition] = await mcp_tool_definitions(session)
+            with pytest.raises(InvalidArgumentError, match="not valid JSON"):
+                await definition()[1].execute(f'{{"amount": {literal}}}')
+        assert calls == []
+
+    async def test_task_only_tools_are_not_offered(self, caplog):
+        """A tool the server runs only as a task is left out, with a warning; building its
+        definition directly is a ValueError."""
+        task_only = types.Tool(
+            name="render",
+            input_schema=OBJECT,
+            execution=types.ToolExecution(task_support="required"),
+        )
+        optional = types.Tool(
+            name="quick",
+            input_schema=OBJECT,
+            execution=types.ToolExecution(task_support="optional"),
+        )
+        answer = types.CallToolResult(content=[types.TextContent(text="ok")])
+        caplog.set_level(logging.WARNING, logger="llm_worker.mcp")
+        async with connect(remote([task_only, optional], answer, [])) as session:
+            definitions = await mcp_tool_definitions(session)
+            assert [d.meta.name for d in definitions] == ["quick"]  # type: ignore[attr-defined]
+            with pytest.raises(ValueError, match="can only be called as a task"):
+                McpToolDefinition(session, task_only)
+        assert [r.getMessage() for r in caplog.records if r.name == "llm_worker.mcp"] == [
+            "MCP tool 'render' is not offered: the server only runs it as a task "
+            "(execution.taskSupport: required)"
+        ]

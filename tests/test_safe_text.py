@@ -1,0 +1,173 @@
+"""Text made safe for a model (``_safe_text.py``): paths, reprs, secrets, bounds, valid Unicode.
+
+The exact texts are the contract, so they are asserted exactly. Time on hostile
+input is guarded by running it in a subprocess with a generous timeout: a
+regression to quadratic scrubbing takes hours there, and fails instead of
+hanging.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from llm_worker._safe_text import MAX_ERROR_TEXT, model_safe_text, safe_text, valid_unicode
+
+
+class TestPaths:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("no record for /flag.txt", "no record for <path>"),
+            ("cannot read /etc/shadow: denied", "cannot read <path>: denied"),
+            (
+                "cannot read /Users/bob/Library/Application Support/Claude/config.json now",
+                "cannot read <path> now",
+            ),
+            ("see file:///home/bob/notes.txt first", "see <path> first"),
+            (r"cannot open \\server\share\dir\file.txt", "cannot open <path>"),
+            (r"cannot open C:\Program Files\App\app.exe today", "cannot open <path> today"),
+            ("cannot open C:/Users/bob/key.txt", "cannot open <path>"),
+            ("keys in ~/.ssh/id_rsa", "keys in <path>"),
+            ("--config=/etc/app.toml is unreadable", "--config=<path> is unreadable"),
+        ],
+    )
+    def test_absolute_paths_become_path(self, text, expected):
+        """Absolute paths of every form (top-level files, spaces, file URLs, UNC, drives) go."""
+        assert safe_text(text) == expected
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "see https://example.com/a/b/c and data/input.csv",
+            "a / b, km/h, and/or 1/2",
+            "ftp://host/x and s3://bucket/key",
+        ],
+    )
+    def test_urls_relative_paths_and_slashes_are_kept(self, text):
+        """URLs, relative paths and slashes inside words are not paths of this machine."""
+        assert safe_text(text) == text
+
+    def test_a_path_followed_by_words_keeps_the_words(self):
+        """A space ends a path unless more path follows."""
+        assert safe_text("copy /srv/a.txt to /srv/b.txt failed") == "copy <path> to <path> failed"
+
+
+class TestReprs:
+    def test_nested_and_local_reprs_lose_their_addresses(self):
+        """Reprs holding ``<locals>`` or another repr keep their words, not their addresses."""
+        assert safe_text("<function outer.<locals>.inner at 0x7f00deadbeef>") == (
+            "<function outer.<locals>.inner>"
+        )
+        assert safe_text("<bound method W.poke of <app.models.W object at 0x7f3a>>") == (
+            "<bound method W.poke of <W object>>"
+        )
+        assert safe_text("<function <lambda> at 0x10>") == "<function <lambda>>"
+
+
+class TestSecrets:
+    def test_environment_secrets_are_redacted(self, monkeypatch):
+        """Values of *_KEY, *_TOKEN, *_SECRET and *PASSWORD* variables never reach the model."""
+        monkeypatch.setenv("SERVICE_API_KEY", "sk-live-4f8a9b")
+        monkeypatch.setenv("GITHUB_TOKEN", "ghp_0123456789")
+        monkeypatch.setenv("CLIENT_SECRET", "s3cr3t-value")
+        monkeypatch.setenv("DB_PASSWORD_MAIN", "hunter2-long")
+        text = "keys sk-live-4f8a9b ghp_0123456789 s3cr3t-value hunter2-long"
+        assert safe_text(text) == "keys <redacted> <redacted> <redacted> <redacted>"
+
+    def test_a_secret_set_after_startup_is_redacted(self, monkeypatch):
+        """The environment is read at each use: a new value, or a new variable, counts."""
+        monkeypatch.setenv("LATE_TOKEN", "first-value")
+        assert safe_text("got first-value") == "got <redacted>"
+        monkeypatch.setenv("LATE_TOKEN", "second-value")
+        assert safe_text("got first-value, second-value") == "got first-value, <redacted>"
+
+    def test_short_and_ordinary_values_are_left(self, monkeypatch):
+        """A value under six characters, or of a variable not named as a secret, stays."""
+        monkeypatch.setenv("DEBUG_KEY", "1")
+        monkeypatch.setenv("HOME_DIR", "carefully")
+        assert safe_text("1 carefully") == "1 carefully"
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            (
+                "GET https://api.example.com/v1/items?api_key=abc123&page=2 failed",
+                "GET https://api.example.com/v1/items?api_key=<redacted>&page=2 failed",
+            ),
+            ("refused token=xyz987 for monkey=5", "refused token=<redacted> for monkey=5"),
+            (
+                "cannot connect to postgresql://admin:pa55word@db.internal:5432/app",
+                "cannot connect to postgresql://admin:<redacted>@db.internal:5432/app",
+            ),
+            (
+                "bad config {'user': 'bob', 'password': 'pa55', \"apiKey\": \"k-1\"}",
+                "bad config {'user': 'bob', 'password': '<redacted>', \"apiKey\": \"<redacted>\"}",
+            ),
+            ("Authorization: Bearer eyJhbGciOi.J9x-y", "Authorization: Bearer <redacted>"),
+        ],
+    )
+    def test_secrets_in_the_text_are_redacted(self, text, expected):
+        """Query values and fields named as secrets, DSN passwords and bearer tokens go."""
+        assert safe_text(text) == expected
+
+
+class TestBounds:
+    def test_long_text_is_capped(self):
+        """At most MAX_ERROR_TEXT characters, ending in an ellipsis."""
+        assert safe_text("x" * 10_000) == "x" * (MAX_ERROR_TEXT - 1) + "…"
+
+    def test_only_the_start_of_a_text_is_read(self):
+        """What lies past the first 2 000 characters cannot change the result."""
+        head = "word " * 300
+        assert safe_text(head + "a" * 5000) == safe_text(head + "<" + "a." * 50_000)
+
+    def test_the_word_the_cut_goes_through_is_dropped(self, monkeypatch):
+        """A secret the cut would halve is not shown in part."""
+        monkeypatch.setenv("HALVED_TOKEN", "T" * 40)
+        text = "w " * 990 + "T" * 40 + " tail"
+        assert "T" not in safe_text(text)
+
+    def test_hostile_texts_take_linear_time(self):
+        """Texts built to make regular expressions backtrack are scrubbed at once.
+
+        (The object-repr pattern once took 8 s on ``"<" + "a." * 15000``.)
+        """
+        code = (
+            "from llm_worker._safe_text import safe_text\n"
+            "n = 500_000\n"
+            "for bad in ['<' + 'a.' * n, '/' + 'a ' * n, '/a' * n, 'a=' * n, \"'a': '\" * n,\n"
+            "            '\\\\\\\\' * n, 'x://' * n, '<' * n + ' at 0x1>', '1' * n, 'a:b@' * n]:\n"
+            "    safe_text(bad)\n"
+            "print('done')\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+
+
+class BrokenStr(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class TestModelSafeText:
+    def test_a_broken_str_gives_the_class_name(self):
+        """An exception whose ``__str__`` raises is named by its class."""
+        assert model_safe_text(BrokenStr()) == "BrokenStr"
+
+    def test_bytes_filenames_are_hidden(self):
+        """An OSError's bytes file name is hidden like a str one."""
+        exc = FileNotFoundError(2, "No such file or directory", b"/srv/app/\xff.txt")
+        assert model_safe_text(exc) == "[Errno 2] No such file or directory: '<path>'"
+
+
+class TestValidUnicode:
+    def test_lone_surrogates_are_replaced(self):
+        """A lone surrogate (from a non-UTF-8 file name) becomes U+FFFD; the rest stays."""
+        assert valid_unicode("caf\udce9 ok") == "caf\ufffd ok"
+        assert valid_unicode("é 😀") == "é 😀"
+        assert valid_unicode("plain") == "plain"
