@@ -211,3 +211,4 @@ class TestLockedWorkerSample:
             "4",
             "2",
         ]
+        assert await module.with_deps() == ["ADA", "WorkerResult.FINISHED", "2"]

@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from ._context import ToolContext
     from ._hooks import ApprovalPolicy
 
-__all__ = ["ToolEntry", "ToolServer", "ToolServerHandle", "entry_of", "sorted_definitions"]
+__all__ = [
+    "ToolEntry",
+    "ToolServer",
+    "ToolServerHandle",
+    "add_entries",
+    "entry_of",
+    "make_entries",
+    "sorted_definitions",
+]
 
 
 @final
@@ -146,19 +154,7 @@ class ToolServer:
         (``DuplicateToolError`` for names). The keywords apply to every tool
         of the batch.
         """
-        batch: dict[str, ToolEntry] = {}
-        for definition in definitions:
-            meta, tool = _call_factory(definition)
-            if meta.name in batch:
-                raise DuplicateToolError(meta.name)
-            batch[meta.name] = ToolEntry(meta, tool, requires_approval, sequential)
-        tool_map = self._map
-        with tool_map.lock:
-            for name in batch:
-                if name in tool_map.tools:
-                    raise DuplicateToolError(name)
-            tool_map.tools = {**tool_map.tools, **batch}
-            tool_map.sorted_definitions = None
+        add_entries(self, make_entries(definitions, requires_approval, sequential))
 
     def __repr__(self) -> str:
         return f"<ToolServer tools={len(self._map.tools)}>"
@@ -238,6 +234,32 @@ def _sorted_definitions(tool_map: _ToolMap) -> tuple[LlmToolDefinition, ...]:
                 tools[name].meta.to_llm_definition() for name in sorted(tools)
             )
         return tool_map.sorted_definitions
+
+
+def make_entries(
+    definitions: Iterable[ToolDefinition],
+    requires_approval: ApprovalPolicy | None,
+    sequential: bool | None,
+) -> dict[str, ToolEntry]:
+    """Call each factory once (outside any lock) and check the batch's names."""
+    batch: dict[str, ToolEntry] = {}
+    for definition in definitions:
+        meta, tool = _call_factory(definition)
+        if meta.name in batch:
+            raise DuplicateToolError(meta.name)
+        batch[meta.name] = ToolEntry(meta, tool, requires_approval, sequential)
+    return batch
+
+
+def add_entries(server: ToolServer, batch: dict[str, ToolEntry]) -> None:
+    """Add ``batch`` to ``server``'s map, all or none (``DuplicateToolError`` for a taken name)."""
+    tool_map = server._map
+    with tool_map.lock:
+        for name in batch:
+            if name in tool_map.tools:
+                raise DuplicateToolError(name)
+        tool_map.tools = {**tool_map.tools, **batch}
+        tool_map.sorted_definitions = None
 
 
 def entry_of(handle: ToolServerHandle, name: str) -> ToolEntry | None:

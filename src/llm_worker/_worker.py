@@ -37,7 +37,7 @@ from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
 from ._instrumentation import Instrumentation
 from ._limits import Limits
 from ._run import RunStream, Start
-from ._server import ToolServerHandle
+from ._server import ToolEntry, ToolServerHandle, add_entries, make_entries
 from ._session import Phase, RunStateWarning, Session, WorkerResult
 from ._state import RunState
 from ._types import ToolDefinition
@@ -262,6 +262,16 @@ async def _drain(stream: RunStream[Any]) -> WorkerResult:
     return result
 
 
+def _check_deps_type(entry: ToolEntry, deps_type: type[Any]) -> None:
+    # A generated tool says which Deps its ToolContext[Deps] wants (deps_type).
+    wanted: object = getattr(entry.tool, "deps_type", None)
+    if isinstance(wanted, type) and not issubclass(deps_type, wanted):
+        raise TypeError(
+            f"tool {entry.meta.name!r} takes ToolContext[{wanted.__qualname__}], but this "
+            f"worker's runs give deps of type {deps_type.__qualname__} (deps_type=)"
+        )
+
+
 def _names(allowed_tools: Sequence[str] | None) -> Sequence[str] | None:
     if allowed_tools is None:
         return None
@@ -334,9 +344,12 @@ class Worker(_WorkerBase[DepsT]):
     ) -> None:
         """Register a batch: all or none; each factory is called once (see ``register_tool``)."""
         self._require_owner()
-        self._session.server.register_tools(
-            definitions, requires_approval=requires_approval, sequential=sequential
-        )
+        session = self._session
+        entries = make_entries(definitions, requires_approval, sequential)
+        if session.deps_type is not None:
+            for entry in entries.values():
+                _check_deps_type(entry, session.deps_type)
+        add_entries(session.server, entries)
 
     @property
     def system_prompt(self) -> str | None:

@@ -18,13 +18,17 @@ from llm_worker import (
     Abort,
     Approve,
     Continue,
+    Deny,
     LockedWorker,
     Pause,
     PostToolCallContext,
     PostToolCallDecision,
     PreToolCallDecision,
     Skip,
+    RunEvent,
     ToolCallContext,
+    ToolCallFinished,
+    ToolContext,
     ToolServerHandle,
     Worker,
     WorkerResult,
@@ -50,6 +54,45 @@ class Notes:
     def count_notes(self) -> int:
         """How many notes there are."""
         return len(self.notes)
+
+
+@dataclasses.dataclass
+class Deps:
+    user: str
+
+
+@dataclasses.dataclass
+class OtherDeps:
+    tenant: int
+
+
+@tool_registry
+class Account:
+    @tool
+    async def whoami(self, ctx: ToolContext[Deps], loud: bool = False) -> str:
+        """Say who is asking."""
+        user: str = ctx.deps.user  # the checkers know ctx.deps is a Deps
+        ctx.report_progress(1, 1)
+        return user.upper() if loud else user
+
+
+async def with_deps() -> list[str]:
+    """A worker whose runs pass deps to context-taking tools, streamed and resumed."""
+    client = ScriptedClient(
+        [ScriptedResponse(tool_calls=[ScriptedCall("whoami", {"loud": True})]), "You are ADA."]
+    )
+    worker = Worker(client, deps_type=Deps)
+    worker.register_tools([Account().whoami.definition()])
+    locked: LockedWorker[Deps] = worker.lock()
+    seen: list[str] = []
+    async with locked.run_stream("who am I?", deps=Deps("ada")) as stream:
+        async for event in stream:
+            kind: RunEvent = event
+            if isinstance(kind, ToolCallFinished):
+                seen.append(kind.result.content)
+    if locked.is_paused:
+        await locked.resume({"x": Deny("no")}, deps=Deps("ada"))
+    return [*seen, str(stream.result), str(locked.run_usage.requests)]
 
 
 async def only_short_notes(ctx: ToolCallContext) -> PreToolCallDecision | None:
@@ -118,6 +161,15 @@ async def main() -> list[str]:
         str(len(client.requests)),
         str(len(other.tool_server_handle())),
     ]
+
+
+async def wrong_deps(worker: Worker[Deps], locked: LockedWorker[Deps]) -> None:
+    await worker.run("x", deps=OtherDeps(1))  # type: ignore[arg-type]
+    await locked.retry(deps="ada")  # type: ignore[arg-type]
+
+
+def wrong_context(ctx: ToolContext[Deps]) -> None:
+    print(ctx.deps.tenant)  # type: ignore[attr-defined]
 
 
 def wrong_uses(locked: LockedWorker) -> None:

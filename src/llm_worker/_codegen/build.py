@@ -69,6 +69,7 @@ def _build_tool_class(
         timeout=options.timeout,
         max_input_bytes=options.max_input_bytes or DEFAULT_MAX_INPUT_BYTES,
         max_input_depth=options.max_input_depth or DEFAULT_MAX_INPUT_DEPTH,
+        context_param=spec.context_param,
     )
     execute.__qualname__ = f"{qualname}.execute"
     execute.__module__ = cls.__module__
@@ -91,7 +92,11 @@ def _build_tool_class(
         if callable(options.requires_approval)
         else options.requires_approval is True,
         "sequential": options.sequential is True,
+        # The Deps of the method's ToolContext[Deps], for the Worker to check its own.
+        "deps_type": spec.context_deps,
     }
+    if spec.context_param is not None:
+        namespace["execute_with_context"] = execute
     return type(tool_plan.tool_class_name, (GeneratedTool,), namespace)
 
 

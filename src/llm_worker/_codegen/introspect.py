@@ -20,6 +20,7 @@ from typing import Annotated, Any, cast, get_args, get_origin
 from pydantic import create_model
 from pydantic.fields import FieldInfo
 
+from .._context import ToolContext
 from .._docstrings import parse_docstring
 from .._options import Description, ToolOptions
 
@@ -65,6 +66,9 @@ class MethodSpec:
     description: str
     is_async: bool
     options: ToolOptions
+    # The parameter annotated ToolContext[Deps], if any (not an argument), and its Deps.
+    context_param: str | None = None
+    context_deps: Any = None
 
 
 def introspect_method(
@@ -81,7 +85,8 @@ def introspect_method(
     if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
         errors.append(f"{attr_name}: generator methods cannot be tools; return a list instead")
     description, doc_params = parse_docstring(func.__doc__)
-    parameters = _read_parameters(cls, attr_name, func, doc_params, errors)
+    context: dict[str, Any] = {}
+    parameters = _read_parameters(cls, attr_name, func, doc_params, errors, context)
     if len(errors) > start or parameters is None:
         return None
     return MethodSpec(
@@ -92,6 +97,8 @@ def introspect_method(
         description=description if description is not None else f"Tool: {tool_name}",
         is_async=inspect.iscoroutinefunction(func),
         options=options,
+        context_param=context.get("name"),
+        context_deps=context.get("deps"),
     )
 
 
@@ -101,7 +108,9 @@ def _read_parameters(
     func: Callable[..., Any],
     doc_params: dict[str, str],
     errors: list[str],
+    context: dict[str, Any],
 ) -> tuple[ParameterSpec, ...] | None:
+    """The arguments of ``func``; its ``ToolContext`` parameter, if any, goes to ``context``."""
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -128,6 +137,15 @@ def _read_parameters(
                     f"(add one, e.g. {param.name}: str)"
                 )
             continue  # unresolvable annotations were reported by _resolve_hints
+        found, deps = _tool_context(hints[param.name])
+        if found:
+            if "name" in context:
+                errors.append(
+                    f"{attr_name}: parameters {context['name']!r} and {param.name!r} both "
+                    f"take the ToolContext; keep one"
+                )
+            context.update(name=param.name, deps=deps)
+            continue
         try:
             hint, default, default_factory = _read_default(hints[param.name], param.default)
         except Exception as exc:  # pydantic refuses the Field(...) combination
@@ -159,6 +177,20 @@ def _read_parameters(
             continue
         specs.append(ParameterSpec(param.name, annotation, default, description, default_factory))
     return tuple(specs)
+
+
+def _tool_context(hint: Any) -> tuple[bool, Any]:
+    """Whether ``hint`` is ``ToolContext``, ``ToolContext[Deps]`` (or either ``| None``),
+    and its ``Deps`` (``None`` when not given)."""
+    if hint is ToolContext:
+        return True, None
+    if get_origin(hint) is ToolContext:
+        return True, get_args(hint)[0]
+    if isinstance(hint, types.UnionType) or get_origin(hint) is typing.Union:
+        members = [arg for arg in get_args(hint) if arg is not type(None)]
+        if len(members) == 1:
+            return _tool_context(members[0])
+    return False, None
 
 
 def _read_default(hint: Any, default: Any) -> tuple[Any, Any, DefaultFactory | None]:

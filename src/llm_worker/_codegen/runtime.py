@@ -19,6 +19,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
+from .._context import ToolContext
 from .._exceptions import (
     ExecutionFailedError,
     InternalToolError,
@@ -95,8 +96,13 @@ def make_execute(
     timeout: float | None,
     max_input_bytes: int,
     max_input_depth: int,
+    context_param: str | None = None,
 ) -> Callable[[GeneratedTool, str], Awaitable[str]]:
     """Build the ``execute`` method of one generated tool class.
+
+    For a method that takes a ``ToolContext`` (as ``context_param``) the same
+    function is also the class's ``execute_with_context(input_json, context)``;
+    ``execute(input_json)`` alone gives it an empty context (no deps, no call id).
 
     ``get_args_model`` gives the ``Args`` model (creating it if nothing has read
     it yet); its validator is built on the first call.
@@ -111,7 +117,9 @@ def make_execute(
     # Inputs this short can be neither too big nor too deep: skip the checks.
     always_within_limits = min(max_input_bytes // 4, max_input_depth)
 
-    async def execute(self: GeneratedTool, input_json: str) -> str:
+    async def execute(
+        self: GeneratedTool, input_json: str, context: ToolContext[Any] | None = None
+    ) -> str:
         nonlocal validate_json, scan_numbers
         if validate_json is None:
             model = get_args_model()
@@ -131,23 +139,26 @@ def make_execute(
             if _passes_through(exc):
                 raise
             raise InvalidArgumentError(f"{type(exc).__name__}: {model_safe_text(exc)}") from exc
+        kwargs: dict[str, Any] = args.__dict__
         if scan_numbers:  # NaN, Infinity or 1e400 where pydantic does not refuse them
-            problem = non_finite_problem(args.__dict__.values())
+            problem = non_finite_problem(kwargs.values())
             if problem is not None:
                 raise InvalidArgumentError(problem)
+        if context_param is not None:
+            if context is None:
+                context = ToolContext(call_id="", tool_name=tool_name, deps=None)
+            kwargs = {**kwargs, context_param: context}
         try:
             if timeout is not None:
                 return await _run_with_timeout(
-                    self._method, self.ctx, args.__dict__, is_async, thread, timeout, tool_name
+                    self._method, self.ctx, kwargs, is_async, thread, timeout, tool_name
                 )
             if is_async:
-                result = await self._method(self.ctx, **args.__dict__)
+                result = await self._method(self.ctx, **kwargs)
             elif thread:
-                return await run_in_thread(
-                    _call_to_text, self._method, self.ctx, args.__dict__, tool_name
-                )
+                return await run_in_thread(_call_to_text, self._method, self.ctx, kwargs, tool_name)
             else:
-                result = self._method(self.ctx, **args.__dict__)
+                result = self._method(self.ctx, **kwargs)
             # _result_text, inlined: this is the hot path.
             if type(result) is str:
                 return result
