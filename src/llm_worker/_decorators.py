@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Concatenate, Protocol, TypeVar, cast, overload
 from typing_extensions import ParamSpec
 
 from ._meta import ToolMeta
-from ._options import ToolOptions
+from ._options import ThreadOption, ToolOptions
 from ._registry import (
     BuiltTool,
     ToolMethod,
@@ -56,7 +56,7 @@ def tool(func: Callable[Concatenate[_AppT, _P], _R], /) -> ToolMethod[_AppT, _P,
 def tool(
     *,
     name: str | None = None,
-    thread: bool = True,
+    thread: ThreadOption | None = None,
     strict: bool | None = None,
     timeout: float | None = None,
     max_input_bytes: int | None = None,
@@ -69,7 +69,7 @@ def tool(
     /,
     *,
     name: str | None = None,
-    thread: bool = True,
+    thread: ThreadOption | None = None,
     strict: bool | None = None,
     timeout: float | None = None,
     max_input_bytes: int | None = None,
@@ -80,7 +80,9 @@ def tool(
     """Mark a method of a ``@tool_registry`` class as a tool.
 
     ``name`` overrides the tool name (default: the method name). A plain
-    ``def`` runs in a worker thread unless ``thread=False``. ``strict=False``
+    ``def`` runs in a worker thread; ``thread=False`` runs it on the event loop's
+    thread, ``thread="dedicated"`` on its app object's own thread, one call at a
+    time (for objects that belong to the thread that made them: sqlite3...). ``strict=False``
     lets pydantic coerce (``"5"`` for an int), accepting more than the schema
     says. ``timeout`` (seconds) cancels an async tool, or abandons a thread
     tool, that runs longer. ``max_input_bytes`` / ``max_input_depth`` refuse
@@ -114,6 +116,7 @@ def tool_registry(cls: _ClassT, /) -> _ClassT: ...
 @overload
 def tool_registry(
     *,
+    thread: ThreadOption | None = None,
     strict: bool | None = None,
     timeout: float | None = None,
     max_input_bytes: int | None = None,
@@ -125,6 +128,7 @@ def tool_registry(
     cls: _ClassT | None = None,
     /,
     *,
+    thread: ThreadOption | None = None,
     strict: bool | None = None,
     timeout: float | None = None,
     max_input_bytes: int | None = None,
@@ -139,6 +143,7 @@ def tool_registry(
     tool; the class is then left untouched.
     """
     defaults = ToolOptions(
+        thread=thread,
         strict=strict,
         timeout=timeout,
         max_input_bytes=max_input_bytes,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 if TYPE_CHECKING:
     from pydantic import GetJsonSchemaHandler
@@ -11,7 +11,11 @@ if TYPE_CHECKING:
 
     from ._hooks import ApprovalPolicy
 
-__all__ = ["Description", "ToolOptions"]
+__all__ = ["Description", "ThreadOption", "ToolOptions"]
+
+ThreadOption: TypeAlias = bool | Literal["dedicated"]
+"""Where a plain-``def`` tool runs: a worker thread (``True``), the event loop's own
+thread (``False``), or its app object's own thread (``"dedicated"``)."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +48,7 @@ class ToolOptions:
     """
 
     name: str | None = None
-    thread: bool = True
+    thread: ThreadOption | None = None
     strict: bool | None = None
     timeout: float | None = None
     max_input_bytes: int | None = None
@@ -53,6 +57,8 @@ class ToolOptions:
     sequential: bool | None = None
 
     def __post_init__(self) -> None:
+        if self.thread not in (None, True, False, "dedicated"):
+            raise ValueError(f"thread must be True, False or 'dedicated', not {self.thread!r}")
         policy = self.requires_approval
         if policy is not None and not (isinstance(policy, bool) or callable(policy)):
             raise TypeError(
@@ -72,7 +78,7 @@ class ToolOptions:
         """These options, with every unset one taken from ``defaults``."""
         return ToolOptions(
             name=self.name,
-            thread=self.thread,
+            thread=self.thread if self.thread is not None else defaults.thread,
             strict=self.strict if self.strict is not None else defaults.strict,
             timeout=self.timeout if self.timeout is not None else defaults.timeout,
             max_input_bytes=self.max_input_bytes

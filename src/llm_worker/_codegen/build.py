@@ -64,7 +64,7 @@ def _build_tool_class(
         field_names=tuple(p.name for p in spec.parameters),
         tool_name=spec.tool_name,
         is_async=spec.is_async,
-        thread=options.thread,
+        thread=True if options.thread is None else options.thread,
         strict=options.strict is not False,
         timeout=options.timeout,
         max_input_bytes=options.max_input_bytes or DEFAULT_MAX_INPUT_BYTES,

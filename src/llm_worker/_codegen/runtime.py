@@ -28,9 +28,11 @@ from .._exceptions import (
 )
 from .._limits import input_limit_problem
 from .._model_texts import TIMED_OUT, UNSERIALIZABLE, describe_validation_error
+from .._options import ThreadOption
 from .._registry import ToolMethod
 from .._safe_text import model_safe_text
 from .._strict_json import non_finite_problem
+from .dedicated import dedicated_thread_of
 from .non_finite import admits_non_finite
 from .threads import run_in_thread
 
@@ -91,7 +93,7 @@ def make_execute(
     field_names: tuple[str, ...],
     tool_name: str,
     is_async: bool,
-    thread: bool,
+    thread: ThreadOption,
     strict: bool,
     timeout: float | None,
     max_input_bytes: int,
@@ -155,8 +157,12 @@ def make_execute(
                 )
             if is_async:
                 result = await self._method(self.ctx, **kwargs)
-            elif thread:
+            elif thread is True:
                 return await run_in_thread(_call_to_text, self._method, self.ctx, kwargs, tool_name)
+            elif thread:  # "dedicated": the app object's own thread
+                return await dedicated_thread_of(self.ctx).run(
+                    _call_to_text, self._method, self.ctx, kwargs, tool_name
+                )
             else:
                 result = self._method(self.ctx, **kwargs)
             # _result_text, inlined: this is the hot path.
@@ -181,7 +187,7 @@ async def _run_with_timeout(
     ctx: object,
     kwargs: dict[str, Any],
     is_async: bool,
-    thread: bool,
+    thread: ThreadOption,
     timeout: float,
     tool_name: str,
 ) -> str:
@@ -190,9 +196,11 @@ async def _run_with_timeout(
         if is_async or not thread:
             result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
             text = result if type(result) is str else await _result_text(result, tool_name)
-        else:
+        elif thread is True:
             # Threads cannot be interrupted: abandon it; it may still finish on its own.
             text = await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name)
+        else:
+            text = await dedicated_thread_of(ctx).run(_call_to_text, func, ctx, kwargs, tool_name)
     if scope.cancelled_caught:
         raise ExecutionFailedError(TIMED_OUT.format(name=tool_name, seconds=timeout))
     return text

@@ -1,0 +1,146 @@
+"""One thread per app object, for plain-``def`` tools whose objects belong to a thread.
+
+sqlite3 connections, COM objects and GUI toolkits may only be used from the
+thread that made them. A registry (or a tool) declared with
+``thread="dedicated"`` runs every such call of one app object on that object's
+own thread, one call at a time, in the order they come: an object the tools
+create (say a connection opened on first use) is always used from the thread
+that made it.
+
+The event loop never blocks on that thread: a call queues its job and waits on
+an event the thread sets when the job is done. A call that is cancelled or
+times out stops waiting at once; its job still runs if it had started (a
+thread cannot be interrupted), and its result is dropped. The thread is a
+daemon, started on the first call and ended when the app object is garbage
+collected.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Any, Generic, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+__all__ = ["DedicatedThread", "dedicated_thread_of"]
+
+T = TypeVar("T")
+
+
+class _Job(Generic[T]):
+    __slots__ = ("args", "done", "error", "func", "gone", "lock", "result", "started", "token")
+
+    def __init__(self, func: Callable[..., T], args: tuple[Any, ...]) -> None:
+        self.func = func
+        self.args = args
+        self.done = anyio.Event()
+        self.token = anyio.lowlevel.current_token()
+        self.lock = threading.Lock()
+        self.started = False
+        self.gone = False  # the caller stopped waiting
+        self.result: T | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        """On the dedicated thread."""
+        with self.lock:
+            if self.gone:
+                return  # cancelled before it started: never run it
+            self.started = True
+        try:
+            self.result = self.func(*self.args)
+        except BaseException as exc:  # handed to the caller, who decides what escapes
+            self.error = exc
+        with suppress(RuntimeError):  # the caller's event loop is gone
+            anyio.from_thread.run_sync(self.done.set, token=self.token)
+
+    def leave(self) -> None:
+        with self.lock:
+            self.gone = True
+
+
+class DedicatedThread:
+    """A daemon thread running queued calls one at a time, in order."""
+
+    __slots__ = ("__weakref__", "_jobs", "_lock", "_name", "_thread")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._jobs: queue.SimpleQueue[_Job[Any] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    async def run(self, func: Callable[..., T], *args: Any) -> T:
+        """``func(*args)`` on this thread; cancellation stops the waiting, not the call."""
+        if self._thread is None:
+            self._start()
+        job = _Job(func, args)
+        self._jobs.put(job)
+        try:
+            await job.done.wait()
+        except BaseException:
+            job.leave()
+            raise
+        if job.error is not None:
+            raise job.error
+        return job.result  # type: ignore[return-value]
+
+    def stop(self) -> None:
+        """Let the thread end once the calls queued before have run."""
+        self._jobs.put(None)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                thread = threading.Thread(
+                    target=_serve, args=(self._jobs,), name=self._name, daemon=True
+                )
+                thread.start()
+                self._thread = thread
+
+    def __repr__(self) -> str:
+        alive = self._thread is not None and self._thread.is_alive()
+        return f"<DedicatedThread {self._name!r} {'running' if alive else 'not started'}>"
+
+
+def _serve(jobs: queue.SimpleQueue[_Job[Any] | None]) -> None:
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        job.run()
+
+
+# Keyed by the app object; its thread ends with it. An object that cannot be weakly
+# referenced keeps its thread for the life of the process (keyed by id).
+_THREADS: weakref.WeakKeyDictionary[object, DedicatedThread] = weakref.WeakKeyDictionary()
+_PINNED: dict[int, tuple[object, DedicatedThread]] = {}
+_LOCK = threading.Lock()
+
+
+def dedicated_thread_of(app: object) -> DedicatedThread:
+    """The dedicated thread of ``app`` (made on first use)."""
+    try:
+        found = _THREADS.get(app)
+    except TypeError:  # not weakly referenceable (or not hashable)
+        pinned = _PINNED.get(id(app))
+        if pinned is not None and pinned[0] is app:
+            return pinned[1]
+        with _LOCK:
+            thread = DedicatedThread(f"llm-worker {type(app).__qualname__}")
+            _PINNED[id(app)] = (app, thread)
+            return thread
+    if found is not None:
+        return found
+    with _LOCK:
+        found = _THREADS.get(app)
+        if found is None:
+            found = _THREADS[app] = DedicatedThread(f"llm-worker {type(app).__qualname__}")
+            weakref.finalize(app, found.stop)
+        return found
