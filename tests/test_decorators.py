@@ -103,7 +103,7 @@ class TestToolDecorator:
     def test_options_are_recorded(self):
         """@tool(...) records its options on the ToolMethod."""
         options = UserApp.set_address.options
-        assert (options.name, options.thread) == ("set-address", True)
+        assert (options.name, options.thread) == ("set-address", None)  # None: inherit
         assert UserApp.__dict__["find"].options.name is None
 
     def test_module_level_function_is_rejected(self):
