@@ -10,7 +10,6 @@ from support import Lab
 
 from llm_worker import (
     Completion,
-    LlmClient,
     LlmEvent,
     LlmRequest,
     TextDelta,
@@ -56,10 +55,6 @@ class TestScriptedCall:
 
 
 class TestScriptedClient:
-    def test_is_an_llm_client(self):
-        """ScriptedClient satisfies the LlmClient protocol."""
-        assert isinstance(ScriptedClient(), LlmClient)
-
     @pytest.mark.anyio
     async def test_plain_string_step(self):
         """A str step is a text answer: one TextDelta, then Completion("end_turn")."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from collections.abc import AsyncIterator
 
 import anyio
@@ -94,10 +93,10 @@ class TestAssertHistoryValid:
 # -- ported from the Rust crate's worker tests ---------------------------------------------
 
 
-class TestPortedFromRust:
+class TestOneResponsesCalls:
     @pytest.mark.anyio
     async def test_three_tools_run_in_parallel_in_one_turn(self):
-        """Three 100 ms tools called in one response finish in one turn in well under 250 ms."""
+        """Three calls of one response run at once (all start before any wakes), in one turn."""
         client = ScriptedClient(
             [
                 calls(*[("nap", {"name": n, "seconds": 0.1}) for n in "abc"]),
@@ -105,11 +104,9 @@ class TestPortedFromRust:
             ]
         )
         worker, lab = make_worker(client)
-        start = time.monotonic()
-        result = await worker.run("rest")
-        elapsed = time.monotonic() - start
+        with anyio.fail_after(5):
+            result = await worker.run("rest")
         assert result is WorkerResult.FINISHED
-        assert elapsed < 0.25, f"took {elapsed:.3f} s: the tools did not run concurrently"
         assert len(client.requests) == 2  # one turn with tools, one answer
         assert lab.log[:3] == ["start a", "start b", "start c"]  # all started before any woke
         assert [r.content for r in results_of(worker.history)] == [
