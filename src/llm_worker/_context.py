@@ -11,11 +11,16 @@ nothing.
 from __future__ import annotations
 
 import math
+import threading
+from collections.abc import Callable
+from contextlib import suppress
 from typing import Generic, Protocol
 
+import anyio.from_thread
+import anyio.lowlevel
 from typing_extensions import TypeVar, final
 
-__all__ = ["ProgressSink", "ToolContext"]
+__all__ = ["ProgressReports", "ProgressSink", "ToolContext"]
 
 DepsT = TypeVar("DepsT", default=None)
 
@@ -69,3 +74,59 @@ class ToolContext(Generic[DepsT]):
 
     def __repr__(self) -> str:
         return f"<ToolContext call_id={self.call_id!r} tool={self.tool_name!r}>"
+
+
+Report = tuple[str, float, "float | None", "str | None"]
+"""One progress report: call id, progress, total, message."""
+
+
+class ProgressReports:
+    """The ``ProgressSink`` of running calls: reports from any thread, kept latest-per-call.
+
+    Made on an event loop's thread; ``wake`` is called on that thread when the
+    first report after a ``drain()`` arrives (the reader then drains). A report
+    for a call that is not running (its result is in, or it never ran here) is
+    dropped. So memory stays bounded whatever a tool reports, and a slow reader
+    sees the latest report of each call.
+    """
+
+    __slots__ = ("_latest", "_lock", "_loop_thread", "_running", "_token", "_wake")
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        self._wake = wake
+        self._lock = threading.Lock()
+        self._latest: dict[str, Report] = {}
+        self._running: set[str] = set()
+        self._loop_thread = threading.get_ident()
+        self._token = anyio.lowlevel.current_token()
+
+    def start(self, call_id: str) -> None:
+        with self._lock:
+            self._running.add(call_id)
+
+    def finish(self, call_id: str) -> None:
+        with self._lock:
+            self._running.discard(call_id)
+            self._latest.pop(call_id, None)
+
+    def report(
+        self, call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        with self._lock:
+            if call_id not in self._running:
+                return
+            wake = not self._latest
+            self._latest[call_id] = (call_id, progress, total, message)
+        if not wake:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._wake()
+        else:
+            with suppress(RuntimeError):  # the event loop is gone: nobody reads reports now
+                anyio.from_thread.run_sync(self._wake, token=self._token)
+
+    def drain(self) -> list[Report]:
+        with self._lock:
+            reports = list(self._latest.values())
+            self._latest.clear()
+        return reports

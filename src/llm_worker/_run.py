@@ -19,7 +19,6 @@ unfinished call its "cancelled" result, then cancels the tasks.
 from __future__ import annotations
 
 import math
-import threading
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing, suppress
@@ -28,8 +27,6 @@ from types import TracebackType
 from typing import Any, Generic
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from typing_extensions import Self, TypeVar, final
@@ -48,7 +45,7 @@ from ._client import (
     ToolUseStart,
     ToolUseStop,
 )
-from ._context import ToolContext
+from ._context import ProgressReports, ToolContext
 from ._conversation import (
     AssistantMessage,
     HistoryView,
@@ -273,7 +270,7 @@ class _Turns:
         self.channel = None
         self.scopes: set[anyio.CancelScope] = set()  # of the calls running in tasks
         self.stopping = False  # the batch is being stopped: runners take no more calls
-        self.progress: _ProgressReports | None = None
+        self.progress: ProgressReports | None = None
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
         self.trace: RunSpan | None = None  # the observer's, if the worker has one
@@ -664,8 +661,8 @@ class _Turns:
             index, what = message
             if what is _PROGRESS:
                 assert self.progress is not None
-                for report in self.progress.drain():
-                    yield report
+                for call_id, progress, total, note in self.progress.drain():
+                    yield ToolCallProgress(call_id, progress, total, note)
                 continue
             slot = batch.slots[index]
             if what is _STARTED:
@@ -780,10 +777,10 @@ class _Turns:
             self.channel = anyio.create_memory_object_stream[Any](math.inf)
         return self.channel
 
-    def progress_reports(self) -> _ProgressReports:
+    def progress_reports(self) -> ProgressReports:
         if self.progress is None:
             send, _ = self.open_channel()
-            self.progress = _ProgressReports(send)
+            self.progress = ProgressReports(lambda: _send(send, (-1, _PROGRESS)))
         return self.progress
 
 
@@ -840,49 +837,6 @@ def _waves(ready: list[CallSlot]) -> Iterator[list[CallSlot]]:
             wave.append(slot)
     if wave:
         yield wave
-
-
-class _ProgressReports:
-    """Progress reports of running calls, from any thread, coalesced to the latest per call."""
-
-    def __init__(self, send: MemoryObjectSendStream[Any]) -> None:
-        self._send = send
-        self._lock = threading.Lock()
-        self._latest: dict[str, ToolCallProgress] = {}
-        self._running: set[str] = set()
-        self._loop_thread = threading.get_ident()
-        self._token = anyio.lowlevel.current_token()
-
-    def start(self, call_id: str) -> None:
-        with self._lock:
-            self._running.add(call_id)
-
-    def finish(self, call_id: str) -> None:
-        with self._lock:
-            self._running.discard(call_id)
-            self._latest.pop(call_id, None)
-
-    def report(
-        self, call_id: str, progress: float, total: float | None, message: str | None
-    ) -> None:
-        with self._lock:
-            if call_id not in self._running:
-                return  # its result is in, or it never ran here
-            wake = not self._latest
-            self._latest[call_id] = ToolCallProgress(call_id, progress, total, message)
-        if not wake:
-            return
-        if threading.get_ident() == self._loop_thread:
-            _send(self._send, (-1, _PROGRESS))
-        else:
-            with suppress(RuntimeError):  # the run is over and its event loop gone
-                anyio.from_thread.run_sync(_send, self._send, (-1, _PROGRESS), token=self._token)
-
-    def drain(self) -> list[ToolCallProgress]:
-        with self._lock:
-            reports = list(self._latest.values())
-            self._latest.clear()
-        return reports
 
 
 class _Response:

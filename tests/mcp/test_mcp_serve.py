@@ -18,7 +18,15 @@ from mcp_support import CALL_IDS, CALLS, connect, dump_tools, text_of
 from starlette.applications import Starlette
 
 import llm_worker
-from llm_worker import ToolMeta, ToolServer, export_tools
+from llm_worker import (
+    ToolContext,
+    ToolMeta,
+    ToolServer,
+    export_tools,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
 from llm_worker.mcp import create_http_app, create_server, serve_async
 
 
@@ -177,3 +185,50 @@ class TestServeAsync:
 
             with pytest.raises(OSError, match=rf"^cannot listen on 127\.0\.0\.1:{port}: "):
                 anyio.run(main, backend="asyncio")
+
+
+@tool_registry
+class Progressing:
+    """A served tool that reports its progress through its ToolContext."""
+
+    @tool
+    async def crunch(self, ctx: ToolContext, steps: int) -> str:
+        """Crunch numbers, reporting each step."""
+        for step in range(1, steps + 1):
+            ctx.report_progress(step, steps, f"step {step}")
+            await anyio.sleep(0.01)
+        return f"crunched as request {ctx.call_id}"
+
+
+class TestProgress:
+    @pytest.mark.anyio
+    async def test_progress_reports_become_notifications(self):
+        """A client that sends a progress token gets notifications/progress from a tool's
+        report_progress, the last one last; the tool's call id is the request's id."""
+        server = ToolServer()
+        server.register_tools(tool_definitions(Progressing()))
+        seen: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, total, message))
+
+        with anyio.fail_after(10):
+            async with connect(create_server(server)) as session:
+                result = await session.call_tool(
+                    "crunch", {"steps": 3}, progress_callback=on_progress
+                )
+        assert not result.is_error
+        assert text_of(result).startswith("crunched as request ")
+        assert seen, "no progress notification arrived"
+        assert seen[-1] == (3.0, 3.0, "step 3")
+        assert [p for p, _, _ in seen] == sorted(p for p, _, _ in seen)
+
+    @pytest.mark.anyio
+    async def test_without_a_token_no_notifications(self):
+        """Without a progress token the tool still runs; its reports go nowhere."""
+        server = ToolServer()
+        server.register_tools(tool_definitions(Progressing()))
+        with anyio.fail_after(10):
+            async with connect(create_server(server)) as session:
+                result = await session.call_tool("crunch", {"steps": 2})
+        assert not result.is_error

@@ -50,13 +50,14 @@ from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SES
 from starlette.applications import Starlette
 
 from .. import __version__
-from .._conversation import ToolCall
+from .._context import ProgressReports, ToolContext
+from .._conversation import ToolCall, ToolResult
 from .._exceptions import ToolNotFoundError
 from .._execution import execute_call
 from .._formats import export_tools
 from .._model_texts import UNEXPECTED, call_text
 from .._safe_text import valid_unicode
-from .._server import ToolServer, ToolServerHandle, entry_of
+from .._server import ToolEntry, ToolServer, ToolServerHandle, entry_of
 from ._http_access import BearerTokenAuth, transport_security, warn_if_exposed
 
 __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
@@ -97,7 +98,7 @@ def create_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        return await call_mcp_tool(handle, params.name, params.arguments)
+        return await call_mcp_tool(handle, params.name, params.arguments, ctx)
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         entry = handle.get_tool(tool_name)
@@ -123,20 +124,30 @@ def _exported(handle: ToolServerHandle) -> list[dict[str, Any]]:
 
 
 async def call_mcp_tool(
-    handle: ToolServerHandle, name: str, arguments: Mapping[str, Any] | None
+    handle: ToolServerHandle,
+    name: str,
+    arguments: Mapping[str, Any] | None,
+    request: ServerRequestContext[Any] | None = None,
 ) -> types.CallToolResult:
     """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result.
 
     Even ``SystemExit`` and ``KeyboardInterrupt`` raised by the tool (argparse
     exits on bad arguments): one call must not take the server, and every other
-    client, down with it. Only cancellation propagates.
+    client, down with it. Only cancellation propagates. A tool that takes a
+    ``ToolContext`` gets the request's id as its call id; its progress reports
+    become ``notifications/progress`` when the client sent a progress token.
     """
     entry = entry_of(handle, name)
     if entry is None:
         return _result(str(ToolNotFoundError(name)), is_error=True)
     input_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
+    call_id = "" if request is None or request.request_id is None else str(request.request_id)
+    call = ToolCall(call_id, name, input_json)
     try:
-        result = await execute_call(entry, ToolCall("", name, input_json), None, None)
+        if entry.execute_with_context is None:
+            result = await execute_call(entry, call, None, None)
+        else:
+            result = await _call_with_context(entry, call, request)
     except BaseException as exc:
         if _is_cancellation(exc):
             raise
@@ -144,6 +155,46 @@ async def call_mcp_tool(
         text = call_text(UNEXPECTED, name, kind=type(exc).__name__)
         return _result(text, is_error=True)
     return _result(result.content, is_error=result.is_error)
+
+
+async def _call_with_context(
+    entry: ToolEntry, call: ToolCall, request: ServerRequestContext[Any] | None
+) -> ToolResult:
+    """Run a context-taking tool, forwarding its progress to the client that asked for it."""
+    meta: Mapping[str, Any] = (request.meta if request is not None else None) or {}
+    token = meta.get("progress_token")
+    if request is None or token is None:
+        context = ToolContext(call_id=call.id, tool_name=call.name, deps=None)
+        return await execute_call(entry, call, None, context)
+    # The reports wake whichever event is current; the forwarder makes a new one before
+    # it drains, so a report that comes while it sends is never missed.
+    wake = [anyio.Event()]
+    reports = ProgressReports(lambda: wake[0].set())
+    context = ToolContext(call_id=call.id, tool_name=call.name, deps=None, sink=reports)
+    session = request.session
+    related_id = None if request.request_id is None else str(request.request_id)
+
+    async def forward() -> None:
+        while True:
+            await wake[0].wait()
+            wake[0] = anyio.Event()
+            for _, progress, total, message in reports.drain():
+                with contextlib.suppress(Exception):  # a client gone mid-call
+                    await session.send_progress_notification(
+                        token, progress, total, message, related_request_id=related_id
+                    )
+
+    reports.start(call.id)
+    result: ToolResult | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(forward)
+        try:
+            result = await execute_call(entry, call, None, context)
+        finally:
+            reports.finish(call.id)
+            group.cancel_scope.cancel()
+    assert result is not None  # the call returned, or its error went on
+    return result
 
 
 def _is_cancellation(exc: BaseException) -> bool:
