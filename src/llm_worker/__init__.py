@@ -22,6 +22,7 @@ from ._client import (
     ToolUseStart,
     ToolUseStop,
 )
+from ._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from ._context import ToolContext
 from ._conversation import (
     AssistantMessage,
@@ -84,7 +85,7 @@ from ._hooks import (
     ToolCallContext,
 )
 from ._limits import Limits
-from ._meta import LlmToolDefinition, ToolMeta
+from ._meta import LlmToolDefinition, ToolAnnotations, ToolMeta
 from ._options import Description
 from ._registry import BoundToolMethod, ToolMethod, is_tool_registry
 from ._run import RunStream
@@ -104,7 +105,9 @@ __all__ = [
     "AssistantMessage",
     "BoundToolMethod",
     "Completion",
+    "ContentPart",
     "Continue",
+    "DataPart",
     "Decision",
     "Deny",
     "Description",
@@ -122,6 +125,7 @@ __all__ = [
     "LlmToolDefinition",
     "LockedWorker",
     "MaxTurnsExceededError",
+    "MediaPart",
     "Message",
     "Pause",
     "PendingCall",
@@ -149,7 +153,9 @@ __all__ = [
     "Skip",
     "SyntheticResult",
     "TextDelta",
+    "TextPart",
     "Tool",
+    "ToolAnnotations",
     "ToolCall",
     "ToolCallContext",
     "ToolCallFinished",
@@ -167,6 +173,7 @@ __all__ = [
     "ToolMethod",
     "ToolNotFoundError",
     "ToolResult",
+    "ToolReturn",
     "ToolServer",
     "ToolServerError",
     "ToolServerHandle",

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, overload
+from typing import Any, TypeAlias, overload
 
 from typing_extensions import final
+
+from ._content import ContentPart
 
 __all__ = [
     "AssistantMessage",
@@ -38,11 +40,28 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ToolResult:
-    """The answer to one tool call; ``is_error`` tells the model the call failed."""
+    """The answer to one tool call; ``is_error`` tells the model the call failed.
+
+    ``content`` is its text. A rich result also has ``parts``, its whole content
+    in order (text, images, documents, data: see ``ToolReturn``); ``content`` is
+    then the text of those parts. ``metadata`` is for the application, never
+    sent to a model.
+    """
 
     call_id: str
     content: str
     is_error: bool = False
+    parts: tuple[ContentPart, ...] = ()
+    metadata: Any = field(default=None, hash=False)
+
+    def __repr__(self) -> str:
+        rich = f", parts={self.parts!r}" if self.parts else ""
+        if self.metadata is not None:
+            rich += f", metadata={self.metadata!r}"
+        return (
+            f"ToolResult(call_id={self.call_id!r}, content={self.content!r}, "
+            f"is_error={self.is_error!r}{rich})"
+        )
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Concatenate, Protocol, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec
 
-from ._meta import ToolMeta
+from ._meta import ToolAnnotations, ToolMeta
 from ._options import ThreadOption, ToolOptions
 from ._registry import (
     BuiltTool,
@@ -63,6 +63,8 @@ def tool(
     max_input_depth: int | None = None,
     requires_approval: ApprovalPolicy | None = None,
     sequential: bool | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> _ToolDecorator: ...
 def tool(
     func: Callable[Concatenate[_AppT, _P], _R] | None = None,
@@ -76,6 +78,8 @@ def tool(
     max_input_depth: int | None = None,
     requires_approval: ApprovalPolicy | None = None,
     sequential: bool | None = None,
+    title: str | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> ToolMethod[_AppT, _P, _R] | _ToolDecorator:
     """Mark a method of a ``@tool_registry`` class as a tool.
 
@@ -89,7 +93,10 @@ def tool(
     larger or deeper argument JSON before it is parsed. ``requires_approval``
     (``True``, or a function of the call's ``ToolCallContext`` returning a bool)
     holds a Worker's calls of the tool for a human's decision; ``sequential=True``
-    runs each call alone, no other call of its response at the same time. Unset
+    runs each call alone, no other call of its response at the same time.
+    ``title`` (a name for people) and ``annotations`` (``ToolAnnotations``:
+    read-only, destructive, idempotent, open-world) go into its ``ToolMeta``
+    for the application and MCP hosts; the model is not sent them. Unset
     options come from ``@tool_registry(...)``, then from the defaults.
     """
     options = ToolOptions(
@@ -101,6 +108,8 @@ def tool(
         max_input_depth=max_input_depth,
         requires_approval=requires_approval,
         sequential=sequential,
+        title=title,
+        annotations=annotations,
     )
 
     def wrap(f: Callable[Concatenate[_AppT, _P], _R], /) -> ToolMethod[_AppT, _P, _R]:
@@ -123,6 +132,7 @@ def tool_registry(
     max_input_depth: int | None = None,
     requires_approval: ApprovalPolicy | None = None,
     sequential: bool | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> Callable[[_ClassT], _ClassT]: ...
 def tool_registry(
     cls: _ClassT | None = None,
@@ -135,6 +145,7 @@ def tool_registry(
     max_input_depth: int | None = None,
     requires_approval: ApprovalPolicy | None = None,
     sequential: bool | None = None,
+    annotations: ToolAnnotations | None = None,
 ) -> _ClassT | Callable[[_ClassT], _ClassT]:
     """Generate the tools of every ``@tool`` method of a class (see the module docstring).
 
@@ -150,6 +161,7 @@ def tool_registry(
         max_input_depth=max_input_depth,
         requires_approval=requires_approval,
         sequential=sequential,
+        annotations=annotations,
     )
 
     def wrap(cls: _ClassT) -> _ClassT:

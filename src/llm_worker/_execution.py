@@ -16,16 +16,18 @@ import math
 from typing import Any
 
 import anyio
+from pydantic_core import to_jsonable_python
 
+from ._content import ContentPart, MediaPart, TextPart, ToolReturn, text_of
 from ._context import ToolContext
 from ._conversation import ToolCall, ToolResult
 from ._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError, ToolError
-from ._limits import Limits, cap_result, input_limit_problem
-from ._model_texts import NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
+from ._limits import MIN_RESULT_BYTES, Limits, cap_result, input_limit_problem
+from ._model_texts import MEDIA_DROPPED, NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
 from ._safe_text import valid_unicode
 from ._server import ToolEntry
 
-__all__ = ["execute_call", "timed_out", "valid_text"]
+__all__ = ["execute_call", "rich_result", "timed_out", "valid_text"]
 
 logger = logging.getLogger("llm_worker")
 
@@ -46,16 +48,17 @@ async def execute_call(
     expires. ``context`` is passed to a tool that takes one.
     """
     if limits is None:
-        return await _execute(entry, call, context, math.inf)
+        return await _execute(entry, call, context, math.inf, math.inf)
     problem = input_limit_problem(call.input_json, limits.max_input_bytes, limits.max_input_depth)
     if problem is not None:
         logger.info("Tool %r refused its input: %s", call.name, problem)
         return ToolResult(call.id, str(InvalidArgumentError(problem)), True)
     timeout = limits.tool_timeout
+    caps = (limits.max_result_bytes, limits.max_media_bytes)
     if timeout is None or not timed:
-        return await _execute(entry, call, context, limits.max_result_bytes)
+        return await _execute(entry, call, context, *caps)
     with anyio.move_on_after(timeout):
-        return await _execute(entry, call, context, limits.max_result_bytes)
+        return await _execute(entry, call, context, *caps)
     # Only the timeout can end the block without a return.
     return timed_out(call, timeout)
 
@@ -68,7 +71,11 @@ def timed_out(call: ToolCall, seconds: float) -> ToolResult:
 
 
 async def _execute(
-    entry: ToolEntry, call: ToolCall, context: ToolContext[Any] | None, max_bytes: float
+    entry: ToolEntry,
+    call: ToolCall,
+    context: ToolContext[Any] | None,
+    max_bytes: float,
+    max_media_bytes: float,
 ) -> ToolResult:
     try:
         with_context = entry.execute_with_context
@@ -84,8 +91,57 @@ async def _execute(
         return ToolResult(call.id, call_text(UNEXPECTED, call.name, kind=type(exc).__name__), True)
     if type(content) is str or isinstance(content, str):  # a StrEnum member is text too
         return ToolResult(call.id, valid_text(str.__str__(content), max_bytes))
+    if isinstance(content, ToolReturn):
+        try:
+            return rich_result(call, content, max_bytes, max_media_bytes)
+        except Exception as exc:  # parts that are not parts, metadata that is not JSON
+            logger.error("Tool %r returned a bad ToolReturn", call.name, exc_info=exc)
+            kind = f"a ToolReturn that cannot be sent ({type(exc).__name__})"
+            return ToolResult(call.id, call_text(NOT_TEXT, call.name, kind=kind), True)
     logger.error("Tool %r returned %s, not a str", call.name, type(content).__name__)
     return ToolResult(call.id, call_text(NOT_TEXT, call.name, kind=type(content).__name__), True)
+
+
+def rich_result(
+    call: ToolCall, returned: ToolReturn, max_bytes: float, max_media_bytes: float
+) -> ToolResult:
+    """A ``ToolReturn`` as the result the model reads: every text within the result cap, the
+    media within ``max_media_bytes`` (a part past it is replaced by a note saying so)."""
+    parts: list[ContentPart] = []
+    text_budget, media_budget = max_bytes, max_media_bytes
+    for part in returned.parts():
+        if isinstance(part, MediaPart):
+            if part.size > media_budget:
+                parts.append(
+                    TextPart(
+                        call_text(
+                            MEDIA_DROPPED,
+                            call.name,
+                            media_type=part.media_type,
+                            size=part.size,
+                            limit=int(max_media_bytes),
+                        )
+                    )
+                )
+                continue
+            media_budget -= part.size
+            parts.append(part)
+            continue
+        text = part.text if isinstance(part, TextPart) else part.json_text
+        capped = valid_text(text, max(text_budget, MIN_RESULT_BYTES))
+        text_budget -= len(capped.encode("utf-8", "surrogatepass"))
+        if isinstance(part, TextPart) or capped is not text:
+            parts.append(TextPart(capped))
+        else:
+            parts.append(part)
+    metadata = returned.metadata
+    if metadata is not None:
+        metadata = to_jsonable_python(metadata)  # the run state keeps it as JSON
+    only_text = all(isinstance(part, TextPart) for part in parts)
+    content = text_of(parts)
+    if only_text and metadata is None:
+        return ToolResult(call.id, content)  # as cheap and as plain as a str result
+    return ToolResult(call.id, content, False, tuple(parts), metadata)
 
 
 def _log_failure(name: str, exc: ToolError) -> None:

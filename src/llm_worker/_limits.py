@@ -36,6 +36,8 @@ class Limits:
       sets a tighter one per tool.
     - ``max_result_bytes``: longer results are cut at a UTF-8 boundary and the
       model is told how much was dropped.
+    - ``max_media_bytes``: the images, audio and documents of one rich result
+      together; a part past it is replaced by a note saying what was dropped.
     - ``max_concurrent_calls``: how many calls of one response run at once.
 
     Budgets of a run (``run()`` and the ``resume()`` / ``retry()`` that continue
@@ -52,6 +54,7 @@ class Limits:
     max_input_depth: int = DEFAULT_MAX_INPUT_DEPTH
     tool_timeout: float | None = 300.0
     max_result_bytes: int = 100_000
+    max_media_bytes: int = 20_000_000
     max_concurrent_calls: int = 16
     max_requests: int | None = None
     max_input_tokens: int | None = None
@@ -69,6 +72,10 @@ class Limits:
             raise ValueError(
                 f"Limits.max_result_bytes must be at least {MIN_RESULT_BYTES} (room for the "
                 f"truncation note), got {self.max_result_bytes}"
+            )
+        if self.max_media_bytes < 0:
+            raise ValueError(
+                f"Limits.max_media_bytes must be at least 0, got {self.max_media_bytes}"
             )
         if self.max_concurrent_calls < 1:
             raise ValueError(

@@ -1,6 +1,9 @@
 """Immutable tool descriptions: ``ToolMeta`` (registered) and ``LlmToolDefinition`` (sent).
 
-Both hold a name, a description and a JSON-Schema object. The schema is kept
+Both hold a name, a description and a JSON-Schema object. A ``ToolMeta`` also
+holds what the application (and MCP) may know of a tool but a model is not
+sent: a ``title``, ``ToolAnnotations`` (read-only, destructive...) and the
+JSON Schema of its result. The schema is kept
 as JSON text and parsed anew on every read, so nothing a caller does to a dict
 it passed in or got back can reach a registered tool. Equality and hashing
 use a key-sorted rendering, so two schemas that differ only in key order are
@@ -11,11 +14,55 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any, NoReturn
 
 from typing_extensions import Self, final
 
-__all__ = ["LlmToolDefinition", "ToolMeta"]
+__all__ = ["LlmToolDefinition", "ToolAnnotations", "ToolMeta"]
+
+
+@dataclass(frozen=True, repr=False)
+class ToolAnnotations:
+    """Hints about what a tool does, for the application and MCP hosts (never for trust).
+
+    ``None`` is "not said". They are MCP's tool annotations: ``read_only``
+    (``readOnlyHint``: changes nothing), ``destructive`` (may delete or
+    overwrite), ``idempotent`` (calling twice with the same arguments does no
+    more), ``open_world`` (reaches things outside the application: the web...).
+    A hook or an approval policy can read them: ``meta.annotations.destructive``.
+    """
+
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is not None and not isinstance(value, bool):
+                raise TypeError(
+                    f"ToolAnnotations.{item.name} must be a bool or None, not {value!r}"
+                )
+
+    def over(self, defaults: ToolAnnotations) -> ToolAnnotations:
+        """These annotations, with every unsaid one taken from ``defaults``."""
+        return ToolAnnotations(
+            **{
+                item.name: getattr(defaults, item.name)
+                if getattr(self, item.name) is None
+                else getattr(self, item.name)
+                for item in fields(self)
+            }
+        )
+
+    def __repr__(self) -> str:
+        said = (f"{item.name}={getattr(self, item.name)!r}" for item in fields(self))
+        return f"ToolAnnotations({', '.join(s for s in said if not s.endswith('=None'))})"
+
+
+_NO_ANNOTATIONS = ToolAnnotations()
 
 _EMPTY_OBJECT_SCHEMA = '{"type": "object", "properties": {}}'
 
@@ -117,24 +164,158 @@ class _ToolSpec:
 class ToolMeta(_ToolSpec):
     """Immutable metadata of a registered tool: ``name``, ``description``, ``input_schema``.
 
+    Also, by keyword: ``title`` (a name for people), ``annotations`` (a
+    ``ToolAnnotations``) and ``output_schema`` (the JSON Schema of its result,
+    an object: what MCP calls ``outputSchema``). Only the first three reach a
+    model.
+
     >>> meta = ToolMeta(name="add", description="Add two numbers")
     >>> meta.with_description("Add two integers").description
     'Add two integers'
     """
 
-    __slots__ = ()
+    __slots__ = ("_annotations", "_output_json", "_title")
+
+    _title: str | None
+    _annotations: ToolAnnotations
+    _output_json: str | None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str = "",
+        input_schema: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(name=name, description=description, input_schema=input_schema)
+        if title is not None and not isinstance(title, str):
+            raise TypeError(f"ToolMeta title must be a str or None, not {type(title).__name__}")
+        if annotations is not None and not isinstance(annotations, ToolAnnotations):
+            raise TypeError(
+                f"ToolMeta annotations must be a ToolAnnotations, not {type(annotations).__name__}"
+            )
+        output_json = None
+        if output_schema is not None:
+            output_json = _dump(self, output_schema, "output_schema")
+            if output_schema.get("type") != "object":
+                raise ValueError(
+                    'ToolMeta output_schema must be an object schema ({"type": "object", ...}), '
+                    "as MCP requires; wrap another result in an object property"
+                )
+        self._init_extras(title, annotations or _NO_ANNOTATIONS, output_json)
+
+    def _init_extras(
+        self, title: str | None, annotations: ToolAnnotations, output_json: str | None
+    ) -> None:
+        object.__setattr__(self, "_title", title)
+        object.__setattr__(self, "_annotations", annotations)
+        object.__setattr__(self, "_output_json", output_json)
+
+    @classmethod
+    def _from_parts(cls, name: str, description: str, schema_json: str) -> Self:
+        self = super()._from_parts(name, description, schema_json)
+        self._init_extras(None, _NO_ANNOTATIONS, None)
+        return self
+
+    @classmethod
+    def _restore(
+        cls,
+        name: str,
+        description: str,
+        schema_json: str,
+        title: str | None,
+        annotations: ToolAnnotations,
+        output_json: str | None,
+    ) -> ToolMeta:
+        self = super()._from_parts(name, description, schema_json)
+        self._init_extras(title, annotations, output_json)
+        return self
+
+    @property
+    def title(self) -> str | None:
+        """A name for people (MCP's ``title``), if one was given."""
+        return self._title
+
+    @property
+    def annotations(self) -> ToolAnnotations:
+        """What the tool says about itself: read-only, destructive... (all ``None`` if unsaid)."""
+        return self._annotations
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema (an object) of the tool's result, if it declares one; a fresh copy."""
+        text = self._output_json
+        return None if text is None else json.loads(text)
+
+    def _copy(self, **changes: Any) -> ToolMeta:
+        keywords: dict[str, Any] = {
+            "name": self._name,
+            "description": self._description,
+            "input_schema": self.input_schema,
+            "title": self._title,
+            "annotations": self._annotations,
+            "output_schema": self.output_schema,
+        }
+        keywords.update(changes)
+        return ToolMeta(**keywords)
 
     def with_description(self, description: str) -> ToolMeta:
         """Return a copy with another description."""
-        return ToolMeta(name=self._name, description=description, input_schema=self.input_schema)
+        return self._copy(description=description)
 
     def with_input_schema(self, input_schema: Mapping[str, Any]) -> ToolMeta:
         """Return a copy with another input schema."""
-        return ToolMeta(name=self._name, description=self._description, input_schema=input_schema)
+        return self._copy(input_schema=input_schema)
+
+    def with_annotations(self, annotations: ToolAnnotations) -> ToolMeta:
+        """Return a copy with other annotations."""
+        return self._copy(annotations=annotations)
 
     def to_llm_definition(self) -> LlmToolDefinition:
         """The provider-neutral definition of this tool, as sent to a model."""
         return LlmToolDefinition._from_parts(self._name, self._description, self._schema_json)
+
+    def _extras(self) -> tuple[str | None, ToolAnnotations, str | None]:
+        output = self._output_json
+        if output is not None:
+            output = json.dumps(json.loads(output), sort_keys=True)
+        return (self._title, self._annotations, output)
+
+    def __eq__(self, other: object) -> bool:
+        equal = super().__eq__(other)
+        if equal is not True:
+            return equal
+        assert isinstance(other, ToolMeta)
+        return self._extras() == other._extras()
+
+    def __hash__(self) -> int:
+        return hash((super().__hash__(), self._extras()))
+
+    def __repr__(self) -> str:
+        text = super().__repr__()[:-1]
+        if self._title is not None:
+            text += f", title={self._title!r}"
+        if self._annotations != _NO_ANNOTATIONS:
+            text += f", annotations={self._annotations!r}"
+        if self._output_json is not None:
+            text += f", output_schema={self._output_json}"
+        return text + ")"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            ToolMeta._restore,
+            (
+                self._name,
+                self._description,
+                self._schema_json,
+                self._title,
+                self._annotations,
+                self._output_json,
+            ),
+        )
 
 
 @final
@@ -152,18 +333,16 @@ class LlmToolDefinition(_ToolSpec):
         }
 
 
-def _dump(owner: _ToolSpec, schema: Mapping[str, Any]) -> str:
+def _dump(owner: _ToolSpec, schema: Mapping[str, Any], what: str = "input_schema") -> str:
     if not isinstance(schema, Mapping):
         raise TypeError(
-            f"{type(owner).__name__} input_schema must be a mapping (a JSON-Schema object), "
+            f"{type(owner).__name__} {what} must be a mapping (a JSON-Schema object), "
             f"not {type(schema).__name__}"
         )
     try:
         return json.dumps(schema, ensure_ascii=False, allow_nan=False, default=_plain_mapping)
     except (TypeError, ValueError) as exc:
-        raise TypeError(
-            f"{type(owner).__name__} input_schema must be JSON-serialisable: {exc}"
-        ) from exc
+        raise TypeError(f"{type(owner).__name__} {what} must be JSON-serialisable: {exc}") from exc
 
 
 def _plain_mapping(value: object) -> dict[str, Any]:

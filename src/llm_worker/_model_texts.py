@@ -33,6 +33,7 @@ __all__ = [
     "MCP_ERROR",
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
+    "MEDIA_DROPPED",
     "NOT_ALLOWED",
     "NOT_JSON_NUMBER",
     "NOT_RUN",
@@ -71,6 +72,11 @@ TIMED_OUT = "tool '{name}' timed out after {seconds:g}s"
 # A tool that broke its contract (a bug in the tool, not a bad call).
 UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
 NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
+# In place of a media part over Limits.max_media_bytes.
+MEDIA_DROPPED = (
+    "[{media_type} of {size} bytes from tool '{name}' dropped: over the limit of {limit} "
+    "bytes for media in one result]"
+)
 # The message of the InternalToolError a generated tool raises for a result it cannot serialise.
 UNSERIALIZABLE = "tool '{name}' returned {kind}, which could not be turned into text ({error})"
 

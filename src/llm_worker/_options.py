@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from ._meta import ToolAnnotations
+
 if TYPE_CHECKING:
     from pydantic import GetJsonSchemaHandler
     from pydantic_core import CoreSchema
@@ -55,6 +57,8 @@ class ToolOptions:
     max_input_depth: int | None = None
     requires_approval: ApprovalPolicy | None = None
     sequential: bool | None = None
+    title: str | None = None
+    annotations: ToolAnnotations | None = None
 
     def __post_init__(self) -> None:
         if self.thread not in (None, True, False, "dedicated"):
@@ -64,6 +68,13 @@ class ToolOptions:
             raise TypeError(
                 f"requires_approval must be True, False or a function of the call's "
                 f"ToolCallContext returning a bool, not {policy!r}"
+            )
+        if self.title is not None and not isinstance(self.title, str):
+            raise TypeError(f"title must be a str, not {self.title!r}")
+        if self.annotations is not None and not isinstance(self.annotations, ToolAnnotations):
+            raise TypeError(
+                f"annotations must be a ToolAnnotations(read_only=..., destructive=...), "
+                f"not {self.annotations!r}"
             )
         if self.sequential is not None and not isinstance(self.sequential, bool):
             raise TypeError(f"sequential must be True or False, not {self.sequential!r}")
@@ -91,4 +102,14 @@ class ToolOptions:
             if self.requires_approval is not None
             else defaults.requires_approval,
             sequential=self.sequential if self.sequential is not None else defaults.sequential,
+            title=self.title,
+            annotations=_merged(self.annotations, defaults.annotations),
         )
+
+
+def _merged(
+    own: ToolAnnotations | None, defaults: ToolAnnotations | None
+) -> ToolAnnotations | None:
+    if own is None or defaults is None:
+        return own if own is not None else defaults
+    return own.over(defaults)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, cast, over
 
 from typing_extensions import ParamSpec, Self, final
 
-from ._meta import ToolMeta
+from ._meta import ToolAnnotations, ToolMeta
 from ._options import ToolOptions
 from ._types import Tool, ToolDefinition
 
@@ -223,11 +223,14 @@ class BuiltTool:
         "_args_model",
         "_input_schema",
         "_meta",
+        "_output_schema",
+        "annotations",
         "attr_name",
         "call",
         "description",
         "name",
         "owner",
+        "title",
         "tool_class",
     )
 
@@ -242,6 +245,9 @@ class BuiltTool:
         input_schema: Callable[[], dict[str, Any]],
         tool_class: Callable[[Any], Tool],
         call: Callable[..., Any],
+        title: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        output_schema: Callable[[], dict[str, Any] | None] = lambda: None,
     ) -> None:
         self.owner = owner
         self.attr_name = attr_name
@@ -251,6 +257,9 @@ class BuiltTool:
         self._input_schema = input_schema
         self.tool_class = tool_class
         self.call = call
+        self.title = title
+        self.annotations = annotations
+        self._output_schema = output_schema
         self._meta: ToolMeta | None = None
 
     @property
@@ -268,7 +277,12 @@ class BuiltTool:
                 problem = f"{self.attr_name}: no JSON Schema for its arguments ({exc})"
                 raise declaration_error(qualified_name(self.owner), [problem]) from exc
             meta = self._meta = ToolMeta(
-                name=self.name, description=self.description, input_schema=schema
+                name=self.name,
+                description=self.description,
+                input_schema=schema,
+                title=self.title,
+                annotations=self.annotations,
+                output_schema=self._output_schema(),
             )
         return meta
 

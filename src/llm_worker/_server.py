@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import final
 
+from ._content import ToolReturn, text_of
 from ._exceptions import DuplicateToolError, ToolError, ToolExecutionError, ToolNotFoundError
 from ._meta import LlmToolDefinition, ToolMeta
 from ._types import Tool, ToolDefinition
@@ -64,10 +65,10 @@ class ToolEntry:
         self.meta = meta
         self.tool = tool
         self.pair = (meta, tool)
-        self.execute: Callable[[str], Awaitable[str]] = tool.execute
+        self.execute: Callable[[str], Awaitable[str | ToolReturn]] = tool.execute
         with_context: object = getattr(tool, "execute_with_context", None)
         self.execute_with_context = cast(
-            "Callable[[str, ToolContext[Any]], Awaitable[str]] | None",
+            "Callable[[str, ToolContext[Any]], Awaitable[str | ToolReturn]] | None",
             with_context if callable(with_context) else None,
         )
         self.requires_approval: ApprovalPolicy = _option(
@@ -194,15 +195,18 @@ class ToolServerHandle:
 
         Raises ``ToolNotFoundError`` for an unknown name and
         ``ToolExecutionError`` (chained to the tool's ``ToolError``) when the
-        tool fails. The server lock is never held while a tool runs.
+        tool fails. The server lock is never held while a tool runs. A tool
+        that returns a ``ToolReturn`` gives its text here (the Worker and the
+        MCP server keep its other parts).
         """
         entry = self._map.tools.get(name)
         if entry is None:
             raise ToolNotFoundError(name)
         try:
-            return await entry.execute(input_json)
+            result = await entry.execute(input_json)
         except ToolError as exc:
             raise ToolExecutionError(name, str(exc)) from exc
+        return result if type(result) is str else _text_of(result)
 
     def tool_definitions_sorted(self) -> list[LlmToolDefinition]:
         """Every tool's definition, sorted by name: the same registrations give the same list."""
@@ -270,6 +274,14 @@ def entry_of(handle: ToolServerHandle, name: str) -> ToolEntry | None:
 def sorted_definitions(handle: ToolServerHandle) -> tuple[LlmToolDefinition, ...]:
     """``tool_definitions_sorted()`` without the copy: for the Worker's every request."""
     return _sorted_definitions(handle._map)
+
+
+def _text_of(result: str | ToolReturn) -> str:
+    if isinstance(result, str):
+        return result
+    if isinstance(result, ToolReturn):
+        return text_of(result.parts())
+    return result  # not text: the caller reads what the tool gave, as before
 
 
 def _call_factory(definition: ToolDefinition) -> tuple[ToolMeta, Tool]:

@@ -9,6 +9,7 @@ from typing import (
     runtime_checkable,
 )
 
+from ._content import ToolReturn
 from ._meta import ToolMeta
 
 __all__ = ["Tool", "ToolDefinition"]
@@ -19,12 +20,14 @@ class Tool(Protocol):
     """Runs one tool call.
 
     ``execute`` receives the model's argument JSON and returns the text the
-    model reads. Failures are raised as ``ToolError``. An instance is created
+    model reads, or a ``ToolReturn`` for more than text (images, documents,
+    data, metadata for the application). Failures are raised as ``ToolError``.
+    An instance is created
     once, at registration, and then serves every call of the session, possibly
     several at once, so it must be safe to call concurrently.
     """
 
-    async def execute(self, input_json: str) -> str: ...
+    async def execute(self, input_json: str) -> str | ToolReturn: ...
 
 
 ToolDefinition: TypeAlias = Callable[[], tuple[ToolMeta, Tool]]

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from .._limits import DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_INPUT_DEPTH
+from .._output_schema import tool_output_schema
 from .._registry import BuiltTool
 from .._types import ToolDefinition
 from .args_model import LazyArgsModel, generated_doc, lazy_args_model
@@ -45,6 +46,9 @@ def build_registry(plan: RegistryPlan) -> tuple[dict[str, Any], list[BuiltTool]]
             input_schema=functools.partial(input_schema_of, spec.parameters, args_model.get),
             tool_class=tool_class,
             call=direct_call(spec),
+            title=spec.options.title,
+            annotations=spec.options.annotations,
+            output_schema=functools.partial(tool_output_schema, spec.returns),
         )
         attrs[tool_plan.args_name] = args_model
         attrs[tool_plan.tool_class_name] = tool_class

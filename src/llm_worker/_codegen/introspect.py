@@ -7,6 +7,7 @@ each, naming the method and the fix, so the registry can report all of them at o
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -69,6 +70,8 @@ class MethodSpec:
     # The parameter annotated ToolContext[Deps], if any (not an argument), and its Deps.
     context_param: str | None = None
     context_deps: Any = None
+    # The return annotation, resolved (None if there is none or it cannot be resolved).
+    returns: Any = None
 
 
 def introspect_method(
@@ -99,6 +102,7 @@ def introspect_method(
         options=options,
         context_param=context.get("name"),
         context_deps=context.get("deps"),
+        returns=context.get("returns"),
     )
 
 
@@ -110,7 +114,8 @@ def _read_parameters(
     errors: list[str],
     context: dict[str, Any],
 ) -> tuple[ParameterSpec, ...] | None:
-    """The arguments of ``func``; its ``ToolContext`` parameter, if any, goes to ``context``."""
+    """The arguments of ``func``; its ``ToolContext`` parameter, if any, and its return
+    annotation go to ``context``."""
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -124,6 +129,7 @@ def _read_parameters(
         errors.append(f"{attr_name}: a tool method must take 'self' as its first parameter")
         return None
     hints = _resolve_hints(cls, attr_name, func, params[1:], errors)
+    context["returns"] = hints.get("return")
     specs: list[ParameterSpec] = []
     for param in params[1:]:
         problem = _parameter_kind_problem(param)
@@ -323,6 +329,13 @@ def _resolve_hints(
                 f"{attr_name}: cannot resolve the annotation of parameter {param.name!r} "
                 f"({type(exc).__name__}: {exc}); define or import it before the class"
             )
+    returns = getattr(func, "__annotations__", {}).get("return")
+    if returns is not None:
+        holder = lambda: None  # noqa: E731
+        holder.__annotations__ = {"return": returns}
+        # The result's schema is only for MCP hosts: an unresolvable one is just left out.
+        with contextlib.suppress(Exception):
+            hints.update(typing.get_type_hints(holder, globalns, localns, include_extras=True))
     return hints
 
 

@@ -19,6 +19,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
+from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._context import ToolContext
 from .._exceptions import (
     ExecutionFailedError,
@@ -58,7 +59,7 @@ class GeneratedTool:
         app_type: type[object] = type(ctx)  # pyright: ignore[reportUnknownVariableType]
         self._method = cls._func if app_type is cls._owner else _resolve_method(cls, app_type)
 
-    async def execute(self, input_json: str) -> str:  # replaced in every generated class
+    async def execute(self, input_json: str) -> str | ToolReturn:  # replaced in each class
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -99,7 +100,7 @@ def make_execute(
     max_input_bytes: int,
     max_input_depth: int,
     context_param: str | None = None,
-) -> Callable[[GeneratedTool, str], Awaitable[str]]:
+) -> Callable[[GeneratedTool, str], Awaitable[str | ToolReturn]]:
     """Build the ``execute`` method of one generated tool class.
 
     For a method that takes a ``ToolContext`` (as ``context_param``) the same
@@ -121,7 +122,7 @@ def make_execute(
 
     async def execute(
         self: GeneratedTool, input_json: str, context: ToolContext[Any] | None = None
-    ) -> str:
+    ) -> str | ToolReturn:
         nonlocal validate_json, scan_numbers
         if validate_json is None:
             model = get_args_model()
@@ -170,6 +171,9 @@ def make_execute(
                 return result
             if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
                 return str.__str__(result)
+            rich = rich_return(result)
+            if rich is not None:
+                return rich
             text = _json_text(result)
             return await _repr_in_thread(result, tool_name) if text is None else text
         except ToolError:
@@ -190,8 +194,8 @@ async def _run_with_timeout(
     thread: ThreadOption,
     timeout: float,
     tool_name: str,
-) -> str:
-    text = ""
+) -> str | ToolReturn:
+    text: str | ToolReturn = ""
     with anyio.move_on_after(timeout) as scope:
         if is_async or not thread:
             result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
@@ -222,10 +226,15 @@ def _passes_through(exc: BaseException) -> bool:
     )
 
 
-async def _result_text(result: object, tool_name: str) -> str:
-    """The text of a result that is not a ``str``: JSON by pydantic, else ``repr()`` in a thread."""
+async def _result_text(result: object, tool_name: str) -> str | ToolReturn:
+    """The text of a result that is not a ``str``: JSON by pydantic, else ``repr()`` in a thread.
+
+    Parts or a ``ToolReturn`` are a rich result, returned as a ``ToolReturn``."""
     if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
         return str.__str__(result)
+    rich = rich_return(result)
+    if rich is not None:
+        return rich
     text = _json_text(result)
     return await _repr_in_thread(result, tool_name) if text is None else text
 
@@ -237,15 +246,34 @@ async def _repr_in_thread(result: object, tool_name: str) -> str:
 
 def _call_to_text(
     func: Callable[..., Any], ctx: object, kwargs: dict[str, Any], tool_name: str
-) -> str:
+) -> str | ToolReturn:
     """A thread tool's call and its result's text, both in the worker thread."""
     result = func(ctx, **kwargs)
     if type(result) is str:
         return result
     if isinstance(result, str):
         return str.__str__(result)
+    rich = rich_return(result)
+    if rich is not None:
+        return rich
     text = _json_text(result)
     return _repr_text(result, tool_name) if text is None else text
+
+
+_PARTS = (TextPart, MediaPart, DataPart)
+
+
+def rich_return(result: object) -> ToolReturn | None:
+    """``result`` as a ``ToolReturn`` if it is one, a content part, or a list of parts."""
+    if isinstance(result, ToolReturn):
+        return result
+    if isinstance(result, _PARTS):
+        return ToolReturn(result)
+    if type(result) is list and result:
+        items = cast("list[object]", result)
+        if all(isinstance(item, _PARTS) for item in items):
+            return ToolReturn(cast("list[ContentPart]", items))
+    return None
 
 
 def _json_text(result: object) -> str | None:

@@ -1,0 +1,146 @@
+"""What a tool result can hold besides text: images, audio, documents, structured data.
+
+A tool returns them as a ``ToolReturn`` (or, from a ``@tool`` method, a part or
+a list of parts); the worker keeps them in ``ToolResult.parts`` and the
+provider clients send them as the API allows (see docs/results-and-errors.md,
+"Rich results"). Every part is frozen, and JSON in the run state (bytes as
+base64).
+
+    TextPart(text)                          text, where it stands among the others
+    MediaPart(media_type, data=... | url=...)   an image, audio, a video or a document
+    DataPart(value)                         a JSON value (structured content)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+__all__ = ["ContentPart", "DataPart", "MediaPart", "TextPart", "ToolReturn", "text_of"]
+
+
+@dataclass(frozen=True)
+class TextPart:
+    """Text among other parts."""
+
+    text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TypeError(f"TextPart text must be a str, not {type(self.text).__name__}")
+
+
+MediaKind = Literal["image", "audio", "video", "document"]
+
+
+@dataclass(frozen=True)
+class MediaPart:
+    """An image, audio, a video or a document: its bytes (``data``) or where it is (``url``).
+
+    ``media_type`` is its MIME type (``"image/png"``, ``"application/pdf"``);
+    ``kind`` follows from it. ``name`` is a file name, for documents.
+    """
+
+    media_type: str
+    data: bytes | None = field(default=None, repr=False)
+    url: str | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.media_type, str) or "/" not in self.media_type:
+            raise ValueError(
+                f"MediaPart media_type must be a MIME type such as 'image/png', "
+                f"not {self.media_type!r}"
+            )
+        if (self.data is None) == (self.url is None):
+            raise ValueError(
+                "a MediaPart has either data (its bytes) or a url, not both or neither"
+            )
+        if self.data is not None and not isinstance(self.data, bytes):
+            raise TypeError(f"MediaPart data must be bytes, not {type(self.data).__name__}")
+
+    @property
+    def kind(self) -> MediaKind:
+        """What it is, from its media type: ``"image"``, ``"audio"``, ``"video"`` or
+        ``"document"`` (anything else)."""
+        major = self.media_type.split("/", 1)[0].lower()
+        if major in ("image", "audio", "video"):
+            return major  # type: ignore[return-value]
+        return "document"
+
+    @property
+    def size(self) -> int:
+        """Its size in bytes (0 for a URL)."""
+        return 0 if self.data is None else len(self.data)
+
+    def __repr__(self) -> str:
+        where = f"url={self.url!r}" if self.url is not None else f"{self.size} bytes"
+        return (
+            f"MediaPart({self.media_type!r}, {where}{f', name={self.name!r}' if self.name else ''})"
+        )
+
+
+@dataclass(frozen=True)
+class DataPart:
+    """A JSON value: structured content (kept as JSON text, so the part stays immutable)."""
+
+    json_text: str
+
+    @classmethod
+    def of(cls, value: Any) -> DataPart:
+        """The part holding ``value`` (anything pydantic can make JSON of)."""
+        from pydantic_core import to_json
+
+        return cls(to_json(value).decode())
+
+    @property
+    def value(self) -> Any:
+        """The JSON value, parsed."""
+        return json.loads(self.json_text)
+
+
+ContentPart: TypeAlias = TextPart | MediaPart | DataPart
+"""One part of a rich tool result."""
+
+
+@dataclass(frozen=True)
+class ToolReturn:
+    """What a tool returns for more than text.
+
+    ``content`` is what the model gets: text, a part, or parts in order.
+    ``metadata`` is for the application only (the run stream, hooks, the
+    history) and never sent to a model: any JSON-ready value.
+
+    >>> ToolReturn([TextPart("The chart:"), MediaPart("image/png", data=png)])
+    """
+
+    content: str | ContentPart | Sequence[ContentPart]
+    metadata: Any = None
+
+    def parts(self) -> tuple[ContentPart, ...]:
+        """``content`` as a tuple of parts."""
+        content = self.content
+        if isinstance(content, str):
+            return (TextPart(content),)
+        if isinstance(content, (TextPart, MediaPart, DataPart)):
+            return (content,)
+        parts = tuple(content)
+        for part in parts:
+            if not isinstance(part, (TextPart, MediaPart, DataPart)):
+                raise TypeError(
+                    f"a ToolReturn's content is text or TextPart/MediaPart/DataPart parts, "
+                    f"not {type(part).__name__}"
+                )
+        return parts
+
+
+def text_of(parts: Sequence[ContentPart]) -> str:
+    """The text a model that reads only text gets of ``parts``: its text and data parts, in
+    order, one per line (media parts are the provider client's to send)."""
+    return "\n".join(
+        part.text if isinstance(part, TextPart) else part.json_text
+        for part in parts
+        if not isinstance(part, MediaPart)
+    )

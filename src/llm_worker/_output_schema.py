@@ -1,0 +1,104 @@
+"""The JSON Schema of what a tool or a run returns, always an object, and its validation.
+
+MCP's ``outputSchema`` and ``structuredContent``, and the providers' structured
+output, want an object at the top. A type whose schema is not one (``int``,
+``list[str]``, a union) is wrapped in one: ``{"result": <its schema>}``, marked
+``"x-llm-worker-wrapped": true`` so whoever reads the schema knows to wrap the
+value (and unwrap it) the same way. This module imports pydantic's machinery:
+the decorators and the Worker import it only when a schema is asked for.
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from pydantic import BaseModel, TypeAdapter, create_model
+
+from ._content import DataPart, MediaPart, TextPart, ToolReturn
+
+__all__ = ["WRAPPED", "OutputShape", "output_shape", "tool_output_schema"]
+
+WRAPPED = "x-llm-worker-wrapped"
+"""The schema keyword marking a non-object result wrapped as ``{"result": value}``."""
+
+_NOT_STRUCTURED: frozenset[Any] = frozenset(
+    {str, type(None), None, Any, object, ToolReturn, TextPart, MediaPart, DataPart}
+)
+
+
+@dataclass(frozen=True)
+class OutputShape:
+    """An output type as an object schema, and the validator of values of that type."""
+
+    output_type: Any
+    schema: dict[str, Any]
+    wrapped: bool
+    _adapter: TypeAdapter[Any]
+
+    def validate_json(self, text: str) -> Any:
+        """The value ``text`` (the object the schema describes) holds; raises
+        ``pydantic.ValidationError``."""
+        value = self._adapter.validate_json(text)
+        return value.result if self.wrapped else value
+
+
+def output_shape(output_type: Any) -> OutputShape:
+    """The ``OutputShape`` of ``output_type``; raises ``TypeError`` naming the type if pydantic
+    cannot validate or describe it."""
+    try:
+        return _shape(output_type)
+    except TypeError:  # unhashable (an Annotated with a dict...): not cached
+        return _build_shape(output_type)
+
+
+@functools.lru_cache(maxsize=256)
+def _shape(output_type: Any) -> OutputShape:
+    return _build_shape(output_type)
+
+
+def _build_shape(output_type: Any) -> OutputShape:
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        schema = adapter.json_schema(mode="serialization")
+    except Exception as exc:
+        raise TypeError(
+            f"output type {_type_name(output_type)} cannot be validated or described in "
+            f"JSON Schema by pydantic: {exc}"
+        ) from exc
+    if schema.get("type") == "object":
+        return OutputShape(output_type, schema, False, adapter)
+    model: type[BaseModel] = create_model("Output", result=(output_type, ...))
+    wrapper: TypeAdapter[Any] = TypeAdapter(model)
+    inner = wrapper.json_schema(mode="serialization")
+    inner.pop("title", None)
+    inner[WRAPPED] = True
+    properties = inner.get("properties", {})
+    if isinstance(properties.get("result"), dict):
+        properties["result"].pop("title", None)
+    return OutputShape(output_type, inner, True, wrapper)
+
+
+def tool_output_schema(returns: Any) -> dict[str, Any] | None:
+    """The ``outputSchema`` of a tool method returning ``returns``: ``None`` for text, for rich
+    results, for no annotation, and for types pydantic cannot describe."""
+    if returns in _NOT_STRUCTURED or _mentions_content(returns):
+        return None
+    try:
+        return output_shape(returns).schema
+    except TypeError:
+        return None
+
+
+def _mentions_content(tp: Any) -> bool:
+    if isinstance(tp, type) and issubclass(tp, (ToolReturn, TextPart, MediaPart, DataPart)):
+        return True
+    if isinstance(tp, (str, typing.ForwardRef)):
+        return True  # an annotation left unresolved: nothing to say about it
+    return any(_mentions_content(arg) for arg in get_args(tp) if arg is not Ellipsis)
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__qualname__ if isinstance(tp, type) else repr(tp)
