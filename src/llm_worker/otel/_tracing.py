@@ -87,7 +87,7 @@ class OpenTelemetry:
     do), and the server from its SDK client's ``base_url``.
     """
 
-    __slots__ = ("_agent_name", "_capture", "_instruments", "_tracer")
+    __slots__ = ("_agent", "_agent_name", "_capture", "_instruments", "_tool_measures", "_tracer")
 
     def __init__(
         self,
@@ -104,6 +104,9 @@ class OpenTelemetry:
         self._instruments = Instruments(meter)
         self._capture = bool(capture_content)
         self._agent_name = agent_name
+        self._agent: dict[str, Any] = {} if agent_name is None else {sc.AGENT_NAME: agent_name}
+        # The attributes of a successful call's measurement, per tool: made once each.
+        self._tool_measures: dict[str, dict[str, Any]] = {}
 
     @property
     def capture_content(self) -> bool:
@@ -139,17 +142,13 @@ class OpenTelemetry:
 class _RunSpan:
     """One run's span, and the parent of its requests' and tool calls' spans."""
 
-    __slots__ = ("_common", "_context", "_owner", "_span", "_started", "_tool_attributes")
+    __slots__ = ("_common", "_context", "_owner", "_span", "_started")
 
     def __init__(self, owner: OpenTelemetry, span: Span | None, common: dict[str, Any]) -> None:
         self._owner = owner
         self._span = span
         self._context: Context | None = None if span is None else trace.set_span_in_context(span)
         self._common = common  # provider, model, server
-        tool_attributes: dict[str, Any] = {}
-        if owner._agent_name is not None:
-            tool_attributes[sc.AGENT_NAME] = owner._agent_name
-        self._tool_attributes = tool_attributes
         self._started = time.perf_counter()
 
     def request(self, request: LlmRequest, number: int) -> _RequestSpan:
@@ -182,7 +181,7 @@ class _RunSpan:
                 sc.TOOL_NAME: call.name,
                 sc.TOOL_CALL_ID: call.id,
                 sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
-                **self._tool_attributes,
+                **owner._agent,
             }
             if meta.description:
                 attributes[sc.TOOL_DESCRIPTION] = meta.description
@@ -191,7 +190,14 @@ class _RunSpan:
             span = owner._tracer.start_span(
                 f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
             )
-        return _ToolSpan(owner, span, call.name, self._tool_attributes, self._context)
+        measured = owner._tool_measures.get(call.name)
+        if measured is None:
+            measured = owner._tool_measures[call.name] = {
+                sc.TOOL_NAME: call.name,
+                sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+                **owner._agent,
+            }
+        return _ToolSpan(owner, span, measured, self._context)
 
     def decided(self, call: ToolCall, outcome: ToolCallOutcome | str, reason: str | None) -> None:
         span = self._span
@@ -213,7 +219,7 @@ class _RunSpan:
             error_type = sc.CANCELLED
         elif error is not None:
             error_type = _error_type(error)
-        measured: dict[str, Any] = dict(self._tool_attributes)
+        measured: dict[str, Any] = dict(self._owner._agent)
         model = self._common.get(sc.REQUEST_MODEL)
         if model is not None:
             measured[sc.REQUEST_MODEL] = model
@@ -300,20 +306,18 @@ class _RequestSpan:
 class _ToolSpan:
     """One tool call's span; active in the task (and thread) that runs the call."""
 
-    __slots__ = ("_active", "_attributes", "_name", "_owner", "_span", "_started")
+    __slots__ = ("_active", "_measured", "_owner", "_span", "_started")
 
     def __init__(
         self,
         owner: OpenTelemetry,
         span: Span | None,
-        name: str,
-        attributes: dict[str, Any],
+        measured: dict[str, Any],
         parent: Context | None,
     ) -> None:
         self._owner = owner
         self._span = span
-        self._name = name
-        self._attributes = attributes
+        self._measured = measured  # shared: never changed
         self._active = None if span is None else trace.set_span_in_context(span, parent)
         self._started = time.perf_counter()
 
@@ -329,13 +333,9 @@ class _ToolSpan:
             error_type = sc.CANCELLED
         elif result.is_error:
             error_type = _result_error_type(result.content)
-        measured: dict[str, Any] = {
-            sc.TOOL_NAME: self._name,
-            sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
-            **self._attributes,
-        }
+        measured = self._measured
         if error_type is not None:
-            measured[sc.ERROR_TYPE] = error_type
+            measured = {**measured, sc.ERROR_TYPE: error_type}
         self._owner._instruments.tool_duration.record(elapsed, measured)
         span = self._span
         if span is None:
