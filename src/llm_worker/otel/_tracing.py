@@ -33,7 +33,7 @@ import anyio
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
-from opentelemetry.metrics import MeterProvider
+from opentelemetry.metrics import Histogram, MeterProvider
 from opentelemetry.trace import Span, SpanKind, StatusCode, TracerProvider
 
 from .. import __version__
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenTelemetry"]
 
 _SCOPE = "llm_worker"
+_now = time.perf_counter
 _NOT_ACTIVE: AbstractContextManager[None] = nullcontext()
 
 # error.type of an error result: the ToolError class its text comes from (SPEC §1), or
@@ -149,7 +150,7 @@ class _RunSpan:
         self._span = span
         self._context: Context | None = None if span is None else trace.set_span_in_context(span)
         self._common = common  # provider, model, server
-        self._started = time.perf_counter()
+        self._started = _now()
 
     def request(self, request: LlmRequest, number: int) -> _RequestSpan:
         owner = self._owner
@@ -172,24 +173,8 @@ class _RunSpan:
             )
         return _RequestSpan(owner, span, self._common, self._context)
 
-    def tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolSpan:
+    def tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer:
         owner = self._owner
-        span: Span | None = None
-        if self._span is not None:
-            attributes: dict[str, Any] = {
-                sc.OPERATION_NAME: sc.EXECUTE_TOOL,
-                sc.TOOL_NAME: call.name,
-                sc.TOOL_CALL_ID: call.id,
-                sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
-                **owner._agent,
-            }
-            if meta.description:
-                attributes[sc.TOOL_DESCRIPTION] = meta.description
-            if owner._capture:
-                attributes[sc.TOOL_CALL_ARGUMENTS] = call.input_json
-            span = owner._tracer.start_span(
-                f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
-            )
         measured = owner._tool_measures.get(call.name)
         if measured is None:
             measured = owner._tool_measures[call.name] = {
@@ -197,7 +182,23 @@ class _RunSpan:
                 sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
                 **owner._agent,
             }
-        return _ToolSpan(owner, span, measured, self._context)
+        if self._span is None:  # the common case of a worker not traced: keep it lean
+            return _ToolTimer(owner._instruments.tool_duration, measured)
+        attributes: dict[str, Any] = {
+            sc.OPERATION_NAME: sc.EXECUTE_TOOL,
+            sc.TOOL_NAME: call.name,
+            sc.TOOL_CALL_ID: call.id,
+            sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+            **owner._agent,
+        }
+        if meta.description:
+            attributes[sc.TOOL_DESCRIPTION] = meta.description
+        if owner._capture:
+            attributes[sc.TOOL_CALL_ARGUMENTS] = call.input_json
+        span = owner._tracer.start_span(
+            f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
+        )
+        return _ToolSpan(owner._instruments.tool_duration, measured, span, self._context, owner)
 
     def decided(self, call: ToolCall, outcome: ToolCallOutcome | str, reason: str | None) -> None:
         span = self._span
@@ -213,7 +214,7 @@ class _RunSpan:
         span.add_event(sc.DECISION_EVENT, attributes)
 
     def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
-        elapsed = time.perf_counter() - self._started
+        elapsed = _now() - self._started
         error_type: str | None = None
         if outcome == "cancelled":
             error_type = sc.CANCELLED
@@ -263,13 +264,13 @@ class _RequestSpan:
         self._span = span
         self._common = common
         self._active = None if span is None else trace.set_span_in_context(span, parent)
-        self._started = time.perf_counter()
+        self._started = _now()
 
     def activate(self) -> AbstractContextManager[None]:
         return _NOT_ACTIVE if self._active is None else _Attached(self._active)
 
     def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
-        elapsed = time.perf_counter() - self._started
+        elapsed = _now() - self._started
         instruments = self._owner._instruments
         measured: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
         span = self._span
@@ -303,53 +304,66 @@ class _RequestSpan:
         span.end()
 
 
-class _ToolSpan:
-    """One tool call's span; active in the task (and thread) that runs the call."""
+class _ToolTimer:
+    """One tool call nothing traces: only its duration is measured."""
 
-    __slots__ = ("_active", "_measured", "_owner", "_span", "_started")
+    __slots__ = ("_histogram", "_measured", "_started")
 
-    def __init__(
-        self,
-        owner: OpenTelemetry,
-        span: Span | None,
-        measured: dict[str, Any],
-        parent: Context | None,
-    ) -> None:
-        self._owner = owner
-        self._span = span
-        self._measured = measured  # shared: never changed
-        self._active = None if span is None else trace.set_span_in_context(span, parent)
-        self._started = time.perf_counter()
+    def __init__(self, histogram: Histogram, measured: dict[str, Any]) -> None:
+        self._histogram = histogram
+        self._measured = measured  # shared by the calls of one tool: never changed
+        self._started = _now()
 
     def activate(self) -> AbstractContextManager[None]:
-        return _NOT_ACTIVE if self._active is None else _Attached(self._active)
+        return _NOT_ACTIVE
 
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
-        elapsed = time.perf_counter() - self._started
-        error_type: str | None = None
-        if error is not None:
-            error_type = _error_type(error)
-        elif result is None:
-            error_type = sc.CANCELLED
-        elif result.is_error:
-            error_type = _result_error_type(result.content)
+        self._measure(result, error)
+
+    def _measure(self, result: ToolResult | None, error: BaseException | None) -> str | None:
+        """Record the call's duration; its error.type (``None`` if it succeeded)."""
+        elapsed = _now() - self._started
+        error_type = _call_error_type(result, error)
         measured = self._measured
         if error_type is not None:
             measured = {**measured, sc.ERROR_TYPE: error_type}
-        self._owner._instruments.tool_duration.record(elapsed, measured)
+        self._histogram.record(elapsed, measured)
+        return error_type
+
+
+class _ToolSpan(_ToolTimer):
+    """One tool call's span; active in the task (and thread) that runs the call."""
+
+    __slots__ = ("_active", "_capture", "_span")
+
+    def __init__(
+        self,
+        histogram: Histogram,
+        measured: dict[str, Any],
+        span: Span,
+        parent: Context | None,
+        owner: OpenTelemetry,
+    ) -> None:
+        super().__init__(histogram, measured)
+        self._span = span
+        self._active = trace.set_span_in_context(span, parent)
+        self._capture = owner._capture
+
+    def activate(self) -> AbstractContextManager[None]:
+        return _Attached(self._active)
+
+    def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        error_type = self._measure(result, error)
         span = self._span
-        if span is None:
-            return
-        capture = self._owner._capture
         if error_type is None:
-            if capture and result is not None:
+            if self._capture and result is not None:
                 span.set_attribute(sc.TOOL_CALL_RESULT, result.content)
         else:
             # An error result's text can quote the arguments: it is content, opt-in.
             description = None
             if error is not None:
                 description = _message_of(error)
-            elif capture and result is not None:
+            elif self._capture and result is not None:
                 description = result.content
             _set_error(span, error_type, description)
         span.end()
@@ -419,6 +433,15 @@ def _error_type(error: BaseException) -> str:
     if isinstance(error, ProviderError) and error.status is not None:
         return str(error.status)
     return type(error).__qualname__
+
+
+def _call_error_type(result: ToolResult | None, error: BaseException | None) -> str | None:
+    """A call's error.type: ``None`` if it succeeded."""
+    if error is not None:
+        return _error_type(error)
+    if result is None:
+        return sc.CANCELLED  # its run stopped it
+    return _result_error_type(result.content) if result.is_error else None
 
 
 def _result_error_type(text: str) -> str:
