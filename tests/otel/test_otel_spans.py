@@ -246,6 +246,33 @@ class TestARun:
         chat = attributes(telemetry.one("chat gpt-test"))
         assert (chat["server.address"], chat["server.port"]) == ("llm.example.com", 443)
 
+    @pytest.mark.anyio
+    async def test_a_worker_called_by_a_tool_nests_under_that_call(self, telemetry):
+        """An agent used as a tool: the inner worker's run is a child of the outer call's
+        execute_tool span, in the same trace."""
+        inner = Worker(
+            OpenAIScripted(["inner answer"]), instrumentation=telemetry.instrumentation()
+        )
+
+        @tool_registry
+        class Delegate:
+            @tool
+            async def ask_expert(self, question: str) -> str:
+                """Ask another agent."""
+                await inner.run(question)
+                return inner.final_text or ""
+
+        outer = Worker(
+            OpenAIScripted([calls(("ask_expert", {"question": "why?"})), "done"]),
+            instrumentation=telemetry.instrumentation(agent_name="outer"),
+        )
+        outer.register_tools(tool_definitions(Delegate()))
+        await outer.run("go")
+        call = telemetry.one("execute_tool ask_expert")
+        nested = telemetry.one("invoke_agent")
+        assert parent_id(nested) == span_id(call)
+        assert parent_id(call) == span_id(telemetry.one("invoke_agent outer"))
+
 
 class TestErrors:
     @pytest.mark.anyio

@@ -21,6 +21,7 @@ reads and the (no-op) metric records.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Sequence
@@ -427,8 +428,18 @@ def _server_attributes(base_url: str) -> dict[str, Any]:
     )
 
 
+def _is_cancellation(error: BaseException) -> bool:
+    """``error`` is the run stopping (cancelled, or its reader left), not a failure."""
+    if isinstance(error, (GeneratorExit, asyncio.CancelledError)):
+        return True
+    try:
+        return isinstance(error, anyio.get_cancelled_exc_class())  # trio's Cancelled
+    except RuntimeError:  # not in an event loop's thread: never a cancellation of one
+        return False
+
+
 def _error_type(error: BaseException) -> str:
-    if isinstance(error, (GeneratorExit, anyio.get_cancelled_exc_class())):
+    if _is_cancellation(error):
         return sc.CANCELLED
     if isinstance(error, ProviderError) and error.status is not None:
         return str(error.status)
@@ -454,7 +465,7 @@ def _result_error_type(text: str) -> str:
 
 
 def _message_of(error: BaseException) -> str | None:
-    if isinstance(error, (GeneratorExit, anyio.get_cancelled_exc_class())):
+    if _is_cancellation(error):
         return None
     return str(error) or None
 
