@@ -245,6 +245,7 @@ class TestARun:
         await worker.run("hi")
         chat = attributes(telemetry.one("chat gpt-test"))
         assert (chat["server.address"], chat["server.port"]) == ("llm.example.com", 443)
+        assert "server.address" not in attributes(telemetry.one("invoke_agent"))
 
     @pytest.mark.anyio
     async def test_a_worker_called_by_a_tool_nests_under_that_call(self, telemetry):

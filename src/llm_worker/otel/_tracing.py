@@ -125,7 +125,10 @@ class OpenTelemetry:
     ) -> _RunSpan:
         """Start the span of one run (``kind``: ``"run"``, ``"resume"`` or ``"retry"``)."""
         common = _client_attributes(client)
-        attributes: dict[str, Any] = {sc.OPERATION_NAME: sc.INVOKE_AGENT, **common}
+        attributes: dict[str, Any] = {sc.OPERATION_NAME: sc.INVOKE_AGENT}
+        for key in (sc.PROVIDER_NAME, sc.REQUEST_MODEL):  # the server is the requests' business
+            if key in common:
+                attributes[key] = common[key]
         name = sc.INVOKE_AGENT
         if self._agent_name is not None:
             attributes[sc.AGENT_NAME] = self._agent_name
