@@ -6,6 +6,7 @@ Run from the repository root with the project's venv:
     .venv/bin/python benchmarks/bench_loop.py            # ~1-2 min, asyncio and trio
     .venv/bin/python benchmarks/bench_loop.py --quick    # smoke run, a few seconds
     .venv/bin/python benchmarks/bench_loop.py --profile  # where the loop spends its time
+    .venv/bin/python benchmarks/bench_loop.py --instrumented  # every worker traced (below)
 
 The model is a replay client that yields prebuilt events without awaiting, and the tool
 is a hand-written ``Tool`` whose ``execute`` does what the hand-written loop does per
@@ -24,6 +25,11 @@ own cost. Rows (each a median of per-round ratios, variants interleaved in one p
   (b) 20 turns of one call each, per turn (target <= 5x). The hand-written loop has none
   of the worker's guarantees (no limits, timeouts, hooks, concurrency, cancellation
   safety, protocol checks), which is what the ratio prices.
+
+``--instrumented`` gives every worker ``instrumentation=llm_worker.otel.OpenTelemetry()``
+with no OpenTelemetry SDK configured (the API's no-op default, as in an application that
+installed the extra but has not set up tracing): run with and without it to see what the
+instrumentation hooks cost when nothing is recorded.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 from _common import Row, format_ns, machine_note, median, print_table, ratio_row
@@ -60,7 +67,11 @@ from llm_worker import (
     WorkerResult,
 )
 
+if TYPE_CHECKING:
+    from llm_worker.otel import OpenTelemetry
+
 RunFn = Callable[[], Awaitable[object]]
+INSTRUMENTATION: list[OpenTelemetry] = []  # --instrumented: the one every worker gets
 ARGUMENTS = '{"n": 1}'
 
 
@@ -111,7 +122,8 @@ class ReplayClient:
 
 
 def make_worker(responses: Sequence[Sequence[LlmEvent]]) -> Worker:
-    worker = Worker(ReplayClient(responses), max_turns=1000)
+    instrumentation = INSTRUMENTATION[0] if INSTRUMENTATION else None
+    worker = Worker(ReplayClient(responses), max_turns=1000, instrumentation=instrumentation)
     worker.register_tool(lambda: (PING, PingTool()))
     return worker
 
@@ -329,7 +341,16 @@ def main() -> int:
     parser.add_argument(
         "--profile", type=int, metavar="CALLS", help="profile runs of a response with CALLS calls"
     )
+    parser.add_argument(
+        "--instrumented",
+        action="store_true",
+        help="trace every worker with OpenTelemetry(), no SDK configured (needs the otel extra)",
+    )
     options = parser.parse_args()
+    if options.instrumented:
+        from llm_worker.otel import OpenTelemetry
+
+        INSTRUMENTATION.append(OpenTelemetry())
     backends = ["asyncio", "trio"] if options.backend == "both" else [options.backend]
     if options.profile:
         for backend in backends:
@@ -340,6 +361,8 @@ def main() -> int:
     batch_ns = (options.batch_ms or (2.0 if options.quick else 20.0)) * 1e6
     print(f"bench_loop: {machine_note()}")
     print(f"{rounds} rounds per case, batches of ~{batch_ns / 1e6:g} ms")
+    if INSTRUMENTATION:
+        print("every worker has instrumentation=OpenTelemetry(), no SDK configured")
     for backend in backends:
         cases = build_cases()
 

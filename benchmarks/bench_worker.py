@@ -28,6 +28,12 @@ awaits a checkpoint per event. The worker runs at most ``Limits.max_concurrent_c
 context row lifts the cap to 100 so both sides start one task per call, and one more
 also drops the per-call timeout (``tool_timeout=None``: no cancel scope per call).
 
+With the ``otel`` extra installed, two more rows trace the workers of the first row with
+``instrumentation=llm_worker.otel.OpenTelemetry()``: with no OpenTelemetry SDK configured
+(the API's no-op default; target <= 1.5x, the same as without instrumentation), and on an
+SDK ``TracerProvider`` and ``MeterProvider`` with no exporter or reader attached (every
+span and measurement is made, then dropped: what tracing itself costs).
+
 Each round runs every variant back to back as a batch of ``reps`` runs (order
 alternating between rounds); a round gives one ratio, and the table shows the median
 and interquartile range of those ratios.
@@ -44,6 +50,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 from _common import Row, format_ns, machine_note, median, print_table, ratio_row
@@ -65,6 +72,9 @@ from llm_worker import (
     tool_definitions,
 )
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+if TYPE_CHECKING:
+    from llm_worker.otel import OpenTelemetry
 
 CALLS = 100
 TARGET = 1.5
@@ -103,9 +113,12 @@ class ReplayClient:
 
 
 def replay_worker(
-    app: App, responses: Sequence[Sequence[LlmEvent]], limits: Limits | None = None
+    app: App,
+    responses: Sequence[Sequence[LlmEvent]],
+    limits: Limits | None = None,
+    instrumentation: OpenTelemetry | None = None,
 ) -> Worker:
-    worker = Worker(ReplayClient(responses), limits=limits)
+    worker = Worker(ReplayClient(responses), limits=limits, instrumentation=instrumentation)
     worker.register_tools(tool_definitions(app))
     return worker
 
@@ -235,7 +248,46 @@ def build_cases() -> list[Case]:
             worker_run(scripted_plain, scripted_plain_client, False),
             direct_calls(handle),
         ),
+        *instrumented_cases(app, handle),
     ]
+
+
+def instrumented_cases(app: App, handle: ToolServerHandle) -> list[Case]:
+    """The first case with OpenTelemetry() on no SDK, and on an SDK that exports nothing."""
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from llm_worker.otel import OpenTelemetry
+    except ImportError:
+        return []  # the otel extra (and the SDK, a dev dependency) is not installed
+    cases = []
+    for name, target, telemetry in (
+        (
+            f"(W{CALLS} - W0) / H{CALLS}, instrumentation=OpenTelemetry(), no SDK configured",
+            TARGET,
+            OpenTelemetry(),
+        ),
+        (
+            "(context) same, OpenTelemetry() on an SDK TracerProvider and MeterProvider, "
+            "nothing exported",
+            None,
+            OpenTelemetry(tracer_provider=TracerProvider(), meter_provider=MeterProvider()),
+        ),
+    ):
+        calls = replay_worker(app, [calls_events(CALLS), FINAL_EVENTS], instrumentation=telemetry)
+        plain = replay_worker(app, [FINAL_EVENTS], instrumentation=telemetry)
+        cases.append(
+            Case(
+                name,
+                target,
+                calls,
+                worker_run(calls, None, True),
+                worker_run(plain, None, False),
+                direct_calls(handle),
+            )
+        )
+    return cases
 
 
 async def calibrate(case: Case, batch_ns: float) -> None:

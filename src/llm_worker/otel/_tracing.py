@@ -1,0 +1,478 @@
+"""``OpenTelemetry``: the ``Instrumentation`` that traces runs with the GenAI conventions.
+
+One run is one tree of spans::
+
+    invoke_agent [agent]           INTERNAL  the run (run(), resume(), retry())
+    ├── chat {model}               CLIENT    model request 1, active while its stream is read
+    ├── execute_tool {name}        INTERNAL  a tool call, active in the task and thread
+    ├── execute_tool {name}        INTERNAL  that run it (calls run concurrently)
+    └── chat {model}               CLIENT    model request 2
+
+Requests and tool calls are children of the run's span, whatever task or
+thread reports them: their parent is given explicitly, never taken from the
+ambient context. The run's span is a child of whatever span is current where
+the run starts. Decisions about calls that did not run (skipped, denied,
+held...) are events on the run's span.
+
+When no tracer provider is configured (the API's default, a no-op), a run
+starts no child spans and activates no contexts: it costs a few attribute
+reads and the (no-op) metric records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import anyio
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.metrics import Histogram, MeterProvider
+from opentelemetry.trace import Span, SpanKind, StatusCode, TracerProvider
+
+from .. import __version__
+from .._events import ToolCallOutcome
+from .._exceptions import (
+    ExecutionFailedError,
+    InternalToolError,
+    InvalidArgumentError,
+    ProviderError,
+)
+from . import _content
+from . import _semconv as sc
+from ._metrics import Instruments
+
+if TYPE_CHECKING:
+    from .._client import LlmClient, LlmRequest
+    from .._conversation import AssistantMessage, RunUsage, ToolCall, ToolResult
+    from .._meta import LlmToolDefinition, ToolMeta
+
+__all__ = ["OpenTelemetry"]
+
+_SCOPE = "llm_worker"
+_now = time.perf_counter
+_NOT_ACTIVE: AbstractContextManager[None] = nullcontext()
+
+# error.type of an error result: the ToolError class its text comes from (SPEC §1), or
+# "timeout" for a call past Limits.tool_timeout, else "tool_error".
+_ERROR_PREFIXES = tuple(
+    (str(error("")), error.__name__)
+    for error in (InvalidArgumentError, ExecutionFailedError, InternalToolError)
+)
+_TIMED_OUT = re.compile(r" timed out after [^ ]+s\Z")
+
+
+class OpenTelemetry:
+    """Traces and measures every run of the workers it is given to, with OpenTelemetry.
+
+    >>> telemetry = OpenTelemetry()
+    >>> worker = Worker(client, instrumentation=telemetry)
+
+    Spans and metrics follow the OpenTelemetry GenAI semantic conventions
+    (``SEMCONV_VERSION``; see docs/observability.md for what each span carries).
+    ``tracer_provider`` and ``meter_provider`` default to the global ones
+    (``opentelemetry.trace.set_tracer_provider``...), looked up when used, so
+    they may be configured after this object is made. ``capture_content=True``
+    records what the model was sent and answered, and each call's arguments and
+    result: these can hold personal data, so they are left out by default.
+    ``agent_name`` names the agent in span names and attributes.
+
+    The model and provider come from the worker's client: its ``model`` and
+    ``provider`` attributes when it has them (the built-in provider clients
+    do), and the server from its SDK client's ``base_url``.
+    """
+
+    __slots__ = ("_agent", "_agent_name", "_capture", "_instruments", "_tool_measures", "_tracer")
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        capture_content: bool = False,
+        agent_name: str | None = None,
+    ) -> None:
+        self._tracer = trace.get_tracer(
+            _SCOPE, __version__, tracer_provider, schema_url=sc.SCHEMA_URL
+        )
+        meter = metrics.get_meter(_SCOPE, __version__, meter_provider, schema_url=sc.SCHEMA_URL)
+        self._instruments = Instruments(meter)
+        self._capture = bool(capture_content)
+        self._agent_name = agent_name
+        self._agent: dict[str, Any] = {} if agent_name is None else {sc.AGENT_NAME: agent_name}
+        # The attributes of a successful call's measurement, per tool: made once each.
+        self._tool_measures: dict[str, dict[str, Any]] = {}
+
+    @property
+    def capture_content(self) -> bool:
+        """Whether spans carry messages, arguments and results."""
+        return self._capture
+
+    def run(
+        self,
+        *,
+        kind: str,
+        client: LlmClient,
+        system_prompt: str | None,
+        tools: Sequence[LlmToolDefinition],
+    ) -> _RunSpan:
+        """Start the span of one run (``kind``: ``"run"``, ``"resume"`` or ``"retry"``)."""
+        common = _client_attributes(client)
+        attributes: dict[str, Any] = {sc.OPERATION_NAME: sc.INVOKE_AGENT}
+        for key in (sc.PROVIDER_NAME, sc.REQUEST_MODEL):  # the server is the requests' business
+            if key in common:
+                attributes[key] = common[key]
+        name = sc.INVOKE_AGENT
+        if self._agent_name is not None:
+            attributes[sc.AGENT_NAME] = self._agent_name
+            name = f"{name} {self._agent_name}"
+        attributes[sc.RUN_KIND] = kind
+        if self._capture:
+            if system_prompt is not None:
+                attributes[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(system_prompt)
+            attributes[sc.TOOL_DEFINITIONS] = _content.tool_definitions(tools)
+        span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
+        # A no-op tracer's span has no valid context: nothing below it would record.
+        traced = span.get_span_context().is_valid
+        return _RunSpan(self, span if traced else None, common)
+
+
+class _RunSpan:
+    """One run's span, and the parent of its requests' and tool calls' spans."""
+
+    __slots__ = ("_common", "_context", "_owner", "_span", "_started")
+
+    def __init__(self, owner: OpenTelemetry, span: Span | None, common: dict[str, Any]) -> None:
+        self._owner = owner
+        self._span = span
+        self._context: Context | None = None if span is None else trace.set_span_in_context(span)
+        self._common = common  # provider, model, server
+        self._started = _now()
+
+    def request(self, request: LlmRequest, number: int) -> _RequestSpan:
+        owner = self._owner
+        model = self._common.get(sc.REQUEST_MODEL)
+        span: Span | None = None
+        if self._span is not None:
+            attributes: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
+            if owner._capture:
+                if request.system_prompt is not None:
+                    attributes[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(
+                        request.system_prompt
+                    )
+                attributes[sc.INPUT_MESSAGES] = _content.input_messages(request.messages)
+                attributes[sc.TOOL_DEFINITIONS] = _content.tool_definitions(request.tools)
+            span = owner._tracer.start_span(
+                sc.CHAT if model is None else f"{sc.CHAT} {model}",
+                self._context,
+                SpanKind.CLIENT,
+                attributes,
+            )
+        return _RequestSpan(owner, span, self._common, self._context)
+
+    def tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer:
+        owner = self._owner
+        measured = owner._tool_measures.get(call.name)
+        if measured is None:
+            measured = owner._tool_measures[call.name] = {
+                sc.TOOL_NAME: call.name,
+                sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+                **owner._agent,
+            }
+        if self._span is None:  # the common case of a worker not traced: keep it lean
+            return _ToolTimer(owner._instruments.tool_duration, measured)
+        attributes: dict[str, Any] = {
+            sc.OPERATION_NAME: sc.EXECUTE_TOOL,
+            sc.TOOL_NAME: call.name,
+            sc.TOOL_CALL_ID: call.id,
+            sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
+            **owner._agent,
+        }
+        if meta.description:
+            attributes[sc.TOOL_DESCRIPTION] = meta.description
+        if owner._capture:
+            attributes[sc.TOOL_CALL_ARGUMENTS] = call.input_json
+        span = owner._tracer.start_span(
+            f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
+        )
+        return _ToolSpan(owner._instruments.tool_duration, measured, span, self._context, owner)
+
+    def decided(self, call: ToolCall, outcome: ToolCallOutcome | str, reason: str | None) -> None:
+        span = self._span
+        if span is None:
+            return
+        attributes: dict[str, Any] = {
+            sc.DECISION: outcome.value if isinstance(outcome, ToolCallOutcome) else outcome,
+            sc.TOOL_NAME: call.name,
+            sc.TOOL_CALL_ID: call.id,
+        }
+        if reason is not None:
+            attributes[sc.DECISION_REASON] = reason
+        span.add_event(sc.DECISION_EVENT, attributes)
+
+    def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
+        elapsed = _now() - self._started
+        error_type: str | None = None
+        if outcome == "cancelled":
+            error_type = sc.CANCELLED
+        elif error is not None:
+            error_type = _error_type(error)
+        measured: dict[str, Any] = dict(self._owner._agent)
+        model = self._common.get(sc.REQUEST_MODEL)
+        if model is not None:
+            measured[sc.REQUEST_MODEL] = model
+        if error_type is not None:
+            measured[sc.ERROR_TYPE] = error_type
+        self._owner._instruments.agent_duration.record(elapsed, measured)
+        span = self._span
+        if span is None:
+            return
+        span.set_attributes(
+            {
+                sc.RUN_OUTCOME: outcome,
+                sc.RUN_REQUESTS: usage.requests,
+                sc.RUN_TOOL_CALLS: usage.tool_calls,
+                sc.USAGE_INPUT_TOKENS: usage.input_tokens,
+                sc.USAGE_OUTPUT_TOKENS: usage.output_tokens,
+            }
+        )
+        if usage.cached_input_tokens:
+            span.set_attribute(sc.USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_input_tokens)
+        if usage.reasoning_tokens:
+            span.set_attribute(sc.USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens)
+        if error_type is not None:
+            _set_error(span, error_type, None if error is None else str(error))
+        span.end()
+
+
+class _RequestSpan:
+    """One model request's span; active while each event of its response is read."""
+
+    __slots__ = ("_active", "_common", "_owner", "_span", "_started")
+
+    def __init__(
+        self,
+        owner: OpenTelemetry,
+        span: Span | None,
+        common: dict[str, Any],
+        parent: Context | None,
+    ) -> None:
+        self._owner = owner
+        self._span = span
+        self._common = common
+        self._active = None if span is None else trace.set_span_in_context(span, parent)
+        self._started = _now()
+
+    def activate(self) -> AbstractContextManager[None]:
+        return _NOT_ACTIVE if self._active is None else _Attached(self._active)
+
+    def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
+        elapsed = _now() - self._started
+        instruments = self._owner._instruments
+        measured: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
+        span = self._span
+        if message is None:
+            error_type = sc.CANCELLED if error is None else _error_type(error)
+            instruments.operation_duration.record(elapsed, {**measured, sc.ERROR_TYPE: error_type})
+            if span is not None:
+                _set_error(span, error_type, None if error is None else _message_of(error))
+                span.end()
+            return
+        instruments.operation_duration.record(elapsed, measured)
+        usage = message.usage
+        if usage is not None:
+            instruments.token_usage.record(usage.input_tokens, {**measured, sc.TOKEN_TYPE: "input"})
+            instruments.token_usage.record(
+                usage.output_tokens, {**measured, sc.TOKEN_TYPE: "output"}
+            )
+        if span is None:
+            return
+        if message.stop_reason is not None:
+            span.set_attribute(sc.RESPONSE_FINISH_REASONS, (message.stop_reason,))
+        if usage is not None:
+            span.set_attribute(sc.USAGE_INPUT_TOKENS, usage.input_tokens)
+            span.set_attribute(sc.USAGE_OUTPUT_TOKENS, usage.output_tokens)
+            if usage.cached_input_tokens:
+                span.set_attribute(sc.USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_input_tokens)
+            if usage.reasoning_tokens:
+                span.set_attribute(sc.USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens)
+        if self._owner._capture:
+            span.set_attribute(sc.OUTPUT_MESSAGES, _content.output_messages(message))
+        span.end()
+
+
+class _ToolTimer:
+    """One tool call nothing traces: only its duration is measured."""
+
+    __slots__ = ("_histogram", "_measured", "_started")
+
+    def __init__(self, histogram: Histogram, measured: dict[str, Any]) -> None:
+        self._histogram = histogram
+        self._measured = measured  # shared by the calls of one tool: never changed
+        self._started = _now()
+
+    def activate(self) -> AbstractContextManager[None]:
+        return _NOT_ACTIVE
+
+    def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        self._measure(result, error)
+
+    def _measure(self, result: ToolResult | None, error: BaseException | None) -> str | None:
+        """Record the call's duration; its error.type (``None`` if it succeeded)."""
+        elapsed = _now() - self._started
+        error_type = _call_error_type(result, error)
+        measured = self._measured
+        if error_type is not None:
+            measured = {**measured, sc.ERROR_TYPE: error_type}
+        self._histogram.record(elapsed, measured)
+        return error_type
+
+
+class _ToolSpan(_ToolTimer):
+    """One tool call's span; active in the task (and thread) that runs the call."""
+
+    __slots__ = ("_active", "_capture", "_span")
+
+    def __init__(
+        self,
+        histogram: Histogram,
+        measured: dict[str, Any],
+        span: Span,
+        parent: Context | None,
+        owner: OpenTelemetry,
+    ) -> None:
+        super().__init__(histogram, measured)
+        self._span = span
+        self._active = trace.set_span_in_context(span, parent)
+        self._capture = owner._capture
+
+    def activate(self) -> AbstractContextManager[None]:
+        return _Attached(self._active)
+
+    def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        error_type = self._measure(result, error)
+        span = self._span
+        if error_type is None:
+            if self._capture and result is not None:
+                span.set_attribute(sc.TOOL_CALL_RESULT, result.content)
+        else:
+            # An error result's text can quote the arguments: it is content, opt-in.
+            description = None
+            if error is not None:
+                description = _message_of(error)
+            elif self._capture and result is not None:
+                description = result.content
+            _set_error(span, error_type, description)
+        span.end()
+
+
+class _Attached:
+    """Makes ``context`` the current OpenTelemetry context for the ``with`` block."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: Context) -> None:
+        self._context = context
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(self._context)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        otel_context.detach(self._token)
+
+
+def _client_attributes(client: object) -> dict[str, Any]:
+    """Provider, model and server of ``client``, as far as it tells them."""
+    provider = getattr(client, "provider", None)
+    if not isinstance(provider, str):
+        # The built-in provider clients name theirs in a class attribute.
+        provider = getattr(type(client), "_provider", None)
+    if not isinstance(provider, str):
+        provider = type(client).__name__
+    attributes: dict[str, Any] = {sc.PROVIDER_NAME: provider}
+    model = getattr(client, "model", None)
+    if isinstance(model, str):
+        attributes[sc.REQUEST_MODEL] = model
+    base_url = getattr(client, "base_url", None)
+    if base_url is None:  # the built-in clients' SDK client has it
+        base_url = getattr(getattr(client, "client", None), "base_url", None)
+    if base_url is not None:
+        attributes.update(_server_attributes(str(base_url)))
+    return attributes
+
+
+def _server_attributes(base_url: str) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of ``base_url`` (none if it has no host)."""
+    try:
+        url = urlsplit(base_url)
+        host, port = url.hostname, url.port
+    except ValueError:
+        return {}
+    if not host:
+        return {}
+    if port is None:
+        port = {"https": 443, "http": 80}.get(url.scheme)
+    return (
+        {sc.SERVER_ADDRESS: host}
+        if port is None
+        else {sc.SERVER_ADDRESS: host, sc.SERVER_PORT: port}
+    )
+
+
+def _is_cancellation(error: BaseException) -> bool:
+    """``error`` is the run stopping (cancelled, or its reader left), not a failure."""
+    if isinstance(error, (GeneratorExit, asyncio.CancelledError)):
+        return True
+    try:
+        return isinstance(error, anyio.get_cancelled_exc_class())  # trio's Cancelled
+    except RuntimeError:  # not in an event loop's thread: never a cancellation of one
+        return False
+
+
+def _error_type(error: BaseException) -> str:
+    if _is_cancellation(error):
+        return sc.CANCELLED
+    if isinstance(error, ProviderError) and error.status is not None:
+        return str(error.status)
+    return type(error).__qualname__
+
+
+def _call_error_type(result: ToolResult | None, error: BaseException | None) -> str | None:
+    """A call's error.type: ``None`` if it succeeded."""
+    if error is not None:
+        return _error_type(error)
+    if result is None:
+        return sc.CANCELLED  # its run stopped it
+    return _result_error_type(result.content) if result.is_error else None
+
+
+def _result_error_type(text: str) -> str:
+    for prefix, error_type in _ERROR_PREFIXES:
+        if text.startswith(prefix):
+            if error_type == "ExecutionFailedError" and _TIMED_OUT.search(text):
+                return sc.TIMEOUT
+            return error_type
+    return sc.TOOL_ERROR
+
+
+def _message_of(error: BaseException) -> str | None:
+    if _is_cancellation(error):
+        return None
+    return str(error) or None
+
+
+def _set_error(span: Span, error_type: str, description: str | None) -> None:
+    span.set_attribute(sc.ERROR_TYPE, error_type)
+    span.set_status(StatusCode.ERROR, description)

@@ -1,0 +1,537 @@
+"""``llm_worker.otel.OpenTelemetry`` (``otel/_tracing.py``): the spans of a run, read back
+from the SDK's in-memory exporter. Names, kinds, parents and attributes follow the GenAI
+semantic conventions; every span ends, with its status, however the run ends.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import anyio
+import anyio.from_thread
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import SpanKind, StatusCode
+from otel_support import OpenAIScripted, Telemetry, parent_id, span_id
+
+from llm_worker import (
+    Abort,
+    Approve,
+    Deny,
+    Limits,
+    Pause,
+    ProviderError,
+    Skip,
+    Usage,
+    Worker,
+    WorkerAbortedError,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker.otel import SCHEMA_URL, SEMCONV_VERSION, OpenTelemetry
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+CONTENT_KEYS = {
+    "gen_ai.system_instructions",
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.tool.definitions",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+}
+
+
+@tool_registry
+class Probe:
+    """Tools that report the span current while they run, and open one of their own."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+        self.in_thread: dict[str, bool] = {}
+        self.released: anyio.Event | None = None
+        self.tracer: trace.Tracer = trace.NoOpTracer()  # the application's own tracer
+
+    @tool
+    async def where(self, key: str) -> str:
+        """Wait until the thread tool ran (so the two overlap), then report."""
+        if self.released is not None:
+            with anyio.fail_after(5):
+                await self.released.wait()
+        self.seen[key] = trace.get_current_span().get_span_context().span_id
+        return "async ok"
+
+    @tool
+    def where_in_thread(self, key: str) -> str:
+        """Report from a worker thread, open a child span, and release the async tool."""
+        self.seen[key] = trace.get_current_span().get_span_context().span_id
+        self.in_thread[key] = threading.current_thread() is not threading.main_thread()
+        with self.tracer.start_as_current_span("inside the tool"):
+            pass
+        if self.released is not None:
+            anyio.from_thread.run_sync(self.released.set)
+        return "thread ok"
+
+    @tool
+    async def fail(self, why: str) -> str:
+        """Always fails."""
+        raise ValueError(why)
+
+    @tool
+    async def hang(self) -> str:
+        """Never finishes."""
+        await anyio.sleep_forever()
+        return "never"
+
+
+def traced(
+    telemetry: Telemetry,
+    script: list[ScriptedResponse | str],
+    *,
+    client: ScriptedClient | None = None,
+    limits: Limits | None = None,
+    **options: object,
+) -> tuple[Worker, Probe]:
+    worker = Worker(
+        client or OpenAIScripted(script),
+        system_prompt="Be brief.",
+        instrumentation=telemetry.instrumentation(**options),
+        limits=limits,
+    )
+    probe = Probe()
+    probe.tracer = telemetry.tracer_provider.get_tracer("app")
+    worker.register_tools(tool_definitions(probe))
+    return worker, probe
+
+
+def calls(*pairs: tuple[str, dict[str, object]], usage: Usage | None = None) -> ScriptedResponse:
+    return ScriptedResponse(
+        tool_calls=[ScriptedCall(name, json.dumps(args)) for name, args in pairs], usage=usage
+    )
+
+
+def tool_span(telemetry: Telemetry, call_id: str) -> ReadableSpan:
+    (span,) = [
+        s
+        for s in telemetry.spans()
+        if s.attributes is not None and s.attributes.get("gen_ai.tool.call.id") == call_id
+    ]
+    return span
+
+
+def attributes(span: ReadableSpan) -> dict[str, object]:
+    return dict(span.attributes or {})
+
+
+class TestARun:
+    @pytest.mark.anyio
+    async def test_spans_of_a_run_with_parallel_calls(self, telemetry):
+        """A run with an async and a thread tool running together: one invoke_agent span
+        (INTERNAL) whose children are each chat span (CLIENT) and each execute_tool span
+        (INTERNAL); each call's span is current inside it, in its task and its thread."""
+        script = [
+            calls(
+                ("where", {"key": "a"}),
+                ("where_in_thread", {"key": "b"}),
+                usage=Usage(input_tokens=120, output_tokens=30, cached_input_tokens=100),
+            ),
+            ScriptedResponse(text="done", usage=Usage(input_tokens=200, output_tokens=5)),
+        ]
+        worker, probe = traced(telemetry, script)
+        probe.released = anyio.Event()
+        app = telemetry.tracer_provider.get_tracer("app")
+        with anyio.fail_after(10), app.start_as_current_span("request handler") as outer:
+            await worker.run("go")
+
+        run = telemetry.one("invoke_agent")
+        chats = telemetry.named("chat gpt-test")
+        tool_a, tool_b = tool_span(telemetry, "call_0_0"), tool_span(telemetry, "call_0_1")
+        assert [s.name for s in (tool_a, tool_b)] == [
+            "execute_tool where",
+            "execute_tool where_in_thread",
+        ]
+        assert run.kind is SpanKind.INTERNAL
+        assert parent_id(run) == outer.get_span_context().span_id
+        assert len(chats) == 2
+        for child in (*chats, tool_a, tool_b):
+            assert parent_id(child) == span_id(run)
+            assert child.context is not None
+            assert run.context is not None
+            assert child.context.trace_id == run.context.trace_id
+        assert {s.kind for s in chats} == {SpanKind.CLIENT}
+        assert {s.kind for s in (tool_a, tool_b)} == {SpanKind.INTERNAL}
+        # Each call saw its own span as the current one, in the task and in the thread.
+        assert probe.seen == {"a": span_id(tool_a), "b": span_id(tool_b)}
+        assert probe.in_thread == {"b": True}
+        assert parent_id(telemetry.one("inside the tool")) == span_id(tool_b)
+        # The two calls overlapped: the async one waited for the thread one to run.
+        a_start, a_end = tool_a.start_time or 0, tool_a.end_time or 0
+        b_start, b_end = tool_b.start_time or 0, tool_b.end_time or 0
+        assert a_start < b_end
+        assert b_start < a_end
+
+        assert attributes(run) == {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-test",
+            "llm_worker.run.kind": "run",
+            "llm_worker.run.outcome": "finished",
+            "llm_worker.run.requests": 2,
+            "llm_worker.run.tool_calls": 2,
+            "gen_ai.usage.input_tokens": 320,
+            "gen_ai.usage.output_tokens": 35,
+            "gen_ai.usage.cache_read.input_tokens": 100,
+        }
+        first, second = sorted(chats, key=lambda s: s.start_time or 0)
+        assert attributes(first) == {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": "openai",
+            "gen_ai.request.model": "gpt-test",
+            "gen_ai.response.finish_reasons": ("tool_use",),
+            "gen_ai.usage.input_tokens": 120,
+            "gen_ai.usage.output_tokens": 30,
+            "gen_ai.usage.cache_read.input_tokens": 100,
+        }
+        assert attributes(second)["gen_ai.response.finish_reasons"] == ("end_turn",)
+        assert attributes(tool_a) == {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "where",
+            "gen_ai.tool.call.id": "call_0_0",
+            "gen_ai.tool.type": "function",
+            "gen_ai.tool.description": (
+                "Wait until the thread tool ran (so the two overlap), then report."
+            ),
+        }
+        for span in (run, *chats, tool_a, tool_b):
+            assert span.status.status_code is StatusCode.UNSET
+            assert span.instrumentation_scope is not None
+            assert span.instrumentation_scope.name == "llm_worker"
+            assert span.instrumentation_scope.schema_url == SCHEMA_URL
+        assert SCHEMA_URL.endswith(SEMCONV_VERSION)
+
+    @pytest.mark.anyio
+    async def test_the_stream_reader_runs_outside_every_span(self, telemetry):
+        """Code reading run_stream() never runs inside a span of the run."""
+        worker, _ = traced(telemetry, [calls(("where_in_thread", {"key": "a"})), "done"])
+        async with worker.run_stream("go") as stream:
+            async for _ in stream:
+                assert not trace.get_current_span().get_span_context().is_valid
+        assert len(telemetry.spans()) == 5  # run, two requests, the call, the tool's own
+
+    @pytest.mark.anyio
+    async def test_agent_name_and_a_client_that_tells_nothing(self, telemetry):
+        """agent_name names the run span; a client without provider or model is named
+        by its class, and its chat spans are just "chat"."""
+        worker, _ = traced(
+            telemetry, [], client=ScriptedClient(["hello"]), agent_name="Support bot"
+        )
+        await worker.run("hi")
+        run = telemetry.one("invoke_agent Support bot")
+        assert attributes(run)["gen_ai.agent.name"] == "Support bot"
+        assert attributes(run)["gen_ai.provider.name"] == "ScriptedClient"
+        chat = telemetry.one("chat")
+        assert "gen_ai.request.model" not in attributes(chat)
+
+    @pytest.mark.anyio
+    async def test_server_address_from_the_clients_base_url(self, telemetry):
+        """A client with a base_url gives the chat spans server.address and server.port."""
+
+        class Hosted(OpenAIScripted):
+            base_url = "https://llm.example.com/v1"
+
+        worker, _ = traced(telemetry, [], client=Hosted(["hello"]))
+        await worker.run("hi")
+        chat = attributes(telemetry.one("chat gpt-test"))
+        assert (chat["server.address"], chat["server.port"]) == ("llm.example.com", 443)
+        assert "server.address" not in attributes(telemetry.one("invoke_agent"))
+
+    @pytest.mark.anyio
+    async def test_a_worker_called_by_a_tool_nests_under_that_call(self, telemetry):
+        """An agent used as a tool: the inner worker's run is a child of the outer call's
+        execute_tool span, in the same trace."""
+        inner = Worker(
+            OpenAIScripted(["inner answer"]), instrumentation=telemetry.instrumentation()
+        )
+
+        @tool_registry
+        class Delegate:
+            @tool
+            async def ask_expert(self, question: str) -> str:
+                """Ask another agent."""
+                await inner.run(question)
+                return inner.final_text or ""
+
+        outer = Worker(
+            OpenAIScripted([calls(("ask_expert", {"question": "why?"})), "done"]),
+            instrumentation=telemetry.instrumentation(agent_name="outer"),
+        )
+        outer.register_tools(tool_definitions(Delegate()))
+        await outer.run("go")
+        call = telemetry.one("execute_tool ask_expert")
+        nested = telemetry.one("invoke_agent")
+        assert parent_id(nested) == span_id(call)
+        assert parent_id(call) == span_id(telemetry.one("invoke_agent outer"))
+
+
+class TestErrors:
+    @pytest.mark.anyio
+    async def test_error_results_set_the_error_status(self, telemetry):
+        """A call whose result is an error ends its span with the error status and an
+        error.type naming the failure; the description (the text the model reads, which
+        can quote arguments) is left out without capture_content."""
+        script = [calls(("fail", {"why": "disk full"}), ("where", {"key": 5})), "done"]
+        worker, _ = traced(telemetry, script)
+        await worker.run("go")
+        failed, invalid = tool_span(telemetry, "call_0_0"), tool_span(telemetry, "call_0_1")
+        assert failed.status.status_code is StatusCode.ERROR
+        assert attributes(failed)["error.type"] == "ExecutionFailedError"
+        assert failed.status.description is None
+        assert invalid.status.status_code is StatusCode.ERROR
+        assert attributes(invalid)["error.type"] == "InvalidArgumentError"
+        run = telemetry.one("invoke_agent")
+        assert run.status.status_code is StatusCode.UNSET  # the run itself went fine
+
+    @pytest.mark.anyio
+    async def test_a_timed_out_call(self, telemetry):
+        """A call past Limits.tool_timeout ends with error.type "timeout"."""
+        worker, _ = traced(
+            telemetry, [calls(("hang", {})), "done"], limits=Limits(tool_timeout=0.05)
+        )
+        with anyio.fail_after(5):
+            await worker.run("go")
+        span = tool_span(telemetry, "call_0_0")
+        assert span.status.status_code is StatusCode.ERROR
+        assert attributes(span)["error.type"] == "timeout"
+
+    @pytest.mark.anyio
+    async def test_a_provider_error(self, telemetry):
+        """A provider error ends the chat span and the run span with the error status,
+        error.type the HTTP status, and the error's text as description."""
+
+        def overloaded(request):
+            raise ProviderError("openai", "overloaded", status=529, retryable=True)
+
+        worker, _ = traced(telemetry, [], client=OpenAIScripted([overloaded]))
+        with pytest.raises(ProviderError):
+            await worker.run("go")
+        chat, run = telemetry.one("chat gpt-test"), telemetry.one("invoke_agent")
+        for span in (chat, run):
+            assert span.status.status_code is StatusCode.ERROR
+            assert span.status.description == "openai request failed (HTTP 529): overloaded"
+            assert attributes(span)["error.type"] == "529"
+        assert attributes(run)["llm_worker.run.outcome"] == "failed"
+        assert attributes(run)["llm_worker.run.requests"] == 0
+
+    @pytest.mark.anyio
+    async def test_an_error_without_a_status_is_named_by_its_class(self, telemetry):
+        """Any other failure of the client: error.type is the exception's class."""
+
+        def broken(request):
+            raise ProviderError("openai", "connection refused")
+
+        worker, _ = traced(telemetry, [], client=OpenAIScripted([broken]))
+        with pytest.raises(ProviderError):
+            await worker.run("go")
+        assert attributes(telemetry.one("chat gpt-test"))["error.type"] == "ProviderError"
+
+    @pytest.mark.anyio
+    async def test_an_abort(self, telemetry):
+        """An abort is an event on the run span, which ends with the error status."""
+        worker, _ = traced(telemetry, [calls(("where", {"key": "a"}))])
+        worker.add_pre_tool_call_hook(lambda ctx: Abort("budget spent"))
+        with pytest.raises(WorkerAbortedError):
+            await worker.run("go")
+        run = telemetry.one("invoke_agent")
+        assert run.status.status_code is StatusCode.ERROR
+        assert attributes(run)["error.type"] == "WorkerAbortedError"
+        assert attributes(run)["llm_worker.run.outcome"] == "aborted"
+        assert [dict(e.attributes or {}) for e in run.events] == [
+            {
+                "llm_worker.decision": "aborted",
+                "llm_worker.decision.reason": "budget spent",
+                "gen_ai.tool.name": "where",
+                "gen_ai.tool.call.id": "call_0_0",
+            }
+        ]
+        assert not telemetry.named("execute_tool where")
+
+
+class TestDecisions:
+    @pytest.mark.anyio
+    async def test_skip_pause_and_resume(self, telemetry):
+        """Skipped, unknown and held calls are events on the run span (no execute_tool
+        span); the paused run ends as such; resume() is a run of its own, whose calls
+        get their spans; a denial is an event on it."""
+        script = [
+            calls(
+                ("where", {"key": "skip me"}),
+                ("nope", {}),
+                ("where", {"key": "hold me"}),
+                ("where_in_thread", {"key": "hold me too"}),
+            ),
+            "done",
+        ]
+        worker, _ = traced(telemetry, script)
+
+        def decide(ctx):
+            if "skip" in ctx.call.input_json:
+                return Skip("not needed")
+            return Pause("ask a human")
+
+        worker.add_pre_tool_call_hook(decide)
+        await worker.run("go")
+        first = telemetry.one("invoke_agent")
+        assert attributes(first)["llm_worker.run.outcome"] == "paused"
+        assert first.status.status_code is StatusCode.UNSET
+        assert [
+            (e.name, (e.attributes or {}).get("llm_worker.decision")) for e in first.events
+        ] == [
+            ("llm_worker.tool_call.decision", "skipped"),
+            ("llm_worker.tool_call.decision", "not_found"),
+            ("llm_worker.tool_call.decision", "paused"),
+            ("llm_worker.tool_call.decision", "paused"),
+        ]
+        assert dict(first.events[2].attributes or {}) == {
+            "llm_worker.decision": "paused",
+            "llm_worker.decision.reason": "ask a human",
+            "gen_ai.tool.name": "where",
+            "gen_ai.tool.call.id": "call_0_2",
+        }
+        assert not [s for s in telemetry.spans() if s.name.startswith("execute_tool")]
+
+        telemetry.exporter.clear()
+        await worker.resume({"call_0_2": Approve(), "call_0_3": Deny("no threads today")})
+        second = telemetry.one("invoke_agent")
+        assert attributes(second)["llm_worker.run.kind"] == "resume"
+        assert attributes(second)["llm_worker.run.outcome"] == "finished"
+        assert [(e.attributes or {}).get("llm_worker.decision") for e in second.events] == [
+            "denied"
+        ]
+        approved = telemetry.one("execute_tool where")
+        assert parent_id(approved) == span_id(second)
+        assert parent_id(telemetry.one("chat gpt-test")) == span_id(second)
+
+
+class TestCancellation:
+    @pytest.mark.anyio
+    async def test_a_cancelled_run_ends_every_span(self, telemetry):
+        """A run cancelled while its calls run: every span ends, with the error status and
+        error.type "cancelled", and the run's outcome is "cancelled"."""
+        worker, _ = traced(telemetry, [calls(("hang", {}), ("hang", {})), "done"])
+        with anyio.fail_after(5), anyio.move_on_after(0.1):
+            await worker.run("go")
+        calls_ = [tool_span(telemetry, "call_0_0"), tool_span(telemetry, "call_0_1")]
+        run = telemetry.one("invoke_agent")
+        for span in (*calls_, run):
+            assert span.end_time is not None
+            assert span.status.status_code is StatusCode.ERROR
+            assert attributes(span)["error.type"] == "cancelled"
+        assert attributes(run)["llm_worker.run.outcome"] == "cancelled"
+        assert telemetry.one("chat gpt-test").status.status_code is StatusCode.UNSET
+
+    @pytest.mark.anyio
+    async def test_leaving_a_stream_mid_response_ends_the_chat_span(self, telemetry):
+        """A reader that leaves while the response streams in ends its chat span as
+        cancelled."""
+        worker, _ = traced(telemetry, [ScriptedResponse(text="a long answer", chunk_size=1)])
+        async with worker.run_stream("go") as stream:
+            async for event in stream:
+                if type(event).__name__ == "TextDelta":
+                    break
+        chat = telemetry.one("chat gpt-test")
+        assert chat.status.status_code is StatusCode.ERROR
+        assert attributes(chat)["error.type"] == "cancelled"
+        assert attributes(telemetry.one("invoke_agent"))["llm_worker.run.outcome"] == "cancelled"
+
+
+class TestContent:
+    @pytest.mark.anyio
+    async def test_content_is_absent_by_default(self, telemetry):
+        """Without capture_content no span carries messages, prompts, tool definitions,
+        arguments or results."""
+        script = [calls(("where_in_thread", {"key": "secret"}), ("fail", {"why": "x"})), "ok"]
+        worker, _ = traced(telemetry, script)
+        await worker.run("my password is hunter2")
+        assert telemetry.spans()
+        for span in telemetry.spans():
+            assert not CONTENT_KEYS & set(attributes(span)), span.name
+            assert "hunter2" not in json.dumps(attributes(span), default=str)
+            assert span.status.description is None or "x" not in span.status.description
+        assert OpenTelemetry().capture_content is False
+
+    @pytest.mark.anyio
+    async def test_content_when_opted_in(self, telemetry):
+        """capture_content=True records the conventions' content attributes, as JSON text:
+        system instructions, input and output messages, tool definitions, each call's
+        arguments and result, and an error result's text as its span's description."""
+        script = [calls(("where", {"key": "k"}), ("fail", {"why": "no disk"})), "all done"]
+        worker, _ = traced(telemetry, script, capture_content=True)
+        await worker.run("hello")
+        run = attributes(telemetry.one("invoke_agent"))
+        assert json.loads(run["gen_ai.system_instructions"]) == [
+            {"type": "text", "content": "Be brief."}
+        ]
+        definitions = json.loads(run["gen_ai.tool.definitions"])
+        assert [d["name"] for d in definitions] == ["fail", "hang", "where", "where_in_thread"]
+        assert definitions[0]["type"] == "function"
+        assert definitions[0]["parameters"]["properties"] == {"why": {"type": "string"}}
+
+        first, second = sorted(telemetry.named("chat gpt-test"), key=lambda s: s.start_time or 0)
+        assert json.loads(attributes(first)["gen_ai.input.messages"]) == [
+            {"role": "user", "parts": [{"type": "text", "content": "hello"}]}
+        ]
+        assert json.loads(attributes(first)["gen_ai.output.messages"]) == [
+            {
+                "role": "assistant",
+                "parts": [
+                    {
+                        "type": "tool_call",
+                        "id": "call_0_0",
+                        "name": "where",
+                        "arguments": {"key": "k"},
+                    },
+                    {
+                        "type": "tool_call",
+                        "id": "call_0_1",
+                        "name": "fail",
+                        "arguments": {"why": "no disk"},
+                    },
+                ],
+                "finish_reason": "tool_use",
+            }
+        ]
+        history = json.loads(attributes(second)["gen_ai.input.messages"])
+        assert [m["role"] for m in history] == ["user", "assistant", "tool", "tool"]
+        assert history[2]["parts"] == [
+            {"type": "tool_call_response", "id": "call_0_0", "response": "async ok"}
+        ]
+        assert json.loads(attributes(second)["gen_ai.output.messages"])[0]["parts"] == [
+            {"type": "text", "content": "all done"}
+        ]
+        ok, failed = tool_span(telemetry, "call_0_0"), tool_span(telemetry, "call_0_1")
+        assert attributes(ok)["gen_ai.tool.call.arguments"] == '{"key": "k"}'
+        assert attributes(ok)["gen_ai.tool.call.result"] == "async ok"
+        assert "gen_ai.tool.call.result" not in attributes(failed)
+        assert failed.status.description == "Execution failed: no disk"
+
+
+class TestNoTracer:
+    @pytest.mark.anyio
+    async def test_a_noop_tracer_starts_no_spans_and_activates_nothing(self, telemetry):
+        """With a tracer provider that traces nothing, a run activates no span context
+        (a tool sees none) and still records its metrics."""
+        worker = Worker(
+            OpenAIScripted([calls(("where", {"key": "a"})), "done"]),
+            instrumentation=OpenTelemetry(
+                tracer_provider=trace.NoOpTracerProvider(),
+                meter_provider=telemetry.meter_provider,
+            ),
+        )
+        probe = Probe()
+        worker.register_tools(tool_definitions(probe))
+        await worker.run("go")
+        assert probe.seen == {"a": trace.INVALID_SPAN_ID}
+        assert [p.count for p in telemetry.points("gen_ai.execute_tool.duration")] == [1]
+        assert [p.count for p in telemetry.points("gen_ai.client.operation.duration")] == [2]
