@@ -61,6 +61,7 @@ from ._limits import Limits
 from ._meta import LlmToolDefinition, ToolMeta
 from ._options import Description
 from ._server import ToolServer, ToolServerHandle
+from ._strict_schema import drop_introduced_nulls
 from ._types import Tool, ToolDefinition
 from ._worker import LockedWorker, Worker, WorkerResult
 
@@ -121,6 +122,7 @@ __all__ = [
     "WorkerError",
     "WorkerResult",
     "WorkerStateError",
+    "drop_introduced_nulls",
     "export_tools",
     "tool",
     "tool_definitions",

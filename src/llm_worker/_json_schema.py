@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any, TypeGuard
-from urllib.parse import unquote
 
 __all__ = [
     "ANNOTATIONS",
@@ -206,7 +205,11 @@ class Refs:
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SchemaProblem(f"the $ref {ref!r} is not a local reference (#/...)")
         node: object = self.root
-        pointer = unquote(ref[1:])
+        pointer = ref[1:]
+        if "%" in pointer:  # a URI fragment; urllib.parse costs `import llm_worker` 3 ms
+            from urllib.parse import unquote
+
+            pointer = unquote(pointer)
         if pointer and not pointer.startswith("/"):
             raise SchemaProblem(f"the $ref {ref!r} names an anchor, not a JSON pointer")
         for part in pointer.split("/")[1:] if pointer else ():

@@ -17,7 +17,6 @@ server's tool that does not (the calls still go out under the server's name):
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -56,6 +55,8 @@ def provider_safe_names(names: Sequence[str]) -> list[str]:
             continue
         candidate = renamed[name]
         if not is_valid_tool_name(candidate) or candidate in kept or counts[candidate] > 1:
+            import hashlib  # only here: it loads OpenSSL, 3 ms of `import llm_worker`
+
             digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
             candidate = f"{candidate[:_HASHED_PREFIX]}_{digest}"
         result.append(candidate)

@@ -395,9 +395,10 @@ def _metadata_text(meta: object) -> str:
     return f"Field({', '.join(f'{k}={v!r}' for k, v in given.items())})"
 
 
-# Lines of pydantic's schema errors that only say where it was building.
+# Lines of pydantic's errors that only say where it was building, or point to its docs.
 _WRAPPER_LINE = re.compile(
     r"^(?:\w+Error: )?(?:Error building \".*\" validator:|Field \".*\":)$|^\^+$"
+    r"|^For further information visit "
 )
 
 
