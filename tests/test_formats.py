@@ -574,6 +574,30 @@ class TestStrictMode:
             "  merge: at properties/both: allOf with two different 'pattern' has no single form"
         )
 
+    def test_tuples_of_a_generated_tool(self):
+        """tuple[()] gets items and maxItems 0; tuple[int, str] any of its item types."""
+
+        @tool_registry
+        class Tuples:
+            @tool
+            async def f(self, nothing: tuple[()], pair: tuple[int, str]) -> str:
+                return ""
+
+        [tool_] = export_tools([Tuples.f.meta()], "openai", strict=True)
+        properties = tool_["function"]["parameters"]["properties"]
+        assert properties["nothing"] == {
+            "type": "array",
+            "minItems": 0,
+            "maxItems": 0,
+            "items": {"type": "null"},
+        }
+        assert properties["pair"] == {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 2,
+            "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        }
+
     def test_non_strict_keeps_what_strict_rejects(self):
         """Without strict, a dict parameter exports as it is."""
         definitions = [m.to_llm_definition() for m in tool_metas(LooseCase)]

@@ -237,6 +237,36 @@ OPENAI_LINKED_LIST = {
     "additionalProperties": False,
     "required": ["linked_list"],
 }
+# The guide's optional field: a type list with null (the enum leaves null out, so it is not).
+OPENAI_WEATHER = {
+    "type": "object",
+    "properties": {
+        "location": {"type": "string", "description": "City and country e.g. Bogotá, Colombia"},
+        "units": {
+            "type": ["string", "null"],
+            "enum": ["celsius", "fahrenheit"],
+            "description": "Units the temperature will be returned in.",
+        },
+    },
+    "required": ["location", "units"],
+    "additionalProperties": False,
+}
+# Anthropic's tool-use guide: get_weather, with an optional enum.
+ANTHROPIC_WEATHER = {
+    "type": "object",
+    "properties": {
+        "location": {
+            "type": "string",
+            "description": "The city and state, e.g. San Francisco, CA",
+        },
+        "unit": {
+            "type": "string",
+            "enum": ["celsius", "fahrenheit"],
+            "description": "The unit of temperature",
+        },
+    },
+    "required": ["location"],
+}
 REAL_SCHEMAS = {
     "read_text_file": READ_TEXT_FILE,
     "edit_file": EDIT_FILE,
@@ -248,6 +278,8 @@ REAL_SCHEMAS = {
     "zod_definitions": ZOD_DEFINITIONS,
     "openai_ui": OPENAI_UI,
     "openai_linked_list": OPENAI_LINKED_LIST,
+    "openai_weather": OPENAI_WEATHER,
+    "anthropic_weather": ANTHROPIC_WEATHER,
 }
 
 
@@ -502,6 +534,18 @@ class TestRealSchemas:
             "exclusiveMinimum": 0,
             "exclusiveMaximum": 1000000,
             "title": "Max Length",
+        }
+
+    def test_type_lists_and_enums(self):
+        """The guide's ["string", "null"] with an enum of strings takes the enum's values only."""
+        assert strict(OPENAI_WEATHER)["properties"]["units"] == {
+            "type": "string",
+            "enum": ["celsius", "fahrenheit"],
+            "description": "Units the temperature will be returned in.",
+        }
+        assert strict(ANTHROPIC_WEATHER)["properties"]["unit"] == {
+            "anyOf": [{"type": "string", "enum": ["celsius", "fahrenheit"]}, {"type": "null"}],
+            "description": "The unit of temperature",
         }
 
     def test_a_null_the_schema_accepts_stays_a_null(self):

@@ -307,6 +307,7 @@ def merge(parts: list[JsonSchema]) -> JsonSchema:
     values: list[Any] | None = None
     properties: dict[str, list[Any]] = {}
     required: list[str] = []
+    seen: set[str] = set()
     closed: list[set[str]] = []
     items: list[Any] = []
     for part in parts:
@@ -325,7 +326,10 @@ def merge(parts: list[JsonSchema]) -> JsonSchema:
                 properties.setdefault(name, []).append(sub)
         names = part.get("required", [])
         if is_list(names):
-            required.extend(n for n in names if n not in required)
+            for name in names:
+                if isinstance(name, str) and name not in seen:
+                    seen.add(name)
+                    required.append(name)
         extra = part.get("additionalProperties")
         if extra is False:
             closed.append(set(own) if is_schema(own) else set())

@@ -212,7 +212,7 @@ class _Rewriter:
         own = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
         assertions = {k: v for k, v in own.items() if k not in ANNOTATIONS}
         kind = "anyOf" if "anyOf" in node else "oneOf"
-        results: list[JsonSchema] = []
+        results = _Distinct()
         for i, branch in enumerate(branches):
             try:
                 if assertions:  # keywords beside anyOf apply to every branch
@@ -221,17 +221,15 @@ class _Rewriter:
                 result = self.node(branch, f"{_join(path, kind, str(i))}", depth + 1)
             except NoValue:
                 continue
-            if set(result) == {"anyOf"}:
-                results.extend(r for r in result["anyOf"] if r not in results)
-            elif result not in results:
-                results.append(result)
+            for each in result["anyOf"] if set(result) == {"anyOf"} else [result]:
+                results.add(each)
         if not results:
             raise NoValue
         self.check_nulls_are_unambiguous(branches, assertions)
         notes = _notes(own)
         if len(results) == 1 and not any(k in own for k in ("title", "description")) and not notes:
             return results[0]
-        return _annotated({"anyOf": results}, own, notes)
+        return _annotated({"anyOf": list(results)}, own, notes)
 
     def typed(self, node: JsonSchema, path: str, depth: int) -> JsonSchema:
         types = types_of(node)
@@ -304,7 +302,7 @@ class _Rewriter:
         if is_list(rest):  # draft 7 tuples: items is the list, additionalItems the rest
             prefix, rest, has_rest = rest, node.get("additionalItems"), "additionalItems" in node
         prefix = prefix if is_list(prefix) else []
-        choices: list[JsonSchema] = []
+        choices = _Distinct()
         length: int | None = None  # how many items there can be at most, if the tuple says
         for i, sub in enumerate(prefix):
             try:
@@ -312,8 +310,7 @@ class _Rewriter:
             except NoValue:  # nothing can stand at position i: the array ends before it
                 length = i
                 break
-            if choice not in choices:
-                choices.append(choice)
+            choices.add(choice)
         max_items = result.get("maxItems")
         if length is None and (max_items is None or max_items > len(prefix)):
             if rest is False:
@@ -328,16 +325,15 @@ class _Rewriter:
                 except NoValue:
                     length = len(prefix)
                 else:
-                    if choice not in choices:
-                        choices.append(choice)
+                    choices.add(choice)
         if length is not None:
             result["maxItems"] = length if max_items is None else min(max_items, length)
         if not choices:  # an empty array: strict mode still wants items
             result["maxItems"] = 0
-            choices = [dict(_PLACEHOLDER)]
+            choices.add(dict(_PLACEHOLDER))
         if result.get("minItems", 0) > result.get("maxItems", result.get("minItems", 0)):
             raise NoValue
-        result["items"] = choices[0] if len(choices) == 1 else {"anyOf": choices}
+        result["items"] = choices[0] if len(choices) == 1 else {"anyOf": list(choices)}
 
     def closed_object(
         self, node: JsonSchema, result: JsonSchema, path: str, depth: int, *, top: bool
@@ -355,9 +351,10 @@ class _Rewriter:
             raise SchemaProblem(
                 "an object with keys not named in advance (no 'properties') has no strict form"
             )
-        required = node.get("required", [])
-        if not is_list(required):
+        listed = node.get("required", [])
+        if not is_list(listed):
             raise SchemaProblem("'required' is not a list")
+        required = {name for name in listed if isinstance(name, str)}
         missing = [name for name in required if name not in properties]
         if missing:
             raise NoValue  # a closed object cannot hold a required key it does not describe
@@ -436,13 +433,30 @@ class _OverBudget(Exception):
     pass
 
 
+class _Distinct(list[JsonSchema]):
+    """Schemas in order, each once (compared by their JSON text: linear, not pairwise)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[str] = set()
+
+    def add(self, schema: JsonSchema) -> None:
+        text = json_text(schema)
+        if text not in self._seen:
+            self._seen.add(text)
+            self.append(schema)
+
+
 _NOT_GIVEN, _NULL, _NO_NULL = "not given", "null", "no null"
 
 
 def _null_states(node: JsonSchema, refs: Refs, *, top: bool) -> dict[str, str]:
     """What a model's ``null`` for each property of an object means in strict mode."""
     properties = node.get("properties", {})
-    required = node.get("required", [])
+    listed = node.get("required", [])
+    required: set[str] = set()
+    if is_list(listed):
+        required = {name for name in listed if isinstance(name, str)}
     states: dict[str, str] = {}
     for name, sub in properties.items() if is_schema(properties) else ():
         if name not in required and _introduces_null(sub, refs, top=top):
