@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from strategies import hand_written_schemas
+from typing_extensions import NotRequired, TypedDict
 
-from llm_worker import ToolMeta, export_tools
+from llm_worker import InvalidArgumentError, ToolMeta, export_tools, tool, tool_registry
 from llm_worker._strict_schema import MAX_DEPTH, drop_introduced_nulls
 
 STRICT_KEYWORDS = {
@@ -267,6 +268,20 @@ ANTHROPIC_WEATHER = {
     },
     "required": ["location"],
 }
+
+
+class Opts(TypedDict):
+    depth: NotRequired[int]
+    mode: str
+
+
+@tool_registry
+class Options:
+    @tool
+    async def configure(self, opts: Opts) -> str:
+        return str(opts)
+
+
 REAL_SCHEMAS = {
     "read_text_file": READ_TEXT_FILE,
     "edit_file": EDIT_FILE,
@@ -956,6 +971,22 @@ class TestDropIntroducedNulls:
             "required": ["o"],
         }
         assert drop_introduced_nulls(schema, {"o": {"m": None}}) == {"o": {"m": None}}
+
+    @pytest.mark.anyio
+    async def test_a_generated_tool_with_a_typed_dict(self):
+        """A TypedDict's NotRequired key comes out nullable; dropped, the tool takes the call."""
+        tool = Options.ToolConfigure(Options())
+        schema = Options.configure.meta().input_schema
+        assert strict(schema)["$defs"]["Opts"]["properties"]["depth"] == {
+            "anyOf": [{"type": "integer"}, {"type": "null"}]
+        }
+        sent = {"opts": {"depth": None, "mode": "fast"}}
+        with pytest.raises(InvalidArgumentError, match=r"'opts\.depth'"):
+            await tool.execute(json.dumps(sent))
+        assert (
+            await tool.execute(json.dumps(drop_introduced_nulls(schema, sent)))
+            == "{'mode': 'fast'}"
+        )
 
     def test_an_unreadable_schema_leaves_the_arguments(self):
         """A schema it cannot read (a $ref to nothing) gives the arguments back as they are."""

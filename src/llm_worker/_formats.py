@@ -1,10 +1,10 @@
 """Tool definitions in each provider's format: one pure function per format name.
 
 ``export_tools(definitions, format, strict=...)`` turns ``LlmToolDefinition``s
-into JSON-ready dicts. ``FORMATS`` names the formats; the CLI takes its
-``--format`` choices from it. Nothing here mutates its input (a definition's
-``input_schema`` is a fresh copy on every read, and every rewrite below builds
-new dicts).
+(or ``ToolMeta``s, or MCP tool definitions) into JSON-ready dicts. ``FORMATS``
+names the formats; the CLI takes its ``--format`` choices from it. Nothing here
+mutates its input: each schema is parsed anew from its JSON text, and every
+rewrite builds new dicts.
 
 =================  =====================================================================
 format             one tool becomes

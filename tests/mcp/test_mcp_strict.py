@@ -157,6 +157,15 @@ class TestNames:
         assert [t["function"]["name"] for t in strict] == [d.meta.name for d in found]  # type: ignore[attr-defined]
 
     @pytest.mark.anyio
+    async def test_a_definition_made_directly_follows_the_rule(self):
+        """McpToolDefinition(session, tool) on its own renames a refused name the same way."""
+        with anyio.fail_after(10):
+            async with connect(filesystem([])) as session:
+                tool = types.Tool(name="files.read", input_schema=NO_ARGUMENTS)
+                definition = McpToolDefinition(session, tool)
+        assert (definition.meta.name, definition.remote_name) == ("files_read", "files.read")
+
+    @pytest.mark.anyio
     async def test_a_prefix_is_part_of_the_name(self):
         """With a prefix the rule applies to the whole local name."""
         with anyio.fail_after(10):

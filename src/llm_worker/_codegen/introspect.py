@@ -21,6 +21,7 @@ from pydantic.fields import FieldInfo
 
 from .._docstrings import parse_docstring
 from .._options import Description, ToolOptions
+from .._tool_names import is_valid_tool_name
 
 __all__ = [
     "REQUIRED",
@@ -32,8 +33,6 @@ __all__ = [
     "introspect_method",
 ]
 
-# What every provider accepts as a tool name (OpenAI, Anthropic, Gemini, MCP).
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 REQUIRED: Any = inspect.Parameter.empty
 
@@ -72,7 +71,7 @@ def introspect_method(
     """Read ``func`` (a method of ``cls``) or append its problems to ``errors``."""
     start = len(errors)
     tool_name = options.name if options.name is not None else attr_name
-    if not _TOOL_NAME.match(tool_name):
+    if not is_valid_tool_name(tool_name):  # what every provider accepts
         errors.append(
             f"{attr_name}: tool name {tool_name!r} is not valid; use 1-64 letters, digits, "
             f"'_' or '-' (what model providers accept)"
