@@ -11,7 +11,7 @@ import pytest
 
 from llm_worker import ToolMeta, export_tools
 from llm_worker._gemini_schema import MAX_NODES
-from llm_worker._strict_schema import MAX_DEPTH
+from llm_worker._json_schema import MAX_DEPTH
 
 
 def gemini(schema: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,8 @@ from strategies import hand_written_schemas
 from typing_extensions import NotRequired, TypedDict
 
 from llm_worker import InvalidArgumentError, ToolMeta, export_tools, tool, tool_registry
-from llm_worker._strict_schema import MAX_DEPTH, drop_introduced_nulls
+from llm_worker._json_schema import MAX_DEPTH
+from llm_worker._strict_schema import drop_introduced_nulls
 
 STRICT_KEYWORDS = {
     "$ref",
@@ -960,6 +961,45 @@ class TestDropIntroducedNulls:
         assert drop_introduced_nulls(schema, {"shape": {"w": 1, "note": None}}) == {
             "shape": {"w": 1, "note": None}
         }
+
+    def test_a_branch_of_values_is_no_array(self):
+        """An anyOf of a const and a tuple: an array is read by the tuple, nulls dropped there."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "c": {"anyOf": [{"const": "x"}, {"$ref": "#/$defs/Pair"}]},
+            },
+            "$defs": {
+                "Pair": {
+                    "type": "array",
+                    "prefixItems": [
+                        {"type": "string"},
+                        {"properties": {"a": {"type": "string"}}, "additionalProperties": False},
+                    ],
+                    "minItems": 2,
+                    "maxItems": 2,
+                }
+            },
+        }
+        assert drop_introduced_nulls(schema, {"c": [{"a": None}, {"a": None}]}) == {"c": [{}, {}]}
+
+    def test_the_array_branch_whose_items_fit(self):
+        """Of two array types, the one whose items may be objects reads a list of objects."""
+        pair = {
+            "type": "array",
+            "prefixItems": [
+                {"type": "string"},
+                {"properties": {"a": {"type": "string"}}, "additionalProperties": False},
+            ],
+            "minItems": 2,
+            "maxItems": 2,
+        }
+        schema = {
+            "type": "object",
+            "properties": {"b": {"anyOf": [{"type": "array", "items": {"type": "string"}}, pair]}},
+        }
+        sent = {"b": ["x", {"a": None}]}
+        assert drop_introduced_nulls(schema, sent) == {"b": ["x", {}]}
 
     def test_nested_defaults_are_not_dropped(self):
         """Below the top level a property with a default is sent by the model, never null."""

@@ -17,8 +17,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ._json_schema import JsonSchema, Refs, SchemaProblem, is_list, is_schema, json_text
-from ._strict_schema import MAX_DEPTH
+from ._json_schema import (
+    MAX_DEPTH,
+    JsonSchema,
+    Refs,
+    SchemaProblem,
+    is_list,
+    is_schema,
+    json_text,
+)
 
 __all__ = ["MAX_NODES", "GeminiSchemaError", "gemini_schema"]
 

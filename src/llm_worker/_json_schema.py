@@ -27,6 +27,7 @@ from typing import Any, TypeGuard
 
 __all__ = [
     "ANNOTATIONS",
+    "MAX_DEPTH",
     "NOTED",
     "TYPES",
     "JsonSchema",
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 JsonSchema = dict[str, Any]
+
+MAX_DEPTH = 64
+"""How deeply nested a schema the rewrites follow (OpenAI itself allows 10 levels of objects)."""
 
 TYPES = ("null", "boolean", "object", "array", "number", "integer", "string")
 

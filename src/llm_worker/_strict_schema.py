@@ -33,6 +33,7 @@ from typing import Any, cast
 
 from ._json_schema import (
     ANNOTATIONS,
+    MAX_DEPTH,
     NOTED,
     TYPES,
     JsonSchema,
@@ -54,10 +55,7 @@ from ._json_schema import (
     values_of,
 )
 
-__all__ = ["MAX_DEPTH", "StrictSchemaError", "drop_introduced_nulls", "strict_schema"]
-
-MAX_DEPTH = 64
-"""How deeply nested a schema the rewrites follow (OpenAI itself allows 10 levels of objects)."""
+__all__ = ["StrictSchemaError", "drop_introduced_nulls", "strict_schema"]
 
 _INLINE_LIMIT = 32  # the largest schema (in nodes) a $ref with siblings is replaced by
 _FORMATS = frozenset(
@@ -664,6 +662,7 @@ def _branch_for(value: Any, node: JsonSchema, refs: Refs, *, top: bool) -> JsonS
     For an object: the first branch with exactly its keys (strict mode sends
     every property, and only those) whose properties may be null where it is;
     else the first with more (strict mode leaves out a property nothing fits).
+    For an array: the first whose items may be of the kinds its items are.
     """
     branches = node.get("anyOf", node.get("oneOf"))
     if not is_list(branches):
@@ -681,11 +680,15 @@ def _branch_for(value: Any, node: JsonSchema, refs: Refs, *, top: bool) -> JsonS
             if found is not None:
                 return found
             continue
-        types = types_of(merged)
+        types, values = types_of(merged), values_of(merged)
         if types is not None and kind not in types:
             continue
+        if values is not None and all(json_type(v) != kind for v in values):
+            continue
         if kind == "array":
-            return merged
+            if _items_fit(cast("list[Any]", value), merged, refs):
+                return merged
+            continue
         keys = set(cast("dict[str, Any]", value))
         properties = merged.get("properties", {})
         if not is_schema(properties) or not keys <= set(properties):
@@ -697,3 +700,34 @@ def _branch_for(value: Any, node: JsonSchema, refs: Refs, *, top: bool) -> JsonS
             return merged
         near = near or merged
     return near
+
+
+def _items_fit(value: list[Any], node: JsonSchema, refs: Refs) -> bool:
+    """Whether each item of ``value`` is of a kind (object, string...) ``node``'s items allow."""
+    prefix = node.get("prefixItems")
+    items = node.get("items")
+    if is_list(items):
+        prefix, items = items, node.get("additionalItems")
+    choices = [*(prefix if is_list(prefix) else []), *([items] if is_schema(items) else [])]
+    if not choices:
+        return True
+    return all(any(_kind_fits(item, choice, refs) for choice in choices) for item in value)
+
+
+def _kind_fits(value: Any, schema: object, refs: Refs) -> bool:
+    """Whether ``schema`` allows values of ``value``'s JSON type (its branches included)."""
+    try:
+        node = flatten(schema, refs)
+    except (NoValue, SchemaProblem):
+        return False
+    kind = json_type(value)
+    types, values = types_of(node), values_of(node)
+    if types is not None and not allows_type(types, kind):
+        return False
+    if values is not None and all(json_type(v) != kind for v in values):
+        return False
+    branches = node.get("anyOf", node.get("oneOf"))
+    if is_list(branches):
+        own = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
+        return any(_kind_fits(value, {**own, "allOf": [branch]}, refs) for branch in branches)
+    return True

@@ -132,7 +132,7 @@ class McpToolDefinition:
         self._meta = ToolMeta(
             name=local, description=tool.description or "", input_schema=tool.input_schema
         )
-        self._tool = McpTool(session, tool.name, input_schema=tool.input_schema)
+        self._tool = McpTool(session, tool.name, input_schema=self._meta.input_schema)
 
     @property
     def meta(self) -> ToolMeta:
