@@ -22,7 +22,6 @@ Nothing here mutates a schema; every merge builds new dicts.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any, TypeGuard
 
 __all__ = [
@@ -436,25 +435,3 @@ def single_valued(schema: object) -> bool:
         return any(single_valued(part) for part in merged)
     values = values_of(schema)
     return values is not None and len(values) == 1 and values[0] is not None
-
-
-def subschemas(node: JsonSchema) -> Iterator[tuple[str, object]]:
-    """``(path part, subschema)`` for every subschema ``node`` holds directly."""
-    for key in ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas"):
-        value = node.get(key)
-        if is_schema(value):
-            for name, sub in value.items():
-                yield f"{key}/{name}", sub
-    for key in ("items", "additionalProperties", "not", "if", "then", "else", "contains"):
-        if key in node:
-            value = node[key]
-            if is_list(value):
-                for i, sub in enumerate(value):
-                    yield f"{key}/{i}", sub
-            else:
-                yield key, value
-    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-        value = node.get(key)
-        if is_list(value):
-            for i, sub in enumerate(value):
-                yield f"{key}/{i}", sub
