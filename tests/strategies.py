@@ -5,6 +5,9 @@
   ``json.loads`` gives back equal (no tuples, no NaN or infinities).
 - ``json_schemas()``: small JSON-Schema objects, with arbitrary extra JSON inside;
   ``simple_schemas()``: just the empty object schema, for speed.
+- ``hand_written_schemas()``: tool input schemas as hand-written and MCP tools send
+  them: ``$ref`` to ``$defs`` or ``definitions``, ``allOf``, ``anyOf``/``oneOf``, type
+  lists, missing ``type``, tuples, defaults, constraints strict mode only notes.
 - ``tool_metas()``: ``ToolMeta`` values; ``tool_meta_sets()``: lists of them with distinct names.
 - ``tool_definitions()`` / ``tool_definition_sets()``: ``ToolDefinition`` factories (counting
   their calls) built from those metas, for registration properties.
@@ -24,6 +27,7 @@ from llm_worker import Tool, ToolMeta
 __all__ = [
     "CountingDefinition",
     "EchoTool",
+    "hand_written_schemas",
     "json_objects",
     "json_scalars",
     "json_schemas",
@@ -109,6 +113,140 @@ def json_schemas(draw: st.DrawFn) -> dict[str, Any]:
     extra = draw(st.dictionaries(extra_keys, json_values(max_leaves=4), max_size=2))
     schema.update(extra)
     return schema
+
+
+# hand_written_schemas(): a small vocabulary, so that branches and merges meet often.
+_PROPERTY_NAMES = ("a", "b", "c")
+_VALUES = ("x", "y", 1, 2, 2.5, True, None)
+_PATTERNS = ("^a", "b$", "^[ab]+$", "^(?!ab)")  # the last one strict mode only notes
+
+
+def _leaves() -> st.SearchStrategy[dict[str, Any]]:
+    bound = st.integers(-2, 3)
+    return st.one_of(
+        st.builds(dict, type=st.sampled_from(["string", "integer", "number", "boolean", "null"])),
+        st.builds(dict, type=st.just("string"), pattern=st.sampled_from(_PATTERNS)),
+        st.builds(dict, type=st.just("string"), minLength=st.integers(1, 3)),
+        st.builds(dict, type=st.just("integer"), minimum=bound, maximum=st.integers(4, 9)),
+        st.builds(dict, type=st.just("number"), exclusiveMinimum=bound),
+        st.builds(dict, type=st.just("integer"), multipleOf=st.sampled_from([2, 3])),
+        st.builds(
+            dict,
+            type=st.lists(
+                st.sampled_from(["string", "integer", "boolean", "null"]),
+                min_size=2,
+                max_size=3,
+                unique=True,
+            ),
+        ),
+        st.builds(
+            dict, enum=st.lists(st.sampled_from(_VALUES), min_size=1, max_size=4, unique=True)
+        ),
+        st.builds(dict, const=st.sampled_from(_VALUES)),
+        # No "type": the keywords say which.
+        st.builds(dict, minimum=bound),
+        st.builds(dict, pattern=st.sampled_from(_PATTERNS)),
+    )
+
+
+def _with_description(node: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    return st.one_of(st.just(node), st.just({**node, "description": "what it is"}))
+
+
+@st.composite
+def _objects(
+    draw: st.DrawFn, children: st.SearchStrategy[dict[str, Any]], *, typed: bool | None = None
+) -> dict[str, Any]:
+    names = draw(st.lists(st.sampled_from(_PROPERTY_NAMES), unique=True, max_size=3))
+    properties: dict[str, Any] = {}
+    for name in names:
+        sub = draw(children)
+        if draw(st.integers(0, 3)) == 0:
+            sub = {**sub, "default": draw(st.sampled_from(_VALUES))}
+        properties[name] = sub
+    node: dict[str, Any] = {"properties": properties, "additionalProperties": False}
+    if typed if typed is not None else draw(st.booleans()):
+        node["type"] = "object"
+    required = draw(st.lists(st.sampled_from(names), unique=True)) if names else []
+    if required:
+        node["required"] = required
+    return node
+
+
+def _nodes(refs: list[str]) -> st.SearchStrategy[dict[str, Any]]:
+    leaves: st.SearchStrategy[dict[str, Any]] = _leaves()
+    if refs:
+        leaves = st.one_of(
+            leaves,
+            st.sampled_from(refs).flatmap(lambda ref: _with_description({"$ref": ref})),
+        )
+
+    def extend(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+        pairs = st.lists(children, min_size=1, max_size=3)
+        return st.one_of(
+            _objects(children),
+            st.builds(dict, type=st.just("array"), items=children, maxItems=st.integers(1, 3)),
+            st.builds(
+                lambda first, second: {
+                    "type": "array",
+                    "prefixItems": [first, second],
+                    "minItems": 2,
+                    "maxItems": 2,
+                },
+                children,
+                children,
+            ),
+            st.just({"type": "array", "maxItems": 0}),  # tuple[()]
+            st.builds(dict, anyOf=pairs),
+            st.builds(dict, oneOf=pairs),
+            # allOf as people write it: a type and its constraints, an object and its requirements.
+            st.builds(
+                lambda low: {"allOf": [{"type": "integer"}, {"minimum": low}]}, st.integers(0, 3)
+            ),
+            st.builds(
+                lambda kinds: {"allOf": [{"type": kinds}, {"type": "string"}]},
+                st.sampled_from([["string", "integer"], ["string", "null"]]),
+            ),
+            _objects(children, typed=True).flatmap(
+                lambda node: st.builds(
+                    lambda required: {"allOf": [node, {"required": required}]},
+                    st.lists(st.sampled_from(sorted(node["properties"])), unique=True)
+                    if node["properties"]
+                    else st.just([]),
+                )
+            ),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=6)
+
+
+@st.composite
+def hand_written_schemas(draw: st.DrawFn) -> dict[str, Any]:
+    """A tool's input schema, written by hand or sent by an MCP server.
+
+    Objects are closed (``additionalProperties: false``), so strict mode keeps
+    what they accept; ``$defs`` (or draft 7's ``definitions``) refer only to
+    earlier entries, so nothing is recursive; ``allOf`` entries never describe
+    one property twice; every schema accepts some value.
+    """
+    container = draw(st.sampled_from(["$defs", "definitions"]))
+    defs: dict[str, Any] = {}
+    for i in range(draw(st.integers(0, 2))):
+        defs[f"D{i}"] = draw(_nodes([f"#/{container}/{name}" for name in defs]))
+    children = _nodes([f"#/{container}/{name}" for name in defs])
+    root = draw(_objects(children))
+    shape = draw(st.integers(0, 3))
+    if shape == 1:
+        root = {**root, "type": ["object", "null"]}
+    elif shape == 2:
+        root = {"anyOf": [{**root, "type": "object"}, {"type": "null"}]}
+    elif shape == 3:
+        names = sorted(root["properties"])
+        required = draw(st.lists(st.sampled_from(names), unique=True)) if names else []
+        root = {"allOf": [root, {"required": required}]}
+    if defs:
+        root[container] = defs
+    return root
 
 
 @st.composite

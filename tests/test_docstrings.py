@@ -170,3 +170,175 @@ class TestParseDocstring:
             A number.
         """
         assert parse_docstring(doc) == ("Compute.", {})
+
+
+# The same docstring in each style: parameters, other sections, returns, raises.
+GOOGLE_SECTIONS = """Find users.
+
+    Args:
+        name: The user name.
+
+    Keyword Args:
+        limit: How many.
+
+    Returns:
+        The users.
+
+    Raises:
+        ValueError: Never.
+
+    Example:
+        find("ann")
+
+    Note:
+        Slow on big tables.
+
+    Custom:
+        Kept too.
+    """
+
+NUMPY_SECTIONS = """Find users.
+
+    Parameters
+    ----------
+    name : str
+        The user name.
+
+    Other Parameters
+    ----------------
+    limit : int
+        How many.
+
+    Returns
+    -------
+    list
+        The users.
+
+    Raises
+    ------
+    ValueError
+        Never.
+
+    Examples
+    --------
+    find("ann")
+
+    Notes
+    -----
+    Slow on big tables.
+
+    See Also
+    --------
+    find_groups
+    """
+
+REST_SECTIONS = """Find users.
+
+    .. note:: Slow on big tables.
+
+    :param name: The user name.
+    :keyword limit: How many.
+    :returns: The users.
+    :raises ValueError: Never.
+    :seealso: find_groups
+    """
+
+EPYDOC_SECTIONS = """Find users.
+
+    Slow on big tables.
+
+    @param name: The user name.
+    @keyword limit: How many.
+    @return: The users.
+    @raise ValueError: Never.
+    @see: find_groups
+    """
+
+
+class TestSections:
+    @pytest.mark.parametrize(
+        ("doc", "description"),
+        [
+            pytest.param(
+                GOOGLE_SECTIONS,
+                'Find users.\n\nExample:\n    find("ann")\n\nNote:\n    Slow on big tables.'
+                "\n\nCustom:\n    Kept too.",
+                id="google",
+            ),
+            pytest.param(
+                NUMPY_SECTIONS,
+                'Find users.\n\nExamples\n--------\nfind("ann")\n\nNotes\n-----\n'
+                "Slow on big tables.\n\nSee Also\n--------\nfind_groups",
+                id="numpy",
+            ),
+            pytest.param(
+                REST_SECTIONS,
+                "Find users.\n\n.. note:: Slow on big tables.\n\n:seealso: find_groups",
+                id="rest",
+            ),
+            pytest.param(
+                EPYDOC_SECTIONS,
+                "Find users.\n\nSlow on big tables.\n\n@see: find_groups",
+                id="epydoc",
+            ),
+        ],
+    )
+    def test_one_rule_for_every_style(self, doc, description):
+        """Parameters, returns, raises and yields are taken out; every other section stays."""
+        assert parse_docstring(doc) == (
+            description,
+            {"name": "The user name.", "limit": "How many."},
+        )
+
+    def test_yields_and_warns_are_taken_out(self):
+        """Yields and Warns describe the call, like Returns and Raises."""
+        doc = """Stream rows.
+
+        Yields:
+            One row.
+
+        Warns:
+            UserWarning: On empty tables.
+        """
+        assert parse_docstring(doc) == ("Stream rows.", {})
+
+
+class TestUnreadableSections:
+    @pytest.mark.parametrize(
+        ("doc", "kept", "params", "line"),
+        [
+            pytest.param(
+                "Do it.\n\nArgs:\n    x - no colon\n    y: fine\n\nReturns:\n    r\n",
+                "Do it.\n\nArgs:\n    x - no colon\n    y: fine",
+                {},
+                "x - no colon",
+                id="google",
+            ),
+            pytest.param(
+                "Do it.\n\n:param x - no colon\n:param y: fine\n",
+                "Do it.\n\n:param x - no colon",
+                {"y": "fine"},
+                ":param x - no colon",
+                id="rest",
+            ),
+            pytest.param(
+                "Do it.\n\n@param x no colon\n@param y: fine\n",
+                "Do it.\n\n@param x no colon",
+                {"y": "fine"},
+                "@param x no colon",
+                id="epydoc",
+            ),
+        ],
+    )
+    def test_stay_as_prose_with_a_warning(self, doc, kept, params, line):
+        """A section docstring-parser cannot read stays as written, and a warning names it."""
+        with pytest.warns(UserWarning, match=r"^App\.run: cannot read the parameter") as caught:
+            assert parse_docstring(doc, where="App.run") == (kept, params)
+        [warning] = caught
+        assert f": {line!r} (" in str(warning.message)
+
+    def test_without_a_source_the_warning_still_names_the_tool(self):
+        """Without a function to point at, the warning points at the docstring itself."""
+        with pytest.warns(UserWarning, match=r"^a tool: cannot read") as caught:
+            parse_docstring(":param x - no colon\n")
+        assert (caught[0].filename, caught[0].lineno) == ("<docstring>", 1)

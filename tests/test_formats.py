@@ -14,6 +14,7 @@ With ``UPDATE_GOLDEN=1`` the golden tests write the files instead of failing.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -32,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis_jsonschema import from_schema
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
+from strategies import CountingDefinition
 
 from llm_worker import Description, LlmToolDefinition, ToolMeta, tool, tool_metas, tool_registry
 from llm_worker._formats import _FORMATTERS, FORMATS, export_tools
@@ -207,10 +209,22 @@ class TestExportTools:
         )
 
     def test_non_definition_item_is_rejected(self):
-        """An item that is not a definition raises TypeError naming its type."""
+        """An item that is not a definition raises TypeError naming its type and what to pass."""
         with pytest.raises(TypeError) as info:
             export_tools([{"name": "x"}], "neutral")  # type: ignore[list-item]
-        assert str(info.value) == "export_tools() takes LlmToolDefinition objects, not dict"
+        assert str(info.value) == (
+            "export_tools() takes LlmToolDefinition or ToolMeta objects, or MCP tool definitions, "
+            "not dict: pass handle.tool_definitions_sorted(), tool_metas(YourClass) (or "
+            "YourClass.method.meta()), or await mcp_tool_definitions(...)"
+        )
+
+    def test_a_tool_factory_is_rejected_with_what_to_pass(self):
+        """A ToolDefinition factory (app.method.definition()) is refused with what to pass."""
+        factory = StrictCase().everything.definition()
+        with pytest.raises(
+            TypeError, match=r"not ToolFactory: pass handle.tool_definitions_sorted"
+        ):
+            export_tools([factory], "openai")  # type: ignore[list-item]
 
     @pytest.mark.parametrize("fmt", FORMATS)
     def test_order_is_kept(self, fmt):
@@ -230,6 +244,43 @@ class TestExportTools:
         for tool_ in tools:  # mutate everything we got back
             tool_.clear()
         assert [d.to_dict() for d in definitions] == before
+
+    @pytest.mark.parametrize("fmt", ["openai", "openai-responses", "anthropic", "gemini"])
+    def test_names_providers_refuse_are_refused(self, fmt):
+        """A provider format refuses names its provider would reject, saying what would do."""
+        metas = [ToolMeta(name="files.read"), ToolMeta(name="ok"), ToolMeta(name="x" * 65)]
+        with pytest.raises(ValueError, match=r"^Tool names the ") as info:
+            export_tools(metas, fmt)
+        hashed = f"{'x' * 55}_{hashlib.sha256(b'x' * 65).hexdigest()[:8]}"
+        assert str(info.value) == (
+            f"Tool names the {fmt} format's provider refuses; rename them to 1 to 64 letters, "
+            "digits, '_' or '-' (mcp_tool_definitions() does so for an MCP server's tools):\n"
+            "  'files.read' (for instance 'files_read')\n"
+            f"  '{'x' * 65}' (for instance '{hashed}')"
+        )
+
+    @pytest.mark.parametrize("fmt", ["neutral", "mcp"])
+    def test_neutral_and_mcp_take_any_name(self, fmt):
+        """neutral and mcp keep any name (MCP allows dots)."""
+        [tool_] = export_tools([ToolMeta(name="files.read")], fmt)
+        assert tool_["name"] == "files.read"
+
+    def test_anything_holding_a_meta_is_accepted(self):
+        """An object whose .meta is a ToolMeta (an McpToolDefinition) exports as that meta."""
+        meta = ToolMeta(name="ping", description="Ping.")
+        holder = CountingDefinition(meta)
+        assert export_tools([holder], "openai") == export_tools([meta], "openai")
+        assert holder.calls == 0  # a factory is never called
+
+    @pytest.mark.parametrize(("fmt", "strict"), [("openai", True), ("gemini", False)])
+    def test_exporting_again_gives_equal_new_dicts(self, fmt, strict):
+        """A second export (from the cache) equals the first and shares nothing with it."""
+        first = export_tools(example_definitions(), fmt, strict=strict)
+        second = export_tools(example_definitions(), fmt, strict=strict)
+        assert first == second
+        for tool_ in first:
+            tool_.clear()
+        assert export_tools(example_definitions(), fmt, strict=strict) == second
 
     def test_tool_meta_is_accepted(self):
         """A ToolMeta exports like its LlmToolDefinition."""
@@ -501,13 +552,13 @@ class TestStrictMode:
         }
 
     def test_inexpressible_schemas_raise_one_error(self):
-        """dict and Any parameters, and several-entry allOf, are reported at once, per tool."""
+        """dict and Any parameters, and an allOf with no single form, are reported at once."""
         definitions = [m.to_llm_definition() for m in tool_metas(LooseCase)]
         definitions.append(
             definition(
                 {
                     "type": "object",
-                    "properties": {"both": {"allOf": [{"type": "string"}, {"minLength": 1}]}},
+                    "properties": {"both": {"allOf": [{"pattern": "^a"}, {"pattern": "b$"}]}},
                     "required": ["both"],
                 },
                 name="merge",
@@ -520,8 +571,32 @@ class TestStrictMode:
             "  loose: at properties/meta: an object with keys not named in advance (such as "
             "dict[str, ...]) has no strict form (strict mode needs additionalProperties false)\n"
             "  loose: at properties/anything: a value of any type (no 'type') has no strict form\n"
-            "  merge: at properties/both: allOf with several schemas has no strict form"
+            "  merge: at properties/both: allOf with two different 'pattern' has no single form"
         )
+
+    def test_tuples_of_a_generated_tool(self):
+        """tuple[()] gets items and maxItems 0; tuple[int, str] any of its item types."""
+
+        @tool_registry
+        class Tuples:
+            @tool
+            async def f(self, nothing: tuple[()], pair: tuple[int, str]) -> str:
+                return ""
+
+        [tool_] = export_tools([Tuples.f.meta()], "openai", strict=True)
+        properties = tool_["function"]["parameters"]["properties"]
+        assert properties["nothing"] == {
+            "type": "array",
+            "minItems": 0,
+            "maxItems": 0,
+            "items": {"type": "null"},
+        }
+        assert properties["pair"] == {
+            "type": "array",
+            "minItems": 2,
+            "maxItems": 2,
+            "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        }
 
     def test_non_strict_keeps_what_strict_rejects(self):
         """Without strict, a dict parameter exports as it is."""

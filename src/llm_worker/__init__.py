@@ -91,6 +91,7 @@ from ._registry import BoundToolMethod, ToolMethod, is_tool_registry
 from ._run import RunStream
 from ._server import ToolServer, ToolServerHandle
 from ._state import RunState
+from ._strict_schema import drop_introduced_nulls
 from ._types import Tool, ToolDefinition
 from ._worker import LockedWorker, RunStateWarning, Worker, WorkerResult
 
@@ -187,6 +188,7 @@ __all__ = [
     "WorkerError",
     "WorkerResult",
     "WorkerStateError",
+    "drop_introduced_nulls",
     "export_tools",
     "is_tool_registry",
     "tool",

@@ -1,79 +1,317 @@
 """Docstring → (tool description, parameter descriptions). The only docstring-parser user.
 
-Google, NumPy, reST and Epydoc styles are recognised (docstring-parser picks
-the style that explains the most). The description is the prose before the
-first section, line breaks kept; the sections themselves never reach it.
+One rule for Google, NumPy, reST and Epydoc docstrings: the sections that
+describe the call itself are taken out of the prose, and everything else
+stays as written, for the model to read.
+
+=============  ====================================================  =======================
+style          taken out                                             stays (examples)
+=============  ====================================================  =======================
+Google         ``Args:``, ``Arguments:``, ``Parameters:``,           ``Note:``, ``Example:``,
+               ``Params:``, ``Keyword Args:``, ``Other Parameters:``  ``Warning:``, ``See
+               ..., ``Returns:``, ``Yields:``, ``Raises:``,           Also:``, ``Attributes:``,
+               ``Warns:`` (a header alone on its line, at the         any other header
+               docstring's margin, and its indented lines)
+NumPy          ``Parameters``, ``Other Parameters``, ``Receives``,   ``Notes``, ``Warnings``,
+               ``Returns``, ``Yields``, ``Raises``, ``Warns`` (a     ``See Also``,
+               header underlined with ``---``, up to the next one)   ``Examples``, any other
+reST / Epydoc  ``:param:``/``@param`` and their kin (``:type:``,     ``.. note::``, other
+               ``:returns:``, ``:rtype:``, ``:raises:``,             fields (``:note:``,
+               ``:yields:``...), with their indented lines           ``@see:``...)
+=============  ====================================================  =======================
+
+The parameter sections are then read by docstring-parser for each
+parameter's text. A section it cannot read (``x - no colon`` under ``Args:``,
+``:param x - no colon``) never fails the import: it stays in the prose, and a
+``UserWarning`` names ``Class.method`` and the line.
 """
 
 from __future__ import annotations
 
 import inspect
+import linecache
 import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import docstring_parser
+from docstring_parser.common import ParseError
 
 __all__ = ["parse_docstring"]
 
-# Any of these means the docstring has sections worth a full parse; without
-# them the whole cleaned docstring is prose and parsing would only cost time.
-_SECTION_MARKERS = re.compile(
-    r"^\s*(?:(?:Args|Arguments|Parameters|Params|Returns?|Yields?|Raises|Examples?|"
-    r"Attributes|Keyword Args|Keyword Arguments|Other Parameters|Notes?|Warnings?|"
-    r"See Also|References)\s*:?\s*$|[:@](?:param|type|returns?|rtype|raises?|keyword)\b)",
-    re.MULTILINE,
-)
+_PARAMS, _DROPPED = "params", "dropped"
 
+_GOOGLE_TITLES = {
+    **dict.fromkeys(
+        (
+            "args",
+            "arguments",
+            "parameters",
+            "params",
+            "keyword args",
+            "keyword arguments",
+            "kwargs",
+            "other parameters",
+            "other params",
+            "other args",
+            "other arguments",
+        ),
+        _PARAMS,
+    ),
+    **dict.fromkeys(
+        (
+            "returns",
+            "return",
+            "yields",
+            "yield",
+            "raises",
+            "raise",
+            "exceptions",
+            "exception",
+            "except",
+            "warns",
+            "warn",
+        ),
+        _DROPPED,
+    ),
+}
+_NUMPY_TITLES = {
+    **dict.fromkeys(
+        (
+            "parameters",
+            "params",
+            "arguments",
+            "args",
+            "other parameters",
+            "other params",
+            "other arguments",
+            "other args",
+            "receives",
+            "receive",
+        ),
+        _PARAMS,
+    ),
+    **dict.fromkeys(
+        ("returns", "return", "yields", "yield", "raises", "raise", "warns", "warn"), _DROPPED
+    ),
+}
+_REST_FIELDS = {
+    **dict.fromkeys(("param", "parameter", "arg", "argument", "key", "keyword"), _PARAMS),
+    **dict.fromkeys(
+        (
+            "type",
+            "kwtype",
+            "returns",
+            "return",
+            "rtype",
+            "raises",
+            "raise",
+            "except",
+            "exception",
+            "yields",
+            "yield",
+            "ytype",
+        ),
+        _DROPPED,
+    ),
+}
+_EPYDOC_FIELDS = {
+    **dict.fromkeys(("param", "keyword"), _PARAMS),
+    **dict.fromkeys(
+        ("type", "returns", "return", "rtype", "raises", "raise", "yields", "yield", "ytype"),
+        _DROPPED,
+    ),
+}
 
-_GOOGLE_HEADER = re.compile(r"[A-Z][A-Za-z ]*:[ \t]*$", re.MULTILINE)
+_GOOGLE_HEADER = re.compile(r"([A-Za-z][A-Za-z ]*?)[ \t]*:[ \t]*$")
+_NUMPY_UNDERLINE = re.compile(r"[ \t]*-{3,}[ \t]*$")
+_REST_FIELD = re.compile(r":([A-Za-z]+)\b")
+_EPYDOC_FIELD = re.compile(r"@([A-Za-z]+)\b")
+
 _PLACEHOLDER = "(summary)"
 
 
-_NUMPY_UNDERLINE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
-_REST_FIELD = re.compile(r"^\s*:(?:param|type|returns?|rtype|raises?)\b", re.MULTILINE)
-_EPYDOC_FIELD = re.compile(r"^\s*@(?:param|type|returns?|rtype|raises?)\b", re.MULTILINE)
+@dataclass(frozen=True)
+class _Block:
+    """A section taken out of the prose: lines ``start`` to ``stop`` (exclusive)."""
+
+    kind: str  # _PARAMS or _DROPPED
+    start: int
+    stop: int
 
 
-def _style_of(cleaned: str) -> docstring_parser.DocstringStyle:
-    """The style the docstring's markers show; AUTO (try them all) only if they don't."""
-    if _NUMPY_UNDERLINE.search(cleaned):
-        return docstring_parser.DocstringStyle.NUMPYDOC
-    if _REST_FIELD.search(cleaned):
-        return docstring_parser.DocstringStyle.REST
-    if _EPYDOC_FIELD.search(cleaned):
-        return docstring_parser.DocstringStyle.EPYDOC
-    if _GOOGLE_HEADER.search(cleaned):
-        return docstring_parser.DocstringStyle.GOOGLE
-    return docstring_parser.DocstringStyle.AUTO
+def parse_docstring(
+    doc: str | None, *, where: str = "", source: Callable[..., Any] | None = None
+) -> tuple[str | None, dict[str, str]]:
+    """Return the prose description (``None`` if there is none) and ``{param: description}``.
 
-
-def _parse_google_without_summary(cleaned: str) -> docstring_parser.Docstring:
-    """A docstring that opens with ``Args:``: docstring-parser needs a summary first.
-
-    ``cleandoc`` also took away the entries' indentation under that first line
-    (it is measured from the lines below it), so it is restored when no other
-    section follows.
+    ``where`` (``"Class.method"``) and ``source`` (the function) only serve the
+    warning about a section docstring-parser cannot read.
     """
-    header, _, body = cleaned.partition("\n")
-    if not _GOOGLE_HEADER.search(body):
-        body = "\n".join(f"    {line}" if line else line for line in body.splitlines())
-    parsed = docstring_parser.parse(f"{_PLACEHOLDER}\n\n{header}\n{body}")
-    parsed.short_description = None
-    return parsed
-
-
-def parse_docstring(doc: str | None) -> tuple[str | None, dict[str, str]]:
-    """Return the prose description (``None`` if there is none) and ``{param: description}``."""
     if not doc or doc.isspace():
         return None, {}
-    cleaned = inspect.cleandoc(doc)
-    if not _SECTION_MARKERS.search(cleaned):
-        return cleaned, {}
-    if _GOOGLE_HEADER.match(cleaned):
-        parsed = _parse_google_without_summary(cleaned)
-    else:
-        parsed = docstring_parser.parse(cleaned, _style_of(cleaned))
-    parts = [p for p in (parsed.short_description, parsed.long_description) if p]
-    separator = "\n\n" if parsed.blank_after_short_description else "\n"
-    description = separator.join(parts).strip() or None
-    params = {p.arg_name: p.description.strip() for p in parsed.params if p.description}
+    lines = inspect.cleandoc(doc).splitlines()
+    style, blocks = _sections(lines)
+    params: dict[str, str] = {}
+    kept: list[_Block] = []
+    param_blocks = [b for b in blocks if b.kind == _PARAMS]
+    if param_blocks:
+        try:
+            params = _read_params(style, lines, param_blocks)
+        except ParseError:
+            # Read each section alone: only the ones that fail stay in the prose.
+            for block in param_blocks:
+                try:
+                    params.update(_read_params(style, lines, [block]))
+                except ParseError as exc:
+                    kept.append(block)
+                    _warn(where, source, lines, block, exc)
+    removed = {i for b in blocks if b not in kept for i in range(b.start, b.stop)}
+    description = _join_prose([line for i, line in enumerate(lines) if i not in removed])
     return description, params
+
+
+def _sections(lines: list[str]) -> tuple[docstring_parser.DocstringStyle, list[_Block]]:
+    """The docstring's style, and the sections to take out of its prose."""
+    text = "\n".join(lines)
+    if any(_NUMPY_UNDERLINE.match(line) for line in lines[1:]):
+        return docstring_parser.DocstringStyle.NUMPYDOC, _numpy_blocks(lines)
+    if re.search(r"^:[A-Za-z]", text, re.MULTILINE):
+        return docstring_parser.DocstringStyle.REST, _field_blocks(lines, _REST_FIELD, _REST_FIELDS)
+    if re.search(r"^@[A-Za-z]", text, re.MULTILINE):
+        blocks = _field_blocks(lines, _EPYDOC_FIELD, _EPYDOC_FIELDS)
+        return docstring_parser.DocstringStyle.EPYDOC, blocks
+    return docstring_parser.DocstringStyle.GOOGLE, _google_blocks(lines)
+
+
+def _google_blocks(lines: list[str]) -> list[_Block]:
+    if (
+        lines
+        and _google_kind(lines[0]) is not None
+        and not any(_GOOGLE_HEADER.match(line) for line in lines[1:])
+    ):
+        # A docstring that opens with its only section ("""Args:\n    x: ..."""):
+        # cleandoc measured the margin from the entries and took their indentation.
+        lines[1:] = [f"    {line}" if line else line for line in lines[1:]]
+    blocks: list[_Block] = []
+    for start, line in enumerate(lines):
+        kind = _google_kind(line)
+        if kind is not None:
+            stop = _indented_until(lines, start + 1)
+            blocks.append(_Block(kind, start, stop))
+    return blocks
+
+
+def _google_kind(line: str) -> str | None:
+    match = _GOOGLE_HEADER.match(line)
+    return _GOOGLE_TITLES.get(match.group(1).lower()) if match else None
+
+
+def _numpy_blocks(lines: list[str]) -> list[_Block]:
+    headers = [
+        i
+        for i in range(len(lines) - 1)
+        if lines[i].strip() and not lines[i][0].isspace() and _NUMPY_UNDERLINE.match(lines[i + 1])
+    ]
+    blocks: list[_Block] = []
+    for n, start in enumerate(headers):
+        kind = _NUMPY_TITLES.get(lines[start].strip().lower())
+        if kind is not None:
+            stop = headers[n + 1] if n + 1 < len(headers) else len(lines)
+            blocks.append(_Block(kind, start, stop))
+    return blocks
+
+
+def _field_blocks(lines: list[str], field: re.Pattern[str], kinds: dict[str, str]) -> list[_Block]:
+    blocks: list[_Block] = []
+    for start, line in enumerate(lines):
+        match = field.match(line)
+        kind = kinds.get(match.group(1).lower()) if match else None
+        if kind is not None:
+            blocks.append(_Block(kind, start, _indented_until(lines, start + 1)))
+    return blocks
+
+
+def _indented_until(lines: list[str], start: int) -> int:
+    """The end of the indented lines from ``start`` (blank lines inside them included)."""
+    stop = start
+    for i in range(start, len(lines)):
+        if lines[i].strip():
+            if not lines[i][0].isspace():
+                break
+            stop = i + 1
+    return stop
+
+
+def _read_params(
+    style: docstring_parser.DocstringStyle, lines: list[str], blocks: list[_Block]
+) -> dict[str, str]:
+    """``{param: text}`` from the parameter sections, read by docstring-parser."""
+    # The entries under the one title docstring-parser knows ("Other Parameters" is read
+    # apart, and a second "Args:" replaces the first), or the fields as they are.
+    if style is docstring_parser.DocstringStyle.GOOGLE:
+        parts = ["Args:", *(line for b in blocks for line in lines[b.start + 1 : b.stop])]
+    elif style is docstring_parser.DocstringStyle.NUMPYDOC:
+        entries = (line for b in blocks for line in lines[b.start + 2 : b.stop])
+        parts = ["Parameters", "----------", *entries]
+    else:
+        parts = [line for b in blocks for line in lines[b.start : b.stop]]
+    body = "\n".join(parts)
+    parsed = docstring_parser.parse(f"{_PLACEHOLDER}\n\n{body}", style)
+    return {p.arg_name: p.description.strip() for p in parsed.params if p.description}
+
+
+def _join_prose(lines: list[str]) -> str | None:
+    """The kept lines, without the blank lines a removed section leaves behind."""
+    result: list[str] = []
+    for line in lines:
+        if line.strip() or (result and result[-1].strip()):
+            result.append(line)
+    return "\n".join(result).strip() or None
+
+
+def _warn(
+    where: str,
+    source: Callable[..., Any] | None,
+    lines: list[str],
+    block: _Block,
+    exc: ParseError,
+) -> None:
+    line = _offending_line(lines, block, str(exc))
+    filename, lineno = _source_position(source, line)
+    owner = where or "a tool"
+    warnings.warn_explicit(
+        f"{owner}: cannot read the parameter descriptions in its docstring, line {lineno}: "
+        f"{line.strip()!r} ({exc}); that section stays in the tool's description as written "
+        f"(fix the line to give the parameters their descriptions)",
+        UserWarning,
+        filename,
+        lineno,
+        module=getattr(source, "__module__", None) or "llm_worker",
+    )
+
+
+def _offending_line(lines: list[str], block: _Block, message: str) -> str:
+    """The line docstring-parser names in its message, else the section's first line."""
+    for line in lines[block.start : block.stop]:
+        if line.strip() and line.strip() in message:
+            return line
+    return lines[block.start]
+
+
+def _source_position(source: Callable[..., Any] | None, line: str) -> tuple[str, int]:
+    """``(file, line number)`` of ``line`` in ``source``'s file, or of its ``def``."""
+    code = getattr(inspect.unwrap(source), "__code__", None) if source is not None else None
+    if code is None:
+        return "<docstring>", 1
+    filename, first = code.co_filename, code.co_firstlineno
+    wanted = line.strip()
+    for lineno in range(first, first + 10_000):
+        text = linecache.getline(filename, lineno)
+        if not text:
+            break
+        if text.strip() == wanted:
+            return filename, lineno
+    return filename, first

@@ -1,10 +1,10 @@
 """Tool definitions in each provider's format: one pure function per format name.
 
 ``export_tools(definitions, format, strict=...)`` turns ``LlmToolDefinition``s
-into JSON-ready dicts. ``FORMATS`` names the formats; the CLI takes its
-``--format`` choices from it. Nothing here mutates its input (a definition's
-``input_schema`` is a fresh copy on every read, and every rewrite below builds
-new dicts).
+(or ``ToolMeta``s, or MCP tool definitions) into JSON-ready dicts. ``FORMATS``
+names the formats; the CLI takes its ``--format`` choices from it. Nothing here
+mutates its input: each schema is parsed anew from its JSON text, and every
+rewrite builds new dicts.
 
 =================  =====================================================================
 format             one tool becomes
@@ -21,80 +21,28 @@ mcp                ``{"name", "description", "inputSchema"}`` (an MCP ``tools/li
 =================  =====================================================================
 
 OpenAI strict mode (``strict=True``, only for ``openai`` and ``openai-responses``)
-rewrites ``parameters`` into the subset Structured Outputs accepts (OpenAI's
-Structured Outputs guide, "Supported schemas"). The rules, applied to every node:
+rewrites ``parameters`` into the subset Structured Outputs accepts
+(``_strict_schema``); ``gemini`` rewrites them into Gemini's OpenAPI-subset
+``Schema`` (``_gemini_schema``). Both rewrites are pure and cached by schema
+text, so exporting the same tools again costs one JSON parse per tool (each
+call returns new dicts). ``docs/export.md`` lists every rule.
 
-1. Every object gets ``additionalProperties: false`` and lists every property in
-   ``required`` (in declaration order), as the ``openai`` SDK's
-   ``to_strict_json_schema`` does. An argument that may be left out becomes
-   nullable: the model sends ``null`` for "not given", and the tool's
-   validation reads ``null`` as the argument's default (``limit: int = 10``
-   becomes ``anyOf: [integer, null]``). Fields of nested models are the user's
-   own: they stay as their model validates them, and the model sends a value.
-2. ``default`` is removed (strict mode does not support it); a default other
-   than ``None`` moves into the description as a note, ``"(default: 10)"``, so
-   the model can still choose it.
-3. Only the documented keywords are kept: ``type``, ``properties``, ``required``,
-   ``additionalProperties``, ``items``, ``anyOf``, ``enum``, ``const``, ``$ref``,
-   ``$defs``, ``description``, ``title``; for strings ``pattern`` and ``format``
-   (date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid); for
-   numbers ``multipleOf``, ``maximum``, ``exclusiveMaximum``, ``minimum``,
-   ``exclusiveMinimum``; for arrays ``minItems``, ``maxItems``. Of the rest,
-   ``minLength``, ``maxLength``, ``uniqueItems``, ``minProperties``,
-   ``maxProperties`` and any other ``format`` become a note in the description
-   (``"(minLength: 1)"``); the others (``discriminator``, ``examples``...) go.
-   The tool's own validation still enforces all of them.
-4. ``oneOf`` (pydantic's discriminated unions) becomes ``anyOf``: the branches
-   are disjoint, so "any of" accepts the same values. A one-entry ``allOf`` is
-   merged into the node. ``prefixItems`` (a tuple) becomes ``items`` accepting
-   any of the distinct item schemas (looser: the position of each type is lost).
-5. A ``$ref`` with sibling keywords (a field's description next to a model
-   reference) is replaced by the referenced schema with the siblings on top, as
-   the ``openai`` SDK does. A ``$ref`` back into a schema being inlined (a
-   recursive model) becomes ``{"anyOf": [{"$ref": ...}], ...siblings}``. Plain
-   ``$ref``/``$defs`` are kept, so recursive models work.
-6. What strict mode cannot express at all, an object with keys not named in
-   advance (``dict[str, X]``) or a value of any type (``Any``), makes
-   ``export_tools`` raise one ``ValueError`` naming every such place in every tool.
-
-Gemini takes "a select subset of an OpenAPI 3.0 schema object" (its ``Schema``:
-type, format, description, nullable, enum, items, properties, required, anyOf,
-minimum, maximum, minItems, maxItems, minLength, maxLength, pattern,
-minProperties, maxProperties, default, ...). The rewrites:
-
-1. ``$ref`` is inlined from ``$defs`` (the field's own keywords, such as its
-   description, win over the model's), and ``$defs`` is dropped. A reference back
-   into a model being inlined (a recursive model) is cut there and becomes ``{}``
-   (any value) plus the field's own keywords, as the ``google-genai`` SDK does.
-2. Nullability: a ``{"type": "null"}`` branch of ``anyOf`` (or ``"null"`` in a type
-   list, or ``null`` in an ``enum``) is removed and ``nullable: true`` set; an
-   ``anyOf`` left with one branch is merged into the node. ``oneOf`` becomes
-   ``anyOf``; a one-entry ``allOf`` is merged; ``prefixItems`` becomes ``items``
-   as in strict mode.
-3. ``const: v`` becomes ``enum: [v]``. Enum values become strings (Gemini's
-   ``enum`` is a list of strings; others are written as JSON, ``1`` → ``"1"``), a
-   missing ``type`` is inferred from the values, and a ``STRING`` or ``INTEGER``
-   enum gets ``format: "enum"``, as the API reference asks.
-4. ``type`` is written as Gemini's ``Type`` enum name: ``"string"`` → ``"STRING"``.
-5. ``format`` stays where Gemini documents it (``date-time`` and ``enum`` for
-   strings, ``float``/``double``, ``int32``/``int64``/``enum``); any other format,
-   and ``exclusiveMinimum``, ``exclusiveMaximum``, ``multipleOf`` and
-   ``uniqueItems``, become a note in the description: ``"(format: uri)"``,
-   ``"(exclusiveMinimum: 0)"``.
-6. Everything else outside Gemini's ``Schema`` is dropped: ``additionalProperties``,
-   ``$schema``, ``title``, ``examples``, ``discriminator``... and an empty
-   ``required`` list.
-7. A tool without parameters gets no ``parameters`` at all (Gemini rejects an
-   ``OBJECT`` with no properties).
+Tool names: the provider formats (``openai``, ``openai-responses``,
+``anthropic``, ``gemini``) refuse a name those providers would reject
+(``_tool_names``); ``neutral`` and ``mcp`` take any name.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, TypeGuard, get_args
+from functools import lru_cache
+from typing import Any, Literal, Protocol, TypeAlias, get_args
 
+from ._gemini_schema import GeminiSchemaError, gemini_schema
 from ._meta import LlmToolDefinition, ToolMeta
+from ._strict_schema import StrictSchemaError, strict_schema
+from ._tool_names import TOOL_NAME_RULE, is_valid_tool_name, provider_safe_names
 
 __all__ = ["FORMATS", "STRICT_FORMATS", "FormatName", "export_tools"]
 
@@ -102,8 +50,20 @@ FormatName = Literal["neutral", "openai", "openai-responses", "anthropic", "gemi
 
 JsonSchema = dict[str, Any]
 
+
+class _HasMeta(Protocol):
+    """What holds one tool's ``ToolMeta`` as ``.meta``: an ``McpToolDefinition``."""
+
+    @property
+    def meta(self) -> ToolMeta: ...
+
+
+Exportable: TypeAlias = "LlmToolDefinition | ToolMeta | _HasMeta"
+"""What ``export_tools`` takes: a definition, a meta, or what ``mcp_tool_definitions`` gives."""
+
 # ---------------------------------------------------------------------------
-# The formats. Each takes (name, description, input_schema, strict) -> one tool.
+# The formats. Each takes (name, description, parameters) -> one tool; the parameters
+# were rewritten already where the format (or strict mode) needs it.
 
 
 def _neutral(name: str, description: str, schema: JsonSchema, strict: bool) -> dict[str, Any]:
@@ -111,12 +71,9 @@ def _neutral(name: str, description: str, schema: JsonSchema, strict: bool) -> d
 
 
 def _openai(name: str, description: str, schema: JsonSchema, strict: bool) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": name, "description": description}
+    function: dict[str, Any] = {"name": name, "description": description, "parameters": schema}
     if strict:
-        function["parameters"] = _strict_parameters(schema)
         function["strict"] = True
-    else:
-        function["parameters"] = schema
     return {"type": "function", "function": function}
 
 
@@ -127,7 +84,7 @@ def _openai_responses(
         "type": "function",
         "name": name,
         "description": description,
-        "parameters": _strict_parameters(schema) if strict else schema,
+        "parameters": schema,
         "strict": strict,
     }
 
@@ -138,9 +95,8 @@ def _anthropic(name: str, description: str, schema: JsonSchema, strict: bool) ->
 
 def _gemini(name: str, description: str, schema: JsonSchema, strict: bool) -> dict[str, Any]:
     declaration: dict[str, Any] = {"name": name, "description": description}
-    parameters = _gemini_schema(schema, defs=schema.get("$defs", {}))
-    if parameters.get("properties"):
-        declaration["parameters"] = parameters
+    if schema.get("properties"):  # Gemini rejects an OBJECT without properties
+        declaration["parameters"] = schema
     return declaration
 
 
@@ -165,18 +121,24 @@ FORMATS: tuple[FormatName, ...] = get_args(FormatName)
 STRICT_FORMATS: tuple[FormatName, ...] = ("openai", "openai-responses")
 """The formats ``strict=True`` applies to."""
 
+# Formats whose providers refuse names outside the rule of _tool_names.
+_NAMED_FORMATS = frozenset({"openai", "openai-responses", "anthropic", "gemini"})
+
 
 def export_tools(
-    definitions: Iterable[LlmToolDefinition],
+    definitions: Iterable[Exportable],
     format: FormatName,
     *,
     strict: bool = False,
 ) -> list[dict[str, Any]]:
     """The tools in ``format`` (one of ``FORMATS``), as JSON-ready dicts, in the given order.
 
+    ``definitions`` holds ``LlmToolDefinition``s (``handle.tool_definitions_sorted()``),
+    ``ToolMeta``s (``tool_metas(cls)``) or what ``mcp_tool_definitions()`` returns.
     ``strict=True`` (``openai`` and ``openai-responses`` only) rewrites each
-    schema for OpenAI's strict mode; it raises ``ValueError`` naming every
-    schema that cannot be strict. An unknown format raises ``ValueError``.
+    schema for OpenAI's strict mode. ``ValueError`` names every tool whose name
+    the format's provider refuses, or every place of every schema that has no
+    form in the format; an unknown format raises ``ValueError`` too.
 
     >>> from llm_worker import ToolMeta
     >>> meta = ToolMeta(name="ping", description="Ping.")
@@ -190,414 +152,63 @@ def export_tools(
         raise ValueError(
             f"strict=True applies only to the openai and openai-responses formats, not {format!r}"
         )
-    if isinstance(definitions, (LlmToolDefinition, ToolMeta)):
+    if isinstance(definitions, (LlmToolDefinition, ToolMeta)) or _meta_of(definitions):
         raise TypeError("export_tools() takes a list of definitions; wrap a single one in [...]")
+    specs = [_spec_of(definition) for definition in definitions]
+    if format in _NAMED_FORMATS:
+        _check_names(specs, format)
+    kind = "strict" if strict else "gemini" if format == "gemini" else None
     tools: list[dict[str, Any]] = []
     problems: list[str] = []
-    for definition in definitions:
-        if not isinstance(definition, (LlmToolDefinition, ToolMeta)):
-            raise TypeError(
-                f"export_tools() takes LlmToolDefinition objects, not {type(definition).__name__}"
-            )
+    for spec in specs:
+        text = spec.input_schema_json
         try:
-            tools.append(
-                formatter(definition.name, definition.description, definition.input_schema, strict)
-            )
-        except _StrictSchemaError as exc:
-            problems.extend(f"{definition.name}: {problem}" for problem in exc.problems)
+            if kind is not None:
+                text = _rewritten(kind, text)
+        except (StrictSchemaError, GeminiSchemaError) as exc:
+            problems.extend(f"{spec.name}: {problem}" for problem in exc.problems)
+            continue
+        tools.append(formatter(spec.name, spec.description, json.loads(text), strict))
     if problems:
         lines = "\n".join(f"  {problem}" for problem in problems)
-        raise ValueError(f"Cannot make strict OpenAI schemas:\n{lines}")
+        what = "strict OpenAI" if strict else "Gemini"
+        raise ValueError(f"Cannot make {what} schemas:\n{lines}")
     return tools
 
 
-# ---------------------------------------------------------------------------
-# Shared schema helpers.
+def _meta_of(value: object) -> ToolMeta | None:
+    meta = getattr(value, "meta", None)
+    return meta if isinstance(meta, ToolMeta) else None
 
 
-def _is_schema(value: object) -> TypeGuard[JsonSchema]:
-    return isinstance(value, dict)
+def _spec_of(definition: object) -> LlmToolDefinition | ToolMeta:
+    if isinstance(definition, (LlmToolDefinition, ToolMeta)):
+        return definition
+    meta = _meta_of(definition)
+    if meta is not None:
+        return meta
+    raise TypeError(
+        f"export_tools() takes LlmToolDefinition or ToolMeta objects, or MCP tool definitions, "
+        f"not {type(definition).__name__}: pass handle.tool_definitions_sorted(), "
+        f"tool_metas(YourClass) (or YourClass.method.meta()), or await mcp_tool_definitions(...)"
+    )
 
 
-def _is_list(value: object) -> TypeGuard[list[Any]]:
-    return isinstance(value, list)
+def _check_names(specs: list[LlmToolDefinition | ToolMeta], format: str) -> None:
+    bad = [spec.name for spec in specs if not is_valid_tool_name(spec.name)]
+    if not bad:
+        return
+    safe = dict(zip(bad, provider_safe_names(bad), strict=True))
+    lines = "\n".join(f"  {name!r} (for instance {safe[name]!r})" for name in bad)
+    raise ValueError(
+        f"Tool names the {format} format's provider refuses; rename them to {TOOL_NAME_RULE} "
+        f"(mcp_tool_definitions() does so for an MCP server's tools):\n{lines}"
+    )
 
 
-def _is_null_schema(schema: object) -> bool:
-    return _is_schema(schema) and schema.get("type") == "null" and "enum" not in schema
-
-
-def _merge_all_of(schema: JsonSchema) -> JsonSchema:
-    """Merge a one-entry ``allOf`` into the node (the node's own keywords win)."""
-    all_of = schema.get("allOf")
-    if not (_is_list(all_of) and len(all_of) == 1 and _is_schema(all_of[0])):
-        return schema
-    rest = {k: v for k, v in schema.items() if k != "allOf"}
-    return {**all_of[0], **rest}
-
-
-def _tuple_items(schema: JsonSchema) -> JsonSchema:
-    """``prefixItems`` (a tuple) as ``items``: any of the distinct item schemas."""
-    prefix = schema.get("prefixItems")
-    if not _is_list(prefix):
-        return schema
-    choices: list[Any] = []
-    for item in [*prefix, *([schema["items"]] if _is_schema(schema.get("items")) else [])]:
-        if item not in choices:
-            choices.append(item)
-    rest = {k: v for k, v in schema.items() if k not in ("prefixItems", "items")}
-    if choices:
-        rest["items"] = choices[0] if len(choices) == 1 else {"anyOf": choices}
-    return rest
-
-
-def _resolve(root: JsonSchema, ref: str) -> JsonSchema | None:
-    if not ref.startswith("#/"):
-        return None
-    node: Any = root
-    for part in ref[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not _is_schema(node) or part not in node:
-            return None
-        node = node[part]
-    return node if _is_schema(node) else None
-
-
-# ---------------------------------------------------------------------------
-# OpenAI strict mode.
-
-_STRICT_KEYWORDS = frozenset(
-    {
-        "$ref",
-        "$defs",
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "anyOf",
-        "enum",
-        "const",
-        "description",
-        "title",
-        "pattern",
-        "format",
-        "multipleOf",
-        "maximum",
-        "exclusiveMaximum",
-        "minimum",
-        "exclusiveMinimum",
-        "minItems",
-        "maxItems",
-    }
-)
-_STRICT_FORMATS_SUPPORTED = frozenset(
-    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
-)
-# Dropped keywords that constrain a value: they live on as a note in the description.
-_STRICT_NOTED = frozenset(
-    {"minLength", "maxLength", "uniqueItems", "minProperties", "maxProperties"}
-)
-
-
-class _StrictSchemaError(Exception):
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__(problems)
-        self.problems = problems
-
-
-def _strict_parameters(schema: JsonSchema) -> JsonSchema:
-    problems: list[str] = []
-    result = _nullable_defaults(_strict(schema, schema, "", (), problems), schema)
-    if problems:
-        raise _StrictSchemaError(problems)
-    return result
-
-
-def _nullable_defaults(strict: JsonSchema, original: JsonSchema) -> JsonSchema:
-    """Let each top-level argument that had a default also be ``null``.
-
-    Strict mode requires every property; ``null`` is how the model says "use
-    the default", and the tool's validation reads it that way. Nested models
-    are the user's own and validate ``null`` as they see fit, so they are left.
-    """
-    properties = strict.get("properties")
-    if not _is_schema(properties):
-        return strict
-    required = original.get("required", [])
-    rewritten: JsonSchema = {}
-    for name, sub in properties.items():
-        if _is_schema(sub) and name not in required and not _admits_null(sub):
-            core = {k: v for k, v in sub.items() if k != "description"}
-            outer = {k: v for k, v in sub.items() if k == "description"}
-            any_of = core["anyOf"] if set(core) == {"anyOf"} else [core]
-            sub = {"anyOf": [*any_of, {"type": "null"}], **outer}
-        rewritten[name] = sub
-    return {**strict, "properties": rewritten}
-
-
-def _admits_null(schema: JsonSchema) -> bool:
-    kind = schema.get("type")
-    if kind == "null" or (_is_list(kind) and "null" in kind):
-        return True
-    any_of = schema.get("anyOf")
-    return _is_list(any_of) and any(_is_schema(s) and _admits_null(s) for s in any_of)
-
-
-def _strict(
-    schema: JsonSchema,
-    root: JsonSchema,
-    path: str,
-    inlining: tuple[str, ...],
-    problems: list[str],
-) -> JsonSchema:
-    node = _tuple_items(_merge_all_of(schema))
-    if "oneOf" in node and "anyOf" not in node:
-        node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
-    several_all_of = _is_list(node.get("allOf"))
-    if several_all_of:
-        problems.append(f"{_where(path)}: allOf with several schemas has no strict form")
-    kept: JsonSchema = {}
-    notes: list[str] = []
-    for key, value in node.items():
-        if key == "default":
-            if value is not None:  # a None default needs no note: the type admits null
-                notes.append(f"default: {_json(value)}")
-        elif key == "format" and value not in _STRICT_FORMATS_SUPPORTED:
-            notes.append(f"format: {value}")
-        elif key in _STRICT_KEYWORDS:
-            kept[key] = value
-        elif key in _STRICT_NOTED:
-            notes.append(f"{key}: {_json(value)}")
-    node = kept
-
-    ref = node.get("$ref")
-    if isinstance(ref, str) and (len(node) > 1 or notes):
-        siblings = {k: v for k, v in node.items() if k != "$ref"}
-        target = _resolve(root, ref)
-        if target is not None and ref not in inlining:
-            inlined = _strict({**target, **siblings}, root, path, (*inlining, ref), problems)
-            return _with_notes(inlined, notes)
-        # A recursive reference cannot be inlined; anyOf may carry siblings where $ref may not.
-        node = {"anyOf": [{"$ref": ref}], **siblings}
-
-    result: JsonSchema = {}
-    for key, value in node.items():
-        if key in ("properties", "$defs") and _is_schema(value):
-            result[key] = {
-                name: _strict(sub, root, _join(path, key, name), inlining, problems)
-                if _is_schema(sub)
-                else sub
-                for name, sub in value.items()
-            }
-        elif key == "items" and _is_schema(value):
-            result[key] = _strict(value, root, _join(path, key), inlining, problems)
-        elif key == "anyOf" and _is_list(value):
-            result[key] = [
-                _strict(sub, root, _join(path, key, str(i)), inlining, problems)
-                if _is_schema(sub)
-                else sub
-                for i, sub in enumerate(value)
-            ]
-        else:
-            result[key] = value
-
-    if not several_all_of and not any(
-        k in result for k in ("type", "$ref", "anyOf", "enum", "const")
-    ):
-        problems.append(f"{_where(path)}: a value of any type (no 'type') has no strict form")
-    kind = result.get("type")
-    if kind == "object" or (_is_list(kind) and "object" in kind) or "properties" in result:
-        extra = result.get("additionalProperties", True if "properties" not in result else None)
-        if extra is not None and extra is not False:
-            problems.append(
-                f"{_where(path)}: an object with keys not named in advance (such as "
-                f"dict[str, ...]) has no strict form (strict mode needs additionalProperties false)"
-            )
-        result["additionalProperties"] = False
-        result["required"] = list(result.get("properties", {}))
-    return _with_notes(result, notes)
-
-
-def _join(path: str, *parts: str) -> str:
-    return "/".join((path, *parts)) if path else "/".join(parts)
-
-
-def _where(path: str) -> str:
-    return f"at {path}" if path else "at the top level"
-
-
-# ---------------------------------------------------------------------------
-# Gemini.
-
-_GEMINI_KEYWORDS = frozenset(
-    {
-        "type",
-        "format",
-        "description",
-        "nullable",
-        "enum",
-        "items",
-        "properties",
-        "required",
-        "anyOf",
-        "minimum",
-        "maximum",
-        "minItems",
-        "maxItems",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minProperties",
-        "maxProperties",
-        "default",
-    }
-)
-_GEMINI_NOTED = frozenset({"exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems"})
-_GEMINI_FORMATS = {
-    "STRING": frozenset({"date-time", "enum"}),
-    "NUMBER": frozenset({"float", "double"}),
-    "INTEGER": frozenset({"int32", "int64", "enum"}),
-}
-_GEMINI_TYPES = {
-    "string": "STRING",
-    "number": "NUMBER",
-    "integer": "INTEGER",
-    "boolean": "BOOLEAN",
-    "array": "ARRAY",
-    "object": "OBJECT",
-}
-
-
-def _gemini_schema(
-    schema: JsonSchema, inlining: tuple[str, ...] = (), *, defs: JsonSchema
-) -> JsonSchema:
-    node = _tuple_items(_merge_all_of(schema))
-
-    if "$ref" in node:
-        return _gemini_schema(*_inline_ref(node, defs, inlining), defs=defs)
-
-    node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
-    nullable = False
-
-    kind = node.get("type")
-    if _is_list(kind):
-        kinds = [k for k in kind if k != "null"]
-        nullable = len(kinds) < len(kind)
-        node = {k: v for k, v in node.items() if k != "type"}
-        if len(kinds) == 1:
-            node["type"] = kinds[0]
-        elif kinds:
-            node["anyOf"] = [{"type": k} for k in kinds]
-    elif kind == "null":
-        node = {k: v for k, v in node.items() if k != "type"}
-        nullable = True
-
-    branches = node.get("anyOf")
-    if _is_list(branches):
-        kept = [b for b in branches if not _is_null_schema(b)]
-        nullable = nullable or len(kept) < len(branches)
-        rest = {k: v for k, v in node.items() if k != "anyOf"}
-        if len(kept) == 1 and _is_schema(kept[0]):
-            # One branch left: it becomes the node, and the field's own keywords win.
-            branch, inlining = _inline_ref(kept[0], defs, inlining)
-            merged = {**branch, **rest}
-            if nullable:
-                merged["nullable"] = True
-            return _gemini_schema(merged, inlining, defs=defs)
-        node = {**rest, "anyOf": kept}
-
-    if "const" in node:
-        node = {k: v for k, v in node.items() if k != "const"} | {"enum": [node["const"]]}
-
-    notes: list[str] = []
-    result: JsonSchema = {}
-    for key, value in node.items():
-        if key == "properties" and _is_schema(value):
-            result[key] = {
-                name: _gemini_schema(sub, inlining, defs=defs) if _is_schema(sub) else sub
-                for name, sub in value.items()
-            }
-        elif key == "items" and _is_schema(value):
-            result[key] = _gemini_schema(value, inlining, defs=defs)
-        elif key == "anyOf" and _is_list(value):
-            result[key] = [
-                _gemini_schema(sub, inlining, defs=defs) if _is_schema(sub) else sub
-                for sub in value
-            ]
-        elif key in _GEMINI_NOTED:
-            notes.append(f"{key}: {_json(value)}")
-        elif key in _GEMINI_KEYWORDS:
-            result[key] = value
-
-    if "enum" in result and _is_list(result["enum"]):
-        values: list[Any] = result["enum"]
-        if None in values:
-            nullable = True
-            values = [v for v in values if v is not None]
-        if "type" not in result:
-            inferred = _json_type_of(values)
-            if inferred is not None:
-                result["type"] = inferred
-        result["enum"] = [v if isinstance(v, str) else _json(v) for v in values]
-
-    if isinstance(result.get("type"), str):
-        result["type"] = _GEMINI_TYPES.get(result["type"], result["type"].upper())
-    if "enum" in result and result.get("type") in ("STRING", "INTEGER"):
-        result.setdefault("format", "enum")
-    fmt = result.get("format")
-    if fmt is not None and fmt not in _GEMINI_FORMATS.get(result.get("type", ""), ()):
-        del result["format"]
-        notes.insert(0, f"format: {fmt}")
-    result = _with_notes(result, notes)
-    if nullable:
-        result["nullable"] = True
-    if result.get("required") == []:
-        del result["required"]
-    return result
-
-
-def _inline_ref(
-    schema: JsonSchema, defs: JsonSchema, inlining: tuple[str, ...]
-) -> tuple[JsonSchema, tuple[str, ...]]:
-    """``schema`` with its ``$ref`` replaced by the model it names (its own keywords win).
-
-    A reference back into a model that is being inlined is cut: only the
-    node's own keywords stay (``{}`` means any value), as google-genai does.
-    """
-    ref = schema.get("$ref")
-    if not isinstance(ref, str):
-        return schema, inlining
-    siblings = {k: v for k, v in schema.items() if k != "$ref"}
-    name = ref.removeprefix("#/$defs/")
-    target = defs.get(name) if ref.startswith("#/$defs/") else None
-    if not _is_schema(target) or name in inlining:
-        return siblings, inlining
-    return {**target, **siblings}, (*inlining, name)
-
-
-def _with_notes(schema: JsonSchema, notes: list[str]) -> JsonSchema:
-    """``schema`` with ``(note; note)`` added to its description."""
-    if not notes:
-        return schema
-    note = f"({'; '.join(notes)})"
-    description = schema.get("description")
-    return {**schema, "description": f"{description} {note}" if description else note}
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _json_type_of(values: list[Any]) -> str | None:
-    if not values:
-        return None
-    if all(isinstance(v, str) for v in values):
-        return "string"
-    if all(isinstance(v, bool) for v in values):
-        return "boolean"
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return "integer"
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-        return "number"
-    return None
+@lru_cache(maxsize=16_384)
+def _rewritten(kind: str, schema_json: str) -> str:
+    """The rewrite of one schema, as JSON text: made once per distinct schema."""
+    schema = json.loads(schema_json)
+    result = strict_schema(schema) if kind == "strict" else gemini_schema(schema)
+    return json.dumps(result, ensure_ascii=False)

@@ -131,6 +131,11 @@ class _ToolSpec:
         result: dict[str, Any] = json.loads(self._schema_json)
         return result
 
+    @property
+    def input_schema_json(self) -> str:
+        """The JSON Schema as the compact JSON text it is kept as (nothing parsed or copied)."""
+        return self._schema_json
+
     def __setattr__(self, name: str, value: object) -> NoReturn:
         raise AttributeError(f"{type(self).__name__} is immutable; use with_...() for a copy")
 
@@ -343,6 +348,11 @@ def _dump(owner: _ToolSpec, schema: Mapping[str, Any], what: str = "input_schema
         return json.dumps(schema, ensure_ascii=False, allow_nan=False, default=_plain_mapping)
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{type(owner).__name__} {what} must be JSON-serialisable: {exc}") from exc
+    except RecursionError:  # json's encoder recurses once per nested dict or list
+        raise TypeError(
+            f"{type(owner).__name__} {what} nests too deeply to be sent as JSON "
+            f"(keep it under a few hundred levels)"
+        ) from None
 
 
 def _plain_mapping(value: object) -> dict[str, Any]:

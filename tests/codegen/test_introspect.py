@@ -160,6 +160,93 @@ class TestIntrospectMethod:
         assert spec.parameters[0].annotation == Literal["a", "b"]
 
 
+class TestDescriptions:
+    def test_a_plain_string_in_annotated_is_a_description(self):
+        """Annotated[int, "First number"], as the OpenAI Agents SDK and FastMCP read it."""
+
+        def f(self, a: Annotated[int, "First number"], b: Annotated[str, "x", "Last wins"]) -> str:
+            return ""
+
+        spec = _spec(f)
+        assert spec.parameters[0] == ParameterSpec("a", int, REQUIRED, "First number")
+        assert spec.parameters[1] == ParameterSpec("b", str, REQUIRED, "Last wins")
+
+    def test_precedence(self):
+        """Description, then Field(description=), then a plain string, then the docstring."""
+
+        def f(
+            self,
+            a: Annotated[int, "string", Field(description="field"), Description("described")],
+            b: Annotated[int, "string", Field(description="field")],
+            c: Annotated[int, "string"],
+            d: int,
+            e: Annotated[int, "string"] = Field(1, description="field default"),
+        ) -> str:
+            """Do it.
+
+            Args:
+                a: doc
+                b: doc
+                c: doc
+                d: doc
+                e: doc
+            """
+            return ""
+
+        spec = _spec(f)
+        assert [p.description for p in spec.parameters] == [
+            "described",
+            "field",
+            "string",
+            "doc",
+            "field default",
+        ]
+
+    def test_a_string_leaves_the_annotation_and_field_stays(self):
+        """The string is taken out; Field(...) constraints stay in the annotation."""
+
+        def f(self, a: Annotated[int, "n", Field(ge=1)]) -> str:
+            return ""
+
+        [param] = _spec(f).parameters
+        assert get_origin(param.annotation) is Annotated
+        assert [type(m) for m in get_args(param.annotation)[1:]] == [FieldInfo]
+
+    def test_an_unreadable_docstring_warns_and_the_class_still_builds(self):
+        """A section docstring-parser cannot read warns, naming Class.method and the line."""
+
+        def f(self, a: int, b: int) -> str:
+            """Do it.
+
+            :param a - no colon here
+            :param b: The b.
+            """
+            return ""
+
+        with pytest.warns(UserWarning, match=r"^Holder\.f: cannot read") as caught:
+            spec = _spec(f)
+        [warning] = caught
+        line = f.__code__.co_firstlineno + 3
+        assert str(warning.message) == (
+            f"Holder.f: cannot read the parameter descriptions in its docstring, line {line}: "
+            "':param a - no colon here' (Error parsing meta information near \":param a - no "
+            "colon here\".); that section stays in the tool's description as written (fix the "
+            "line to give the parameters their descriptions)"
+        )
+        assert (warning.filename, warning.lineno) == (__file__, line)
+        assert spec.description == "Do it.\n\n:param a - no colon here"
+        assert [p.description for p in spec.parameters] == [None, "The b."]
+
+
+def _spec(method: Callable[..., Any]) -> MethodSpec:
+    cls = type("Holder", (), {method.__name__: method})
+    errors: list[str] = []
+    spec = introspect_method(cls, method.__name__, method, ToolOptions(), errors)
+    assert errors == []
+    assert spec is not None
+    return spec
+
+
 def _problems(*methods: Callable[..., Any], options: ToolOptions | None = None) -> list[str]:
     cls = type("Holder", (), {m.__name__: m for m in methods})
     errors: list[str] = []
@@ -289,6 +376,18 @@ class TestProblems:
             return ""
 
         assert _problems(f) == ["f: parameter 'a': cannot specify both default and default_factory"]
+
+    def test_a_constraint_pydantic_refuses_shows_its_reason(self):
+        """A regex with look-around: pydantic's actual reason, and the Field as written."""
+
+        def f(self, a: Annotated[str, Field(pattern=r"^(?!a)b")]) -> str:
+            return ""
+
+        assert _problems(f) == [
+            "f: parameter 'a' has type Annotated[str, Field(pattern='^(?!a)b')], which pydantic "
+            "cannot validate or describe in JSON Schema (regex parse error: ^(?!a)b error: "
+            "look-around, including look-ahead and look-behind, is not supported)"
+        ]
 
     def test_positional_only(self):
         """Positional-only parameters are reported."""

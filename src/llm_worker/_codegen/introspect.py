@@ -24,6 +24,7 @@ from pydantic.fields import FieldInfo
 from .._context import ToolContext
 from .._docstrings import parse_docstring
 from .._options import Description, ToolOptions
+from .._tool_names import is_valid_tool_name
 
 __all__ = [
     "REQUIRED",
@@ -35,8 +36,6 @@ __all__ = [
     "introspect_method",
 ]
 
-# What every provider accepts as a tool name (OpenAI, Anthropic, Gemini, MCP).
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 REQUIRED: Any = inspect.Parameter.empty
 
@@ -80,14 +79,16 @@ def introspect_method(
     """Read ``func`` (a method of ``cls``) or append its problems to ``errors``."""
     start = len(errors)
     tool_name = options.name if options.name is not None else attr_name
-    if not _TOOL_NAME.match(tool_name):
+    if not is_valid_tool_name(tool_name):  # what every provider accepts
         errors.append(
             f"{attr_name}: tool name {tool_name!r} is not valid; use 1-64 letters, digits, "
             f"'_' or '-' (what model providers accept)"
         )
     if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
         errors.append(f"{attr_name}: generator methods cannot be tools; return a list instead")
-    description, doc_params = parse_docstring(func.__doc__)
+    description, doc_params = parse_docstring(
+        func.__doc__, where=f"{cls.__qualname__}.{attr_name}", source=func
+    )
     context: dict[str, Any] = {}
     parameters = _read_parameters(cls, attr_name, func, doc_params, errors, context)
     if len(errors) > start or parameters is None:
@@ -155,7 +156,7 @@ def _read_parameters(
         try:
             hint, default, default_factory = _read_default(hints[param.name], param.default)
         except Exception as exc:  # pydantic refuses the Field(...) combination
-            errors.append(f"{attr_name}: parameter {param.name!r}: {_first_line(str(exc))}")
+            errors.append(f"{attr_name}: parameter {param.name!r}: {_pydantic_reason(exc)}")
             continue
         alias = _alias(hint)
         if alias is not None:
@@ -340,21 +341,24 @@ def _resolve_hints(
 
 
 def _split_description(annotation: Any) -> tuple[Any, str | None]:
-    """Take ``Description`` out of an ``Annotated`` type; it outranks ``Field(description=)``."""
+    """Take the description out of an ``Annotated`` type.
+
+    The first that exists: ``Description("...")``, ``Field(description=...)``,
+    a plain string (``Annotated[int, "First number"]``, as the OpenAI Agents
+    SDK, FastMCP and LangChain read it); within one kind, the last one written.
+    ``Description`` and the strings leave the annotation; ``Field`` stays in it.
+    """
     if get_origin(annotation) is not Annotated:
         return annotation, None
     base, *metadata = get_args(annotation)
-    described = [m for m in metadata if isinstance(m, Description)]
+    described = [m.text for m in metadata if isinstance(m, Description)]
     field_descriptions = [
         m.description for m in metadata if isinstance(m, FieldInfo) and m.description is not None
     ]
-    rest = [m for m in metadata if not isinstance(m, Description)]
-    if described:
-        description: str | None = described[-1].text
-    elif field_descriptions:
-        description = field_descriptions[-1]
-    else:
-        description = None
+    strings = [m for m in metadata if isinstance(m, str)]
+    rest = [m for m in metadata if not isinstance(m, (Description, str))]
+    found = described or field_descriptions or strings
+    description = found[-1] if found else None
     if not rest:
         return base, description
     rebuilt: Any = Annotated[(base, *rest)]
@@ -422,7 +426,7 @@ def _try_with_pydantic(annotation: Any) -> str | None:
     try:
         create_model("Check", x=annotation).model_json_schema()
     except Exception as exc:
-        return _first_line(str(exc))
+        return _pydantic_reason(exc)
     return None
 
 
@@ -433,8 +437,36 @@ def _is_union_type(annotation: Any) -> bool:
 def _type_name(annotation: Any) -> str:
     if isinstance(annotation, type):
         return annotation.__qualname__
+    if get_origin(annotation) is Annotated:
+        base, *metadata = get_args(annotation)
+        parts = [_type_name(base), *(_metadata_text(m) for m in metadata)]
+        return f"Annotated[{', '.join(parts)}]"
     return repr(annotation).replace("typing.", "").replace("collections.abc.", "")
 
 
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else "unknown reason"
+def _metadata_text(meta: object) -> str:
+    """``Field(...)`` as it was written (pydantic's repr shows its internals instead)."""
+    if not isinstance(meta, FieldInfo):
+        return repr(meta)
+    given: dict[str, object] = dict(getattr(meta, "_attributes_set", {}))
+    for item in meta.metadata:
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            given.update(dataclasses.asdict(item))
+        else:
+            given.update(vars(item))
+    return f"Field({', '.join(f'{k}={v!r}' for k, v in given.items())})"
+
+
+# Lines of pydantic's errors that only say where it was building, or point to its docs.
+_WRAPPER_LINE = re.compile(
+    r"^(?:\w+Error: )?(?:Error building \".*\" validator:|Field \".*\":)$|^\^+$"
+    r"|^For further information visit "
+)
+
+
+def _pydantic_reason(exc: BaseException) -> str:
+    """pydantic's reason on one line: its own words, without the 'Error building' frames."""
+    lines = [line.strip() for line in str(exc).strip().splitlines()]
+    kept = [line for line in lines if line and not _WRAPPER_LINE.match(line)]
+    reason = " ".join(line.removeprefix("SchemaError: ") for line in kept)
+    return reason or type(exc).__name__

@@ -3,7 +3,9 @@
 ``await mcp_tool_definitions(session)`` lists the server's tools (every page)
 and returns one ``ToolDefinition`` per tool. Registering them in a ``Worker``
 puts the remote tools next to local ones; each call is forwarded over the
-session.
+session. A tool whose name model providers refuse (``files.read``, spaces,
+over 64 characters) gets a local name by the rule of ``_tool_names``; its
+calls still go out under the server's name.
 
 What a call of a remote tool does:
 
@@ -14,6 +16,9 @@ argument JSON empty or whitespace          sends ``{}``
 argument JSON not JSON, or not an object   ``InvalidArgumentError``, nothing is sent
 (``NaN``, ``Infinity`` and ``1e400`` are
 not JSON; of duplicate keys the last wins)
+a ``null`` OpenAI strict mode introduced   left out (``drop_introduced_nulls``): it means
+                                           "not given", which the server's schema says
+                                           by leaving the argument out
 the server's result                        its content as text: text blocks joined by
                                            newlines, an embedded text resource with its
                                            text, other blocks (images, audio, binary
@@ -61,6 +66,8 @@ from .._model_texts import (
 )
 from .._safe_text import model_safe_text, safe_text
 from .._strict_json import non_finite_problem
+from .._strict_schema import drop_introduced_nulls
+from .._tool_names import provider_safe_names
 from .._types import Tool, ToolDefinition
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
@@ -88,8 +95,10 @@ async def mcp_tool_definitions(session: McpConnection, *, prefix: str = "") -> l
     ``mcp.Client``); it must stay open while the tools are used. Each tool
     keeps the server's name (after ``prefix``, which tells apart tools of
     several servers), description and ``inputSchema``; calls go to the server
-    under its own name. Errors of the listing itself (``mcp.MCPError``...)
-    propagate.
+    under its own name. A name model providers refuse (``files.read``) is
+    renamed locally (``files_read``; ``docs/mcp.md`` has the rule), and the
+    definition's ``remote_name`` keeps the server's. Errors of the listing
+    itself (``mcp.MCPError``...) propagate.
     """
     if not isinstance(session, (ClientSession, Client)):
         raise TypeError(
@@ -98,46 +107,67 @@ async def mcp_tool_definitions(session: McpConnection, *, prefix: str = "") -> l
         )
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
-    definitions: list[ToolDefinition] = []
-    for tool in await _list_tools(session):
-        if _needs_task(tool):
-            logger.warning(
-                "MCP tool %r is not offered: the server only runs it as a task "
-                "(execution.taskSupport: required)",
-                tool.name,
+    tools = [tool for tool in await _list_tools(session) if not _task_only(tool)]
+    names = provider_safe_names([prefix + tool.name for tool in tools])
+    for tool, name in zip(tools, names, strict=True):
+        if name != prefix + tool.name:
+            logger.info(
+                "MCP tool %r is called %r here (providers refuse its name)", tool.name, name
             )
-            continue
-        definitions.append(McpToolDefinition(session, tool, prefix))
-    return definitions
+    return [
+        McpToolDefinition(session, tool, name=name) for tool, name in zip(tools, names, strict=True)
+    ]
 
 
-def _needs_task(tool: types.Tool) -> bool:
-    return tool.execution is not None and tool.execution.task_support == "required"
+def _task_only(tool: types.Tool) -> bool:
+    if tool.execution is None or tool.execution.task_support != "required":
+        return False
+    logger.warning(
+        "MCP tool %r is not offered: the server only runs it as a task "
+        "(execution.taskSupport: required)",
+        tool.name,
+    )
+    return True
 
 
 @final
 class McpToolDefinition:
-    """A ``ToolDefinition`` for one tool of an MCP server: makes ``(ToolMeta, McpTool)``."""
+    """A ``ToolDefinition`` for one tool of an MCP server: makes ``(ToolMeta, McpTool)``.
+
+    ``name`` is the tool's local name (default: ``prefix`` + the server's name,
+    renamed by the provider rule if providers would refuse it).
+    """
 
     __slots__ = ("_meta", "_tool")
 
-    def __init__(self, session: McpConnection, tool: types.Tool, prefix: str = "") -> None:
-        if _needs_task(tool):
+    def __init__(
+        self,
+        session: McpConnection,
+        tool: types.Tool,
+        prefix: str = "",
+        *,
+        name: str | None = None,
+    ) -> None:
+        if tool.execution is not None and tool.execution.task_support == "required":
             raise ValueError(
                 f"MCP tool {tool.name!r} can only be called as a task "
                 f"(execution.taskSupport: required); llm-worker calls tools directly"
             )
+        local = provider_safe_names([prefix + tool.name])[0] if name is None else name
         self._meta = ToolMeta(
-            name=prefix + tool.name,
-            description=tool.description or "",
-            input_schema=tool.input_schema,
+            name=local, description=tool.description or "", input_schema=tool.input_schema
         )
-        self._tool = McpTool(session, tool.name)
+        self._tool = McpTool(session, tool.name, input_schema=self._meta.input_schema)
 
     @property
     def meta(self) -> ToolMeta:
-        """The tool's metadata: the (prefixed) name, the description and the input schema."""
+        """The tool's metadata: the local name, the description and the input schema."""
         return self._meta
+
+    @property
+    def remote_name(self) -> str:
+        """The server's name for the tool, which calls use."""
+        return self._tool.remote_name
 
     def __call__(self) -> tuple[ToolMeta, Tool]:
         return self._meta, self._tool
@@ -148,17 +178,30 @@ class McpToolDefinition:
 
 @final
 class McpTool:
-    """A ``Tool`` that forwards every call to one tool of an MCP server."""
+    """A ``Tool`` that forwards every call to one tool of an MCP server.
 
-    __slots__ = ("remote_name", "session")
+    ``input_schema`` (the server's schema for the tool) tells which ``null``s
+    OpenAI strict mode introduced; without it every argument is sent as given.
+    """
 
-    def __init__(self, session: McpConnection, remote_name: str) -> None:
+    __slots__ = ("_input_schema", "remote_name", "session")
+
+    def __init__(
+        self,
+        session: McpConnection,
+        remote_name: str,
+        *,
+        input_schema: dict[str, Any] | None = None,
+    ) -> None:
         self.session = session
         self.remote_name = remote_name
+        self._input_schema = input_schema
 
     async def execute(self, input_json: str) -> str:
         """Send ``tools/call`` with these arguments; the result's text, or a ``ToolError``."""
         arguments = _parse_arguments(input_json)
+        if self._input_schema is not None and "null" in input_json:
+            arguments = drop_introduced_nulls(self._input_schema, arguments)
         name = self.remote_name
         try:
             result = await self.session.call_tool(name, arguments)

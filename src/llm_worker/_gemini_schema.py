@@ -1,0 +1,262 @@
+"""Gemini's function parameters: JSON Schema rewritten into its OpenAPI-subset ``Schema``.
+
+``gemini_schema(schema)`` returns the rewrite, or raises ``GeminiSchemaError``
+listing what has none. The rules are in ``docs/export.md`` ("Gemini").
+
+Gemini's ``Schema`` has no references, so every ``$ref`` (to ``$defs``,
+``definitions`` or any other place of the schema) is inlined, and a schema
+that reuses a model at many levels grows with each level. The rewrite
+therefore stops with a clear error past ``MAX_NODES`` nodes of output or
+``MAX_DEPTH`` levels of nesting, rather than running for minutes or
+recursing until Python gives up; below those bounds it takes time linear in
+the size of what it writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ._json_schema import (
+    MAX_DEPTH,
+    JsonSchema,
+    Refs,
+    SchemaProblem,
+    is_list,
+    is_schema,
+    json_text,
+)
+
+__all__ = ["MAX_NODES", "GeminiSchemaError", "gemini_schema"]
+
+MAX_NODES = 20_000
+"""The most schema nodes a Gemini rewrite writes (references inlined)."""
+
+_KEYWORDS = frozenset(
+    {
+        "type",
+        "format",
+        "description",
+        "nullable",
+        "enum",
+        "items",
+        "properties",
+        "required",
+        "anyOf",
+        "minimum",
+        "maximum",
+        "minItems",
+        "maxItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "minProperties",
+        "maxProperties",
+        "default",
+    }
+)
+_NOTED = frozenset({"exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems"})
+_FORMATS = {
+    "STRING": frozenset({"date-time", "enum"}),
+    "NUMBER": frozenset({"float", "double"}),
+    "INTEGER": frozenset({"int32", "int64", "enum"}),
+}
+_TYPES = {
+    "string": "STRING",
+    "number": "NUMBER",
+    "integer": "INTEGER",
+    "boolean": "BOOLEAN",
+    "array": "ARRAY",
+    "object": "OBJECT",
+}
+
+
+class GeminiSchemaError(Exception):
+    """A schema the Gemini rewrite refuses; ``problems`` says why."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+
+class _TooBig(Exception):
+    pass
+
+
+def gemini_schema(schema: Mapping[str, Any]) -> JsonSchema:
+    """``schema`` as Gemini's ``Schema`` (new dicts), or ``GeminiSchemaError``."""
+    rewriter = _Gemini(dict(schema))
+    try:
+        return rewriter.node(rewriter.refs.root, (), 0)
+    except SchemaProblem as exc:
+        raise GeminiSchemaError([str(exc)]) from None
+    except _TooBig as exc:
+        raise GeminiSchemaError([str(exc)]) from None
+    except RecursionError:
+        raise GeminiSchemaError([f"the schema nests deeper than {MAX_DEPTH} levels"]) from None
+
+
+class _Gemini:
+    def __init__(self, root: JsonSchema) -> None:
+        self.refs = Refs(root)
+        self.left = MAX_NODES
+
+    def node(self, schema: JsonSchema, inlining: tuple[str, ...], depth: int) -> JsonSchema:
+        self.left -= 1
+        if self.left < 0:
+            raise _TooBig(
+                f"the schema has more than {MAX_NODES} nodes once its $refs are inlined "
+                f"(Gemini's schemas have no references); reuse fewer models, or nest them less"
+            )
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"the schema nests deeper than {MAX_DEPTH} levels once inlined")
+        node = _tuple_items(_merge_all_of(schema))
+
+        if "$ref" in node:
+            return self.node(*self.inline(node, inlining), depth + 1)
+
+        node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
+        nullable = False
+
+        kind = node.get("type")
+        if is_list(kind):
+            kinds = [k for k in kind if k != "null"]
+            nullable = len(kinds) < len(kind)
+            node = {k: v for k, v in node.items() if k != "type"}
+            if len(kinds) == 1:
+                node["type"] = kinds[0]
+            elif kinds:
+                node["anyOf"] = [{"type": k} for k in kinds]
+        elif kind == "null":
+            node = {k: v for k, v in node.items() if k != "type"}
+            nullable = True
+
+        branches = node.get("anyOf")
+        if is_list(branches):
+            kept = [b for b in branches if not _is_null_schema(b)]
+            nullable = nullable or len(kept) < len(branches)
+            rest = {k: v for k, v in node.items() if k != "anyOf"}
+            if len(kept) == 1 and is_schema(kept[0]):
+                # One branch left: it becomes the node, and the field's own keywords win.
+                branch, inlining = self.inline(kept[0], inlining)
+                merged = {**branch, **rest}
+                if nullable:
+                    merged["nullable"] = True
+                return self.node(merged, inlining, depth + 1)
+            node = {**rest, "anyOf": kept}
+
+        if "const" in node:
+            node = {k: v for k, v in node.items() if k != "const"} | {"enum": [node["const"]]}
+
+        notes: list[str] = []
+        result: JsonSchema = {}
+        for key, value in node.items():
+            if key == "properties" and is_schema(value):
+                result[key] = {
+                    name: self.node(sub, inlining, depth + 1) if is_schema(sub) else sub
+                    for name, sub in value.items()
+                }
+            elif key == "items" and is_schema(value):
+                result[key] = self.node(value, inlining, depth + 1)
+            elif key == "anyOf" and is_list(value):
+                result[key] = [
+                    self.node(sub, inlining, depth + 1) if is_schema(sub) else sub for sub in value
+                ]
+            elif key in _NOTED:
+                notes.append(f"{key}: {json_text(value)}")
+            elif key in _KEYWORDS:
+                result[key] = value
+
+        if "enum" in result and is_list(result["enum"]):
+            values: list[Any] = result["enum"]
+            if None in values:
+                nullable = True
+                values = [v for v in values if v is not None]
+            if "type" not in result:
+                inferred = _json_type_of(values)
+                if inferred is not None:
+                    result["type"] = inferred
+            result["enum"] = [v if isinstance(v, str) else json_text(v) for v in values]
+
+        if isinstance(result.get("type"), str):
+            result["type"] = _TYPES.get(result["type"], result["type"].upper())
+        if "enum" in result and result.get("type") in ("STRING", "INTEGER"):
+            result.setdefault("format", "enum")
+        fmt = result.get("format")
+        if fmt is not None and fmt not in _FORMATS.get(result.get("type", ""), ()):
+            del result["format"]
+            notes.insert(0, f"format: {fmt}")
+        result = _with_notes(result, notes)
+        if nullable:
+            result["nullable"] = True
+        if result.get("required") == []:
+            del result["required"]
+        return result
+
+    def inline(
+        self, schema: JsonSchema, inlining: tuple[str, ...]
+    ) -> tuple[JsonSchema, tuple[str, ...]]:
+        """``schema`` with its ``$ref`` replaced by what it points to (its own keywords win).
+
+        A reference back into a schema that is being inlined is cut: only the
+        node's own keywords stay (``{}`` means any value), as google-genai does.
+        """
+        ref = schema.get("$ref")
+        if ref is None:
+            return schema, inlining
+        siblings = {k: v for k, v in schema.items() if k != "$ref"}
+        target = self.refs.resolve(ref)
+        if not is_schema(target) or ref in inlining:
+            return siblings, inlining
+        return {**target, **siblings}, (*inlining, str(ref))
+
+
+def _is_null_schema(schema: object) -> bool:
+    return is_schema(schema) and schema.get("type") == "null" and "enum" not in schema
+
+
+def _merge_all_of(schema: JsonSchema) -> JsonSchema:
+    """Merge a one-entry ``allOf`` into the node (the node's own keywords win)."""
+    all_of = schema.get("allOf")
+    if not (is_list(all_of) and len(all_of) == 1 and is_schema(all_of[0])):
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "allOf"}
+    return {**all_of[0], **rest}
+
+
+def _tuple_items(schema: JsonSchema) -> JsonSchema:
+    """``prefixItems`` (a tuple) as ``items``: any of the distinct item schemas."""
+    prefix = schema.get("prefixItems")
+    if not is_list(prefix):
+        return schema
+    choices: list[Any] = []
+    for item in [*prefix, *([schema["items"]] if is_schema(schema.get("items")) else [])]:
+        if item not in choices:
+            choices.append(item)
+    rest = {k: v for k, v in schema.items() if k not in ("prefixItems", "items")}
+    if choices:
+        rest["items"] = choices[0] if len(choices) == 1 else {"anyOf": choices}
+    return rest
+
+
+def _with_notes(schema: JsonSchema, notes: list[str]) -> JsonSchema:
+    """``schema`` with ``(note; note)`` added to its description."""
+    if not notes:
+        return schema
+    note = f"({'; '.join(notes)})"
+    description = schema.get("description")
+    return {**schema, "description": f"{description} {note}" if description else note}
+
+
+def _json_type_of(values: list[Any]) -> str | None:
+    if not values:
+        return None
+    if all(isinstance(v, str) for v in values):
+        return "string"
+    if all(isinstance(v, bool) for v in values):
+        return "boolean"
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "integer"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return "number"
+    return None

@@ -1,0 +1,95 @@
+"""Tests for ``llm_worker._gemini_schema``: references, and schemas too big to inline.
+
+The format's other rewrites are pinned in ``tests/test_formats.py`` (``TestGemini``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llm_worker import ToolMeta, export_tools
+from llm_worker._gemini_schema import MAX_NODES
+from llm_worker._json_schema import MAX_DEPTH
+
+
+def gemini(schema: dict[str, Any]) -> dict[str, Any]:
+    [declaration] = export_tools([ToolMeta(name="t", input_schema=schema)], "gemini")
+    return declaration["parameters"]
+
+
+def refusal(schema: dict[str, Any]) -> str:
+    with pytest.raises(ValueError, match=r"^Cannot make Gemini schemas:\n  t: ") as info:
+        export_tools([ToolMeta(name="t", input_schema=schema)], "gemini")
+    return str(info.value).removeprefix("Cannot make Gemini schemas:\n  t: ")
+
+
+def reused(levels: int) -> dict[str, Any]:
+    """$defs L0 -> L1 -> ..., each used twice by the one before."""
+    defs: dict[str, Any] = {f"L{levels}": {"type": "string"}}
+    for i in range(levels - 1, -1, -1):
+        ref = {"$ref": f"#/$defs/L{i + 1}"}
+        defs[f"L{i}"] = {"type": "object", "properties": {"left": ref, "right": ref}}
+    return {"type": "object", "properties": {"top": {"$ref": "#/$defs/L0"}}, "$defs": defs}
+
+
+class TestReferences:
+    def test_draft_7_definitions_are_inlined(self):
+        """A #/definitions/... reference is inlined like a $defs one, not made any value."""
+        schema = {
+            "type": "object",
+            "properties": {"p": {"$ref": "#/definitions/P", "description": "The point"}},
+            "required": ["p"],
+            "definitions": {"P": {"type": "object", "properties": {"x": {"type": "number"}}}},
+        }
+        assert gemini(schema)["properties"]["p"] == {
+            "type": "OBJECT",
+            "description": "The point",
+            "properties": {"x": {"type": "NUMBER"}},
+        }
+
+    def test_any_local_pointer_is_inlined(self):
+        """A reference to another property's schema is inlined too."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "first": {"type": "string", "format": "date-time"},
+                "second": {"$ref": "#/properties/first"},
+            },
+        }
+        assert gemini(schema)["properties"]["second"] == {"type": "STRING", "format": "date-time"}
+
+    def test_a_reference_to_nothing_is_refused(self):
+        """A $ref that resolves to nothing is a ValueError naming it, not a silent any value."""
+        schema = {"type": "object", "properties": {"p": {"$ref": "#/definitions/Gone"}}}
+        assert refusal(schema) == "the $ref '#/definitions/Gone' points to nothing"
+
+
+class TestSize:
+    def test_small_reuse_is_inlined(self):
+        """A model reused at a few levels is inlined everywhere it is used."""
+        parameters = gemini(reused(3))
+        leaf = parameters["properties"]["top"]
+        for _ in range(3):
+            leaf = leaf["properties"]["right"]
+        assert leaf == {"type": "STRING"}
+
+    @pytest.mark.parametrize("levels", [16, 30])
+    def test_exponential_reuse_is_refused(self, levels):
+        """Reuse that would inline 2**levels nodes stops at MAX_NODES with one clear error."""
+        assert refusal(reused(levels)) == (
+            f"the schema has more than {MAX_NODES} nodes once its $refs are inlined (Gemini's "
+            "schemas have no references); reuse fewer models, or nest them less"
+        )
+
+    def test_a_1000_level_chain_is_refused_without_recursion_error(self):
+        """A chain of 1,000 references nests too deep to inline: ValueError, no RecursionError."""
+        defs: dict[str, Any] = {"L1000": {"type": "string"}}
+        for i in range(999, -1, -1):
+            defs[f"L{i}"] = {
+                "type": "object",
+                "properties": {"next": {"$ref": f"#/$defs/L{i + 1}"}},
+            }
+        schema = {"type": "object", "properties": {"top": {"$ref": "#/$defs/L0"}}, "$defs": defs}
+        assert refusal(schema) == f"the schema nests deeper than {MAX_DEPTH} levels once inlined"
