@@ -1352,3 +1352,94 @@ class TestBoundToolMethod:
         assert repr(app.get_user) == (
             f"<bound tool method UserApp.get_user of <UserApp at {id(app):#x}>>"
         )
+
+
+# -- title, annotations and the result's schema -------------------------------------------
+
+
+def test_tool_options_give_the_meta_a_title_and_annotations_merged_with_the_registry() -> None:
+    from llm_worker import ToolAnnotations
+
+    @tool_registry(annotations=ToolAnnotations(open_world=True, read_only=True))
+    class Files:
+        @tool(title="Read a file")
+        def read(self, path: str) -> str:
+            """Read."""
+            return path
+
+        @tool(annotations=ToolAnnotations(read_only=False, destructive=True))
+        def delete(self, path: str) -> str:
+            """Delete."""
+            return path
+
+    read, delete = tool_metas(Files)
+    assert read.title == "Read a file"
+    assert read.annotations == ToolAnnotations(read_only=True, open_world=True)
+    assert delete.title is None
+    # a tool's own annotations win field by field; what it leaves unsaid comes from the registry
+    assert delete.annotations == ToolAnnotations(read_only=False, destructive=True, open_world=True)
+    with pytest.raises(TypeError, match="annotations must be a ToolAnnotations"):
+        tool(annotations={"destructive": True})  # type: ignore[arg-type]
+
+
+def test_the_return_annotation_gives_the_output_schema_as_an_object() -> None:
+    from pydantic import BaseModel
+
+    from llm_worker import MediaPart, ToolReturn
+
+    class Weather(BaseModel):
+        city: str
+        celsius: float
+
+    @tool_registry
+    class Outputs:
+        @tool
+        def weather(self) -> Weather:
+            """Weather."""
+            return Weather(city="Oslo", celsius=3)
+
+        @tool
+        def numbers(self) -> list[int]:
+            """Numbers."""
+            return [1]
+
+        @tool
+        def text(self) -> str:
+            """Text."""
+            return ""
+
+        @tool
+        def nothing(self):  # type: ignore[no-untyped-def]
+            """No annotation."""
+
+        @tool
+        def rich(self) -> ToolReturn:
+            """Rich."""
+            return ToolReturn("x")
+
+        @tool
+        def image(self) -> list[MediaPart]:
+            """Images."""
+            return []
+
+        @tool
+        def unresolvable(self) -> "NotDefinedAnywhere":  # type: ignore[name-defined]  # noqa: F821
+            """Its return annotation names nothing."""
+
+    metas = {meta.name: meta for meta in tool_metas(Outputs)}
+    weather = metas["weather"].output_schema
+    assert weather is not None
+    assert weather["type"] == "object"
+    assert weather["properties"] == {
+        "city": {"title": "City", "type": "string"},
+        "celsius": {"title": "Celsius", "type": "number"},
+    }
+    # a non-object result is wrapped, and the schema says so
+    assert metas["numbers"].output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+        "required": ["result"],
+        "x-llm-worker-wrapped": True,
+    }
+    for name in ("text", "nothing", "rich", "image", "unresolvable"):
+        assert metas[name].output_schema is None, name

@@ -472,3 +472,74 @@ class TestToolDefinitionAlias:
 
         hints = typing.get_type_hints(make)
         assert hints["return"] == ToolDefinition
+
+
+# -- title, annotations, output schema -------------------------------------------------------
+
+
+def test_a_meta_keeps_title_annotations_and_output_schema_as_values() -> None:
+    from llm_worker import ToolAnnotations
+
+    output = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    meta = ToolMeta(
+        name="rm",
+        description="Remove.",
+        title="Remove a file",
+        annotations=ToolAnnotations(destructive=True, idempotent=True),
+        output_schema=output,
+    )
+    assert meta.title == "Remove a file"
+    assert meta.annotations == ToolAnnotations(destructive=True, idempotent=True)
+    assert meta.output_schema == output
+    meta.output_schema["type"] = "array"  # type: ignore[index]
+    assert meta.output_schema == output  # a fresh copy each time
+    # value semantics cover the new fields, and key order does not matter
+    same = ToolMeta(
+        name="rm",
+        description="Remove.",
+        title="Remove a file",
+        annotations=ToolAnnotations(idempotent=True, destructive=True),
+        output_schema={"properties": {"n": {"type": "integer"}}, "type": "object"},
+    )
+    assert meta == same
+    assert hash(meta) == hash(same)
+    assert meta != ToolMeta(name="rm", description="Remove.")
+    assert meta != meta.with_annotations(ToolAnnotations(read_only=True))
+    # copies keep them; the model's definition leaves them out
+    assert meta.with_description("Delete.").annotations.destructive is True
+    assert meta.with_input_schema({"type": "object"}).title == "Remove a file"
+    assert (
+        meta.to_llm_definition() == ToolMeta(name="rm", description="Remove.").to_llm_definition()
+    )
+    again = pickle.loads(pickle.dumps(meta))
+    assert again == meta
+    assert again.output_schema == output
+    assert repr(meta) == (
+        "ToolMeta(name='rm', description='Remove.', input_schema="
+        '{"type": "object", "properties": {}}, title=\'Remove a file\', '
+        "annotations=ToolAnnotations(destructive=True, idempotent=True), "
+        'output_schema={"type": "object", "properties": {"n": {"type": "integer"}}})'
+    )
+
+
+def test_a_plain_meta_shows_none_of_the_new_fields() -> None:
+    meta = ToolMeta(name="x")
+    assert (meta.title, meta.output_schema) == (None, None)
+    assert meta.annotations.destructive is None
+    assert "annotations" not in repr(meta)
+    assert "title" not in repr(meta)
+
+
+def test_bad_title_annotations_or_output_schema_are_refused() -> None:
+    from llm_worker import ToolAnnotations
+
+    with pytest.raises(TypeError, match="title must be a str"):
+        ToolMeta(name="x", title=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="annotations must be a ToolAnnotations"):
+        ToolMeta(name="x", annotations={"readOnlyHint": True})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="output_schema must be an object schema"):
+        ToolMeta(name="x", output_schema={"type": "integer"})
+    with pytest.raises(TypeError, match="output_schema must be a mapping"):
+        ToolMeta(name="x", output_schema=[1])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"ToolAnnotations\.read_only must be a bool"):
+        ToolAnnotations(read_only="yes")  # type: ignore[arg-type]

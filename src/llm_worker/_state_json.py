@@ -7,13 +7,16 @@ names the first bad fields); ``RunState`` then checks the conversation.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
-from typing_extensions import TypedDict
+from typing_extensions import NotRequired, TypedDict
 
+from ._content import ContentPart, DataPart, MediaPart, TextPart
 from ._conversation import (
     AssistantMessage,
     Message,
@@ -43,10 +46,36 @@ class _CallJson(TypedDict):
     input_json: str
 
 
+class _TextPartJson(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class _MediaPartJson(TypedDict):
+    type: Literal["media"]
+    media_type: str
+    data: str | None  # base64
+    url: str | None
+    name: str | None
+
+
+class _DataPartJson(TypedDict):
+    type: Literal["data"]
+    json: str
+
+
+_PartJson = Annotated[
+    _TextPartJson | _MediaPartJson | _DataPartJson, Field(discriminator="type")
+]
+
+
 class _ResultJson(TypedDict):
     call_id: str
     content: str
     is_error: bool
+    # Only in a rich result (a text result is written as before).
+    parts: NotRequired[list[_PartJson]]
+    metadata: NotRequired[Any]
 
 
 class _UsageJson(TypedDict):
@@ -222,7 +251,30 @@ def _dump_call(call: ToolCall) -> dict[str, Any]:
 
 
 def _dump_result(result: ToolResult) -> dict[str, Any]:
-    return {"call_id": result.call_id, "content": result.content, "is_error": result.is_error}
+    data: dict[str, Any] = {
+        "call_id": result.call_id,
+        "content": result.content,
+        "is_error": result.is_error,
+    }
+    if result.parts:
+        data["parts"] = [_dump_part(part) for part in result.parts]
+    if result.metadata is not None:
+        data["metadata"] = result.metadata
+    return data
+
+
+def _dump_part(part: ContentPart) -> dict[str, Any]:
+    if isinstance(part, TextPart):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, DataPart):
+        return {"type": "data", "json": part.json_text}
+    return {
+        "type": "media",
+        "media_type": part.media_type,
+        "data": None if part.data is None else base64.b64encode(part.data).decode("ascii"),
+        "url": part.url,
+        "name": part.name,
+    }
 
 
 def _dump_usage(usage: Usage | RunUsage) -> dict[str, Any]:
@@ -258,7 +310,7 @@ def _load_message(data: _UserJson | _AssistantJson | _ToolResultJson) -> Message
     if data["type"] == "user":
         return UserMessage(data["text"])
     if data["type"] == "tool_result":
-        return ToolResult(data["call_id"], data["content"], data["is_error"])
+        return _load_result(data)
     usage = data["usage"]
     return AssistantMessage(
         data["text"],
@@ -280,6 +332,40 @@ def _load_paused(data: _PausedCallJson) -> PausedTuple:
         _load_call(data["call"]),
         data["status"],
         data["reason"],
-        None if result is None else ToolResult(**result),
+        None if result is None else _load_result(result),
         None if outcome is None else ToolCallOutcome(outcome),
     )
+
+
+def _load_result(data: _ResultJson) -> ToolResult:
+    parts = data.get("parts")
+    if parts is None and "metadata" not in data:
+        return ToolResult(data["call_id"], data["content"], data["is_error"])
+    return ToolResult(
+        data["call_id"],
+        data["content"],
+        data["is_error"],
+        () if parts is None else tuple(_load_part(part, data["call_id"]) for part in parts),
+        data.get("metadata"),
+    )
+
+
+def _load_part(data: _TextPartJson | _MediaPartJson | _DataPartJson, call_id: str) -> ContentPart:
+    if data["type"] == "text":
+        return TextPart(data["text"])
+    if data["type"] == "data":
+        try:
+            json.loads(data["json"])
+        except ValueError:
+            raise RunStateError(
+                f"the data part of the result of call {call_id!r} is not JSON"
+            ) from None
+        return DataPart(data["json"])
+    encoded = data["data"]
+    try:
+        raw = None if encoded is None else base64.b64decode(encoded, validate=True)
+        return MediaPart(data["media_type"], raw, data["url"], data["name"])
+    except (binascii.Error, ValueError) as exc:
+        raise RunStateError(
+            f"a media part of the result of call {call_id!r} is not valid: {exc}"
+        ) from None

@@ -1,0 +1,272 @@
+"""Rich results (``_content.py``, ``_execution.rich_result``): what a tool returns besides text,
+what the worker keeps of it, what the limits do to it, and how it survives the run state."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+
+import anyio
+import pytest
+from support import calls, results_of
+
+from llm_worker import (
+    DataPart,
+    Limits,
+    MediaPart,
+    RunState,
+    RunStateError,
+    TextPart,
+    ToolResult,
+    ToolReturn,
+    ToolServer,
+    Worker,
+    WorkerResult,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker.testing import ScriptedClient, ScriptedResponse
+
+pytestmark = pytest.mark.anyio
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4  # 1032 bytes, every byte value
+
+
+@tool_registry
+class Charts:
+    def __init__(self) -> None:
+        self.png = PNG
+
+    @tool
+    def chart(self, title: str) -> ToolReturn:
+        """Draw a chart."""
+        return ToolReturn(
+            [TextPart(f"The chart {title}:"), MediaPart("image/png", data=self.png)],
+            metadata={"title": title, "points": 3},
+        )
+
+    @tool
+    async def image(self) -> MediaPart:
+        """Just an image."""
+        return MediaPart("image/png", data=self.png)
+
+    @tool
+    def parts(self) -> list[TextPart | DataPart]:
+        """Text and data."""
+        return [TextPart("rows:"), DataPart.of({"rows": [1, 2]})]
+
+    @tool
+    def text_only(self) -> ToolReturn:
+        """A ToolReturn of plain text."""
+        return ToolReturn("just text")
+
+    @tool
+    def linked(self) -> ToolReturn:
+        """A document by URL."""
+        return ToolReturn(MediaPart("application/pdf", url="https://example.com/a.pdf", name="a"))
+
+    @tool
+    def bad_part(self) -> ToolReturn:
+        """Returns something that is not a part."""
+        return ToolReturn(["text", 42])  # type: ignore[list-item]
+
+    @tool
+    def bad_metadata(self) -> ToolReturn:
+        """Metadata that is not JSON."""
+        return ToolReturn("ok", metadata=object())
+
+    @tool
+    def big_text(self) -> ToolReturn:
+        """Long text among parts."""
+        return ToolReturn([TextPart("x" * 5_000), MediaPart("image/png", data=b"p")])
+
+
+async def run_one(name: str, arguments: dict[str, object] | None = None, **limits: int):
+    client = ScriptedClient([calls((name, arguments or {})), ScriptedResponse(text="done")])
+    worker = Worker(client, limits=Limits(**limits))
+    worker.register_tools(tool_definitions(Charts()))
+    with anyio.fail_after(10):
+        assert await worker.run("go") is WorkerResult.FINISHED
+    (result,) = results_of(worker.history)
+    return result, worker, client
+
+
+async def test_a_tool_return_keeps_its_parts_in_order_and_its_metadata() -> None:
+    result, _, client = await run_one("chart", {"title": "sales"})
+    assert not result.is_error
+    assert result.parts == (TextPart("The chart sales:"), MediaPart("image/png", data=PNG))
+    assert result.metadata == {"title": "sales", "points": 3}
+    # content is the text a text-only reader gets: the media are left to the provider client
+    assert result.content == "The chart sales:"
+    # the scripted model got the same result, parts and all (what a provider client sends)
+    sent = [m for m in client.requests[-1].messages if isinstance(m, ToolResult)]
+    assert sent == [result]
+
+
+async def test_a_part_or_a_list_of_parts_from_a_tool_method_is_a_rich_result() -> None:
+    image, _, _ = await run_one("image")
+    assert image.parts == (MediaPart("image/png", data=PNG),)
+    assert image.content == ""
+    mixed, _, _ = await run_one("parts")
+    assert mixed.parts == (TextPart("rows:"), DataPart('{"rows":[1,2]}'))
+    assert mixed.content == 'rows:\n{"rows":[1,2]}'
+    assert mixed.parts[1].value == {"rows": [1, 2]}  # type: ignore[union-attr]
+
+
+async def test_a_text_only_tool_return_is_a_plain_text_result() -> None:
+    result, _, _ = await run_one("text_only")
+    assert result == ToolResult(result.call_id, "just text")
+    assert result.parts == ()
+    assert result.metadata is None
+    assert "parts" not in repr(result)
+
+
+async def test_a_media_part_by_url_keeps_its_url_and_name() -> None:
+    result, _, _ = await run_one("linked")
+    (part,) = result.parts
+    assert isinstance(part, MediaPart)
+    assert (part.url, part.name, part.kind, part.size) == (
+        "https://example.com/a.pdf",
+        "a",
+        "document",
+        0,
+    )
+
+
+async def test_media_past_the_byte_cap_is_replaced_by_a_note_saying_what_was_dropped() -> None:
+    result, _, _ = await run_one("chart", {"title": "t"}, max_media_bytes=1000)
+    assert not result.is_error
+    assert result.parts[0] == TextPart("The chart t:")
+    note = result.parts[1]
+    assert isinstance(note, TextPart)
+    assert note.text == (
+        "[image/png of 1032 bytes from tool 'chart' dropped: over the limit of 1000 bytes "
+        "for media in one result]"
+    )
+    assert note.text in result.content
+
+
+async def test_text_parts_share_the_result_text_cap() -> None:
+    result, _, _ = await run_one("big_text", max_result_bytes=1_000)
+    text = result.parts[0]
+    assert isinstance(text, TextPart)
+    assert len(text.text.encode()) <= 1_000
+    assert "truncated" in text.text
+    assert result.parts[1] == MediaPart("image/png", data=b"p")
+
+
+@pytest.mark.parametrize("name", ["bad_part", "bad_metadata"])
+async def test_a_tool_return_that_cannot_be_sent_is_an_error_result_naming_the_tool(
+    name: str,
+) -> None:
+    result, _worker, _ = await run_one(name)
+    assert result.is_error
+    assert result.content.startswith(f"Internal error: tool '{name}' returned a ToolReturn")
+    assert result.parts == ()
+
+
+async def test_call_tool_gives_the_text_of_a_rich_result() -> None:
+    server = ToolServer()
+    server.register_tools(tool_definitions(Charts()))
+    handle = server.handle()
+    assert await handle.call_tool("chart", '{"title": "q"}') == "The chart q:"
+    assert await handle.call_tool("parts", "{}") == 'rows:\n{"rows":[1,2]}'
+
+
+def test_parts_validate_what_they_are_given() -> None:
+    with pytest.raises(ValueError, match="MIME type"):
+        MediaPart("png", data=b"x")
+    with pytest.raises(ValueError, match="either data"):
+        MediaPart("image/png")
+    with pytest.raises(ValueError, match="either data"):
+        MediaPart("image/png", data=b"x", url="https://x")
+    with pytest.raises(TypeError, match="bytes"):
+        MediaPart("image/png", data="x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="str"):
+        TextPart(3)  # type: ignore[arg-type]
+    assert MediaPart("audio/wav", data=b"1234").kind == "audio"
+    assert MediaPart("VIDEO/mp4", data=b"").kind == "video"
+    assert repr(MediaPart("image/png", data=PNG)) == "MediaPart('image/png', 1032 bytes)"
+
+
+def test_parts_are_frozen_hashable_and_picklable() -> None:
+    parts = (TextPart("a"), MediaPart("image/png", data=PNG), DataPart.of([1, "b"]))
+    for part in parts:
+        assert pickle.loads(pickle.dumps(part)) == part
+        assert hash(part) == hash(pickle.loads(pickle.dumps(part)))
+    with pytest.raises(AttributeError):
+        parts[0].text = "b"  # type: ignore[misc]
+
+
+def _state_with(result: ToolResult) -> RunState:
+    from llm_worker import AssistantMessage, RunUsage, ToolCall, UserMessage
+
+    call = ToolCall(result.call_id, "chart", "{}")
+    return RunState(
+        history=[UserMessage("go"), AssistantMessage("", (call,)), result],
+        paused=None,
+        turns=0,
+        run_usage=RunUsage(),
+        usage=RunUsage(),
+        tool_choice="auto",
+        allowed_tools=None,
+        fingerprint="sha256:x",
+    )
+
+
+def test_the_run_state_json_keeps_every_part_bytes_and_all() -> None:
+    result = ToolResult(
+        "c1",
+        "see:\n{}",
+        False,
+        (
+            TextPart("see:"),
+            MediaPart("image/png", data=PNG),
+            MediaPart("application/pdf", url="https://x/a.pdf", name="a.pdf"),
+            DataPart("{}"),
+        ),
+        {"k": [1, None]},
+    )
+    state = _state_with(result)
+    text = state.to_json()
+    data = json.loads(text)
+    media = data["history"][2]["parts"][1]
+    assert base64.b64decode(media["data"]) == PNG
+    again = RunState.from_json(text)
+    assert again == state
+    assert again.history[2] == result
+    assert again.history[2].metadata == {"k": [1, None]}  # type: ignore[union-attr]
+
+
+def test_a_text_result_is_written_as_before() -> None:
+    data = json.loads(_state_with(ToolResult("c1", "plain")).to_json())
+    assert data["history"][2] == {
+        "type": "tool_result",
+        "call_id": "c1",
+        "content": "plain",
+        "is_error": False,
+    }
+
+
+@pytest.mark.parametrize(
+    ("part", "message"),
+    [
+        (
+            {"type": "media", "media_type": "image/png", "data": "@@@", "url": None, "name": None},
+            "media part",
+        ),
+        (
+            {"type": "media", "media_type": "png", "data": "AA==", "url": None, "name": None},
+            "media part",
+        ),
+        ({"type": "data", "json": "{nope"}, "not JSON"),
+        ({"type": "sound", "text": "x"}, "Not a valid run state"),
+    ],
+)
+def test_a_corrupt_part_in_a_run_state_is_a_run_state_error(part: dict, message: str) -> None:
+    data = json.loads(_state_with(ToolResult("c1", "x", False, (TextPart("x"),))).to_json())
+    data["history"][2]["parts"] = [part]
+    with pytest.raises(RunStateError, match=message):
+        RunState.from_json(json.dumps(data))
