@@ -103,7 +103,7 @@ class TestEventOrder:
             TextDelta(" ther"),
             TextDelta("e"),
             ResponseCompleted(message),
-            RunFinished("Hello there"),
+            RunFinished("Hello there", "Hello there"),
         ]
         assert worker.history == (UserMessage("hi"), message)
 
@@ -127,7 +127,7 @@ class TestEventOrder:
             ResponseStarted(2),
             TextDelta("done"),
             ResponseCompleted(AssistantMessage("done", (), "end_turn")),
-            RunFinished("done"),
+            RunFinished("done", "done"),
         ]
 
     @pytest.mark.anyio

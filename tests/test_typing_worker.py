@@ -212,3 +212,4 @@ class TestLockedWorkerSample:
             "2",
         ]
         assert await module.with_deps() == ["ADA", "WorkerResult.FINISHED", "2"]
+        assert await module.typed_output() == ["Oslo", "3"]

@@ -8,13 +8,19 @@ calls may interleave; ``index`` tells them apart. The worker assembles them.
 A client may also yield ``ReasoningDelta`` (reasoning text to show, not sent
 back) and ``ProviderItemDone`` (an opaque item the provider needs back, kept
 in the message's ``provider_items``, in the order they came).
+
+A client that can constrain the final answer to a JSON Schema (structured
+output) says so with a ``supports_output_format = True`` attribute; it then
+gets ``LlmRequest.output_format`` when a run asks for typed output. For any
+other client the worker asks through a tool instead.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ._conversation import Message, ProviderItem, Usage
 from ._meta import LlmToolDefinition
@@ -24,6 +30,7 @@ __all__ = [
     "LlmClient",
     "LlmEvent",
     "LlmRequest",
+    "OutputFormat",
     "ProviderItemDone",
     "ReasoningDelta",
     "TextDelta",
@@ -39,6 +46,26 @@ one), ``"none"`` (it may not), or a tool's name (it must call that tool)."""
 
 
 @dataclass(frozen=True)
+class OutputFormat:
+    """The JSON Schema (an object) the model's final answer must match: structured output.
+
+    Only sent to a client whose ``supports_output_format`` is true; it passes it
+    in the provider's own field (OpenAI ``response_format`` / ``text.format``,
+    Anthropic ``output_config.format``, Gemini ``response_json_schema``).
+    ``name`` is a valid identifier for providers that want one.
+    """
+
+    name: str
+    schema_json: str
+
+    @property
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema, parsed (a fresh copy)."""
+        value: dict[str, Any] = json.loads(self.schema_json)
+        return value
+
+
+@dataclass(frozen=True)
 class LlmRequest:
     """Everything the model is sent: system prompt, history and sorted tool definitions.
 
@@ -47,6 +74,8 @@ class LlmRequest:
     and ``tool_choice`` say which of them the model may call in this request.
     A client sends them in the provider's own fields where it has them; the
     worker refuses a call outside ``allowed_tools`` whatever the model does.
+    ``output_format`` is the schema of a structured final answer, if the run
+    asks for one (see ``OutputFormat``).
     """
 
     system_prompt: str | None
@@ -54,6 +83,7 @@ class LlmRequest:
     tools: Sequence[LlmToolDefinition]
     tool_choice: ToolChoice = "auto"
     allowed_tools: tuple[str, ...] | None = None
+    output_format: OutputFormat | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 from ._approvals import PendingCall
 from ._client import ReasoningDelta, TextDelta, ToolInputDelta, ToolUseStart
@@ -127,9 +127,11 @@ class ToolCallFinished:
 
 @dataclass(frozen=True)
 class RunFinished:
-    """The model answered without calling tools; ``text`` is its answer."""
+    """The model gave its final answer: ``text``, and ``output`` (the answer validated
+    into the run's ``output_type``; the text itself for a run without one)."""
 
     text: str
+    output: Any = None
 
 
 @dataclass(frozen=True)

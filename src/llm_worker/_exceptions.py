@@ -40,6 +40,7 @@ __all__ = [
     "InvalidArgumentError",
     "LlmClientError",
     "MaxTurnsExceededError",
+    "OutputValidationError",
     "ProviderError",
     "RunStateError",
     "ToolError",
@@ -187,6 +188,26 @@ class UsageLimitExceededError(WorkerError):
         return (
             f"The run has used {self.used} {what} of its budget of {self.maximum} "
             f"(Limits.{self.limit}); it was stopped before the next model request"
+        )
+
+
+class OutputValidationError(WorkerError):
+    """The model's final answer did not match ``output_type``, after every retry it had.
+
+    ``problems`` is what was wrong with the last answer (pydantic's errors, as
+    the model was told them); ``attempts`` how many answers were tried. The
+    history keeps every answer and what the model was told.
+    """
+
+    def __init__(self, problems: str, attempts: int) -> None:
+        super().__init__(problems, attempts)
+        self.problems = problems
+        self.attempts = attempts
+
+    def __str__(self) -> str:
+        return (
+            f"The model's final answer did not match the output type after {self.attempts} "
+            f"attempt{'s' if self.attempts != 1 else ''}: {self.problems}"
         )
 
 

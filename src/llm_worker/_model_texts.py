@@ -38,6 +38,10 @@ __all__ = [
     "NOT_JSON_NUMBER",
     "NOT_RUN",
     "NOT_TEXT",
+    "OUTPUT_ACCEPTED",
+    "OUTPUT_INVALID",
+    "OUTPUT_NEEDS_TOOL",
+    "OUTPUT_TOOL",
     "SKIPPED",
     "SKIPPED_BECAUSE",
     "STOPPED",
@@ -79,6 +83,21 @@ MEDIA_DROPPED = (
 )
 # The message of the InternalToolError a generated tool raises for a result it cannot serialise.
 UNSERIALIZABLE = "tool '{name}' returned {kind}, which could not be turned into text ({error})"
+
+# -- structured final output (output_type=) ---------------------------------------------------
+
+# The description of the tool a client without native structured output answers through.
+OUTPUT_TOOL = (
+    "Give your final answer: call this once you have it, with the answer as its arguments. "
+    "Calling it ends your turn."
+)
+OUTPUT_ACCEPTED = "Final answer received."
+# Sent back (as a user message, or the output tool's error result) for an answer that fails.
+OUTPUT_INVALID = (
+    "Your final answer does not match the required format: {problems}. "
+    "Answer again, with only the corrected answer."
+)
+OUTPUT_NEEDS_TOOL = "Give your final answer by calling the tool '{name}', not as text."
 
 _MAX_NAME_SHOWN = 100  # a model-chosen name can be a megabyte long
 

@@ -18,13 +18,14 @@ unfinished call its "cancelled" result, then cancels the tasks.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 import anyio
 from anyio.abc import TaskGroup
@@ -104,9 +105,13 @@ from ._model_texts import (
 from ._server import entry_of, sorted_definitions
 from ._session import Phase, Session, UsageTally, WorkerResult
 
+if TYPE_CHECKING:
+    from ._output import RunOutput
+
 __all__ = ["RunStream", "Start"]
 
 DepsT = TypeVar("DepsT", default=None)
+OutputT = TypeVar("OutputT", default=Any)
 
 _CONTINUE = Continue()
 # The stop reason of a response the provider cut short to be continued (Anthropic's
@@ -126,13 +131,14 @@ class Start:
 
 
 @final
-class RunStream(Generic[DepsT]):
+class RunStream(Generic[DepsT, OutputT]):
     """The events of one run, as they happen. Always used as an async context manager::
 
         async with worker.run_stream("Close the stale issues") as stream:
             async for event in stream:
                 ...
         stream.result   # WorkerResult.FINISHED or PAUSED
+        stream.output   # the final answer, as the run's output_type (once FINISHED)
 
     The stream ends with ``RunFinished`` or ``RunPaused``; after ``RunAborted``
     or ``RunFailed`` it raises the error, as ``run()`` would. Leaving the
@@ -153,12 +159,13 @@ class RunStream(Generic[DepsT]):
         deps: DepsT | None,
         tool_choice: ToolChoice | None,
         allowed_tools: Sequence[str] | None,
+        output: RunOutput | None = None,
     ) -> None:
         # Refuse at once what could never run, before the caller enters the stream.
         _check_start(session, start)
         self._session = session
         self._start = start
-        self._turns = _Turns(session, deps, tool_choice, allowed_tools)
+        self._turns = _Turns(session, deps, tool_choice, allowed_tools, output)
         self._group: TaskGroup | None = None
         self._events: AsyncGenerator[RunEvent, None] | None = None
         self._state = "new"
@@ -167,6 +174,21 @@ class RunStream(Generic[DepsT]):
     def result(self) -> WorkerResult | None:
         """``FINISHED`` or ``PAUSED`` once the stream has ended so; ``None`` before, or if not."""
         return self._turns.result
+
+    @property
+    def output(self) -> OutputT:
+        """The final answer, validated into the run's ``output_type`` (its text without one).
+
+        Raises ``WorkerStateError`` unless the stream ended with ``RunFinished``.
+        """
+        turns = self._turns
+        if turns.result is not WorkerResult.FINISHED:
+            raise WorkerStateError(
+                "This run has no output: it has not finished (it is paused, failed or "
+                "still running)"
+            )
+        value: OutputT = turns.session.output
+        return value
 
     async def __aenter__(self) -> Self:
         if self._state != "new":
@@ -255,8 +277,10 @@ class _Turns:
         deps: Any,
         tool_choice: ToolChoice | None,
         allowed_tools: Sequence[str] | None,
+        output: RunOutput | None,
     ) -> None:
         self.session = session
+        self.output = output
         self.deps = deps
         self.new_tool_choice = tool_choice
         self.new_allowed_tools = (
@@ -290,6 +314,10 @@ class _Turns:
             session.run_tally = UsageTally()
             session.tool_choice = self.new_tool_choice or "auto"
             session.allowed_tools = self.new_allowed_tools
+        session.run_output = self.output
+        session.has_output = False
+        if start.kind == "retry" and self.output is not None:
+            self.output.attempts = 0  # asked again: the answer gets its retries again
         session.phase = Phase.RUNNING
         if session.instrumentation is not None:
             self.trace = session.instrumentation.run(
@@ -330,6 +358,7 @@ class _Turns:
 
     async def events(self) -> AsyncGenerator[RunEvent, None]:
         session = self.session
+        output = self.output
         try:
             batch, self.batch = self.batch, None
             if batch is not None:  # a resumed run: its calls, then on as usual
@@ -344,6 +373,11 @@ class _Turns:
                 async with aclosing(self.calls(batch, None, denied)) as events:
                     async for event in events:
                         yield event
+                if self.result is WorkerResult.PAUSED:
+                    return
+                if output is not None and output.done:
+                    yield self.finish(_last_text(session.history), output.value)
+                    return
             while True:
                 self.check_budgets()
                 yield ResponseStarted(session.run_tally.requests + 1)
@@ -355,6 +389,8 @@ class _Turns:
                     session.tool_choice,
                     session.allowed_tools,
                 )
+                if output is not None:
+                    request = _asking_for(request, output)
                 response = _Response()
                 stream = session.client.stream(request)
                 span = None if self.trace is None else self.trace.request(request, self.turns + 1)
@@ -388,14 +424,23 @@ class _Turns:
                     yield ResponseCompleted(message)
                     if message.stop_reason == PAUSE_TURN:
                         continue  # the provider paused a long turn: ask it to go on
-                    self.result = WorkerResult.FINISHED
-                    yield RunFinished(message.text)
-                    return
+                    if output is None:
+                        yield self.finish(message.text, message.text)
+                        return
+                    problem = output.answer_text(message.text)
+                    if problem is None:
+                        yield self.finish(message.text, output.value)
+                        return
+                    session.history.append(UserMessage(problem))  # and ask again
+                    continue
                 batch = ToolBatch(message.tool_calls, self.turns)
                 async with aclosing(self.calls(batch, message)) as events:
                     async for event in events:
                         yield event
                 if self.result is WorkerResult.PAUSED:
+                    return
+                if output is not None and output.done:  # it answered through the output tool
+                    yield self.finish(message.text, output.value)
                     return
         except WorkerAbortedError as exc:
             self.error = exc
@@ -411,6 +456,13 @@ class _Turns:
             raise
         finally:
             self.ended = True
+
+    def finish(self, text: str, value: Any) -> RunFinished:
+        session = self.session
+        session.output = value
+        session.has_output = True
+        self.result = WorkerResult.FINISHED
+        return RunFinished(text, value)
 
     def check_budgets(self) -> None:
         session = self.session
@@ -517,9 +569,17 @@ class _Turns:
         session = self.session
         hooks = session.pre_hooks
         allowed = session.allowed_tools
+        output = self.output
+        output_tool = None if output is None or output.tool is None else output.tool.name
         settled: list[ToolCallFinished] = []
         for slot in batch:
             call = slot.call
+            if call.name == output_tool:
+                # The final answer: the loop's own, not a tool of the application's.
+                assert output is not None
+                text, is_error = output.answer_call(call.input_json)
+                settled.append(self.answer(batch, slot, text, is_error, ToolCallOutcome.RAN))
+                continue
             entry = entry_of(session.handle, call.name)
             if entry is None:
                 text = str(ToolNotFoundError(call.name))
@@ -932,3 +992,25 @@ class _Response:
         return AssistantMessage(
             "".join(self.text), calls, completion.stop_reason, completion.usage, tuple(self.items)
         )
+
+
+def _asking_for(request: LlmRequest, output: RunOutput) -> LlmRequest:
+    """``request`` asking for the run's structured answer: natively, or through its tool."""
+    tool = output.tool
+    if tool is None:
+        return dataclasses.replace(request, output_format=output.format)
+    allowed = request.allowed_tools
+    return dataclasses.replace(
+        request,
+        tools=(*request.tools, tool),
+        # Only a tool call can answer; a forced tool, or "none", stays as asked.
+        tool_choice="required" if request.tool_choice == "auto" else request.tool_choice,
+        allowed_tools=None if allowed is None else tuple(sorted((*allowed, tool.name))),
+    )
+
+
+def _last_text(history: Sequence[object]) -> str:
+    for message in reversed(history):
+        if isinstance(message, AssistantMessage):
+            return message.text
+    return ""

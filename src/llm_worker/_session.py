@@ -27,6 +27,7 @@ from ._server import ToolServer, entry_of, sorted_definitions
 from ._state import PausedCall, RunState, check_history, fingerprint_of
 
 if TYPE_CHECKING:
+    from ._output import RunOutput
     from ._state_json import CallStatus
 
 __all__ = ["Phase", "RunStateWarning", "Session", "UsageTally", "WorkerResult"]
@@ -113,8 +114,12 @@ class Session:
         limits: Limits,
         deps_type: type[Any] | None,
         instrumentation: Instrumentation | None,
+        output_type: Any = None,
+        output_retries: int = 1,
     ) -> None:
         self.client = client
+        self.output_type = output_type  # the default of every run (None: text)
+        self.output_retries = output_retries
         self.instrumentation = instrumentation
         self.system_prompt = system_prompt
         self.max_turns = max_turns
@@ -131,6 +136,11 @@ class Session:
         self.run_tally = UsageTally()  # the current run, which the budgets count
         self.tool_choice: ToolChoice = "auto"
         self.allowed_tools: tuple[str, ...] | None = None
+        # What the current (or last) run asks of its final answer (None: text), and what the
+        # last finished run answered.
+        self.run_output: RunOutput | None = None
+        self.output: Any = None
+        self.has_output = False
         self.owner: object = None
 
     @property

@@ -25,7 +25,7 @@ forms; each tested under the same words):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Generic, NoReturn, cast
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, cast, overload
 
 from typing_extensions import TypeVar
 
@@ -37,18 +37,23 @@ from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
 from ._instrumentation import Instrumentation
 from ._limits import Limits
 from ._run import RunStream, Start
-from ._server import ToolEntry, ToolServerHandle, add_entries, make_entries
+from ._server import ToolEntry, ToolServerHandle, add_entries, entry_of, make_entries
 from ._session import Phase, RunStateWarning, Session, WorkerResult
 from ._state import RunState
 from ._types import ToolDefinition
 
+if TYPE_CHECKING:
+    from ._output import RunOutput
+
 __all__ = ["LockedWorker", "RunStateWarning", "Worker", "WorkerResult"]
 
 DepsT = TypeVar("DepsT", default=None)
+OutputT = TypeVar("OutputT", default=Any)
 _D = TypeVar("_D")
+_O = TypeVar("_O")
 
 
-class _WorkerBase(Generic[DepsT]):
+class _WorkerBase(Generic[DepsT, OutputT]):
     """What a Worker and a LockedWorker both offer."""
 
     __slots__ = ("_session",)
@@ -112,6 +117,23 @@ class _WorkerBase(Generic[DepsT]):
         return self._session.snapshot()
 
     @property
+    def output(self) -> OutputT:
+        """The final answer of the last finished run, validated into its ``output_type``
+        (the answer's text for a run without one).
+
+        Raises ``WorkerStateError`` before a run has finished, and while a run is
+        paused or after one failed.
+        """
+        session = self._session
+        if not session.has_output:
+            raise WorkerStateError(
+                "There is no output: no run of this worker has finished since it last "
+                "started one (a paused run has its output once resume() finishes it)"
+            )
+        value: OutputT = session.output
+        return value
+
+    @property
     def final_text(self) -> str | None:
         """The text of the last assistant message, if any."""
         for message in reversed(self._session.history):
@@ -133,6 +155,7 @@ class _WorkerBase(Generic[DepsT]):
 
     # -- runs --------------------------------------------------------------------------
 
+    @overload
     def run_stream(
         self,
         user_input: str,
@@ -140,10 +163,31 @@ class _WorkerBase(Generic[DepsT]):
         deps: DepsT | None = None,
         allowed_tools: Sequence[str] | None = None,
         tool_choice: ToolChoice = "auto",
-    ) -> RunStream[DepsT]:
+        output_type: None = None,
+    ) -> RunStream[DepsT, OutputT]: ...
+    @overload
+    def run_stream(
+        self,
+        user_input: str,
+        *,
+        deps: DepsT | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        tool_choice: ToolChoice = "auto",
+        output_type: type[_O],
+    ) -> RunStream[DepsT, _O]: ...
+    def run_stream(
+        self,
+        user_input: str,
+        *,
+        deps: DepsT | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        tool_choice: ToolChoice = "auto",
+        output_type: Any = None,
+    ) -> RunStream[DepsT, Any]:
         """``run()``, as a stream of events: ``async with worker.run_stream(...) as s:``.
 
-        See ``run`` for the arguments and ``RunStream`` for the events.
+        See ``run`` for the arguments and ``RunStream`` for the events;
+        ``stream.output`` has the type of ``output_type``.
         """
         self._require_owner()
         self._check_deps(deps)
@@ -153,6 +197,7 @@ class _WorkerBase(Generic[DepsT]):
             deps=deps,
             tool_choice=tool_choice,
             allowed_tools=_names(allowed_tools),
+            output=self._output_of(output_type, tool_choice),
         )
 
     def resume_stream(
@@ -160,7 +205,7 @@ class _WorkerBase(Generic[DepsT]):
         decisions: Mapping[str, Decision] | Decision | None = None,
         *,
         deps: DepsT | None = None,
-    ) -> RunStream[DepsT]:
+    ) -> RunStream[DepsT, OutputT]:
         """``resume()``, as a stream of events."""
         self._require_owner()
         self._check_deps(deps)
@@ -170,14 +215,20 @@ class _WorkerBase(Generic[DepsT]):
             deps=deps,
             tool_choice=None,
             allowed_tools=None,
+            output=self._continued_output(),
         )
 
-    def retry_stream(self, *, deps: DepsT | None = None) -> RunStream[DepsT]:
+    def retry_stream(self, *, deps: DepsT | None = None) -> RunStream[DepsT, OutputT]:
         """``retry()``, as a stream of events."""
         self._require_owner()
         self._check_deps(deps)
         return RunStream(
-            self._session, Start("retry"), deps=deps, tool_choice=None, allowed_tools=None
+            self._session,
+            Start("retry"),
+            deps=deps,
+            tool_choice=None,
+            allowed_tools=None,
+            output=self._continued_output(),
         )
 
     async def run(
@@ -187,6 +238,7 @@ class _WorkerBase(Generic[DepsT]):
         deps: DepsT | None = None,
         allowed_tools: Sequence[str] | None = None,
         tool_choice: ToolChoice = "auto",
+        output_type: Any = None,
     ) -> WorkerResult:
         """Send ``user_input`` and handle the model's tool calls until it answers.
 
@@ -196,17 +248,25 @@ class _WorkerBase(Generic[DepsT]):
         definitions sent stay all of them); a call to another gets an error
         result and does not run. ``tool_choice``: ``"auto"``, ``"required"``,
         ``"none"`` or a tool's name, for the first request (then ``"auto"``,
-        so a forced call cannot loop; ``"none"`` stays).
+        so a forced call cannot loop; ``"none"`` stays). ``output_type`` (any
+        type pydantic validates; default: the worker's) asks for a structured
+        answer: ``worker.output`` is then the answer validated into it.
 
         Returns ``FINISHED``, or ``PAUSED`` when calls wait for a decision.
         Raises ``WorkerAbortedError`` when a hook aborts, ``MaxTurnsExceededError``
         after ``max_turns`` requests, ``UsageLimitExceededError`` when a budget
         is used up, ``HookError`` when a hook fails, ``ProviderError`` /
-        ``LlmClientError`` when the model's response fails.
+        ``LlmClientError`` when the model's response fails,
+        ``OutputValidationError`` when its answer does not fit ``output_type``
+        after ``output_retries`` retries.
         """
         return await _drain(
             self.run_stream(
-                user_input, deps=deps, allowed_tools=allowed_tools, tool_choice=tool_choice
+                user_input,
+                deps=deps,
+                allowed_tools=allowed_tools,
+                tool_choice=tool_choice,
+                output_type=output_type,
             )
         )
 
@@ -236,6 +296,39 @@ class _WorkerBase(Generic[DepsT]):
         added first. The run's budgets go on counting.
         """
         return await _drain(self.retry_stream(deps=deps))
+
+    def _output_of(self, output_type: Any, tool_choice: ToolChoice) -> RunOutput | None:
+        """What a new run asks of its answer: ``output_type``, else the worker's; ``None``
+        for text."""
+        session = self._session
+        if output_type is None:
+            output_type = session.output_type
+        if output_type is None or output_type is str:
+            return None
+        from ._output import OUTPUT_TOOL_NAME, RunOutput  # builds pydantic validators
+
+        native = getattr(session.client, "supports_output_format", False) is True
+        if not native:
+            if entry_of(session.handle, OUTPUT_TOOL_NAME) is not None:
+                raise ValueError(
+                    f"this worker has a tool named {OUTPUT_TOOL_NAME!r}, the name its client "
+                    f"(without native structured output) needs for the final answer; "
+                    f"rename the tool"
+                )
+            if tool_choice == "none":
+                raise ValueError(
+                    "tool_choice='none' leaves this client no way to give a structured "
+                    "answer (it answers through a tool); drop output_type or tool_choice"
+                )
+        return RunOutput(output_type, native=native, retries=session.output_retries)
+
+    def _continued_output(self) -> RunOutput | None:
+        # A resume or retry goes on with its run's output (or, in a worker that loaded the
+        # run's state, with the worker's own output_type).
+        session = self._session
+        if session.run_output is not None:
+            return session.run_output
+        return self._output_of(None, session.tool_choice)
 
     def _check_deps(self, deps: object) -> None:
         deps_type = self._session.deps_type
@@ -280,7 +373,7 @@ def _names(allowed_tools: Sequence[str] | None) -> Sequence[str] | None:
     return allowed_tools
 
 
-class Worker(_WorkerBase[DepsT]):
+class Worker(_WorkerBase[DepsT, OutputT]):
     """A conversation with a model and the tools it may call.
 
     >>> worker = Worker(client, system_prompt="You are terse.")
@@ -289,8 +382,12 @@ class Worker(_WorkerBase[DepsT]):
 
     ``deps_type`` (optional) is the type of the ``deps`` every run passes to
     tools that take a ``ToolContext[Deps]``: type checkers then check ``run(...,
-    deps=...)``, and each run checks it too. ``instrumentation`` observes every run
-    (``llm_worker.otel.OpenTelemetry()`` traces them).
+    deps=...)``, and each run checks it too. ``output_type`` (optional) is the type
+    of every run's final answer (``worker.output``; a pydantic model, a
+    dataclass, ``list[int]``...): a model's answer that does not validate is
+    sent back with what was wrong, up to ``output_retries`` times.
+    ``instrumentation`` observes every run (``llm_worker.otel.OpenTelemetry()``
+    traces them).
     """
 
     __slots__ = ()
@@ -303,6 +400,8 @@ class Worker(_WorkerBase[DepsT]):
         max_turns: int = 10,
         limits: Limits | None = None,
         deps_type: type[DepsT] | None = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
         instrumentation: Instrumentation | None = None,
     ) -> None:
         if max_turns < 1:
@@ -311,8 +410,21 @@ class Worker(_WorkerBase[DepsT]):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
         if deps_type is not None and not isinstance(deps_type, type):
             raise TypeError(f"deps_type must be a class, not {deps_type!r}")
+        if not isinstance(output_retries, int) or output_retries < 0:
+            raise ValueError(f"output_retries must be an int of at least 0, got {output_retries!r}")
+        if output_type is not None and output_type is not str:
+            from ._output_schema import output_shape
+
+            output_shape(output_type)  # a type pydantic cannot validate fails here, not later
         self._session = Session(
-            client, system_prompt, max_turns, limits or Limits(), deps_type, instrumentation
+            client,
+            system_prompt,
+            max_turns,
+            limits or Limits(),
+            deps_type,
+            instrumentation,
+            output_type,
+            output_retries,
         )
         self._session.owner = self
 
@@ -386,11 +498,11 @@ class Worker(_WorkerBase[DepsT]):
         self._require_owner()
         self._session.restore(state)
 
-    def lock(self) -> LockedWorker[DepsT]:
+    def lock(self) -> LockedWorker[DepsT, OutputT]:
         """Freeze the prompt prefix and return the ``LockedWorker``; this object stops working."""
         self._require_owner()
         self._session.require_not_running("lock()")
-        locked: LockedWorker[DepsT] = LockedWorker._create(self._session, self)
+        locked: LockedWorker[DepsT, OutputT] = LockedWorker._create(self._session, self)
         self._session.owner = locked
         return locked
 
@@ -408,7 +520,7 @@ class Worker(_WorkerBase[DepsT]):
         )
 
 
-class LockedWorker(_WorkerBase[DepsT]):
+class LockedWorker(_WorkerBase[DepsT, OutputT]):
     """A worker whose system prompt, tools and past history are frozen.
 
     It can run, resume, take hooks and ``unlock()``; it cannot register tools.
@@ -417,7 +529,7 @@ class LockedWorker(_WorkerBase[DepsT]):
 
     __slots__ = ("_worker",)
 
-    _worker: Worker[DepsT]
+    _worker: Worker[DepsT, OutputT]
 
     def __init__(self) -> None:
         raise TypeError("LockedWorker has no public constructor; use Worker.lock()")
@@ -428,13 +540,13 @@ class LockedWorker(_WorkerBase[DepsT]):
         return self._session.system_prompt
 
     @staticmethod
-    def _create(session: Session, worker: Worker[_D]) -> LockedWorker[_D]:
-        self = cast("LockedWorker[_D]", object.__new__(LockedWorker))
+    def _create(session: Session, worker: Worker[_D, _O]) -> LockedWorker[_D, _O]:
+        self = cast("LockedWorker[_D, _O]", object.__new__(LockedWorker))
         self._session = session
         self._worker = worker
         return self
 
-    def unlock(self) -> Worker[DepsT]:
+    def unlock(self) -> Worker[DepsT, OutputT]:
         """Give back the ``Worker`` (the same object ``lock()`` was called on)."""
         self._require_owner()
         self._session.require_not_running("unlock()")

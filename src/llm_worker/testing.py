@@ -82,13 +82,24 @@ class ScriptExhaustedError(RuntimeError):
 
 
 class ScriptedClient:
-    """An ``LlmClient`` that replays ``responses`` in order and records every request."""
+    """An ``LlmClient`` that replays ``responses`` in order and records every request.
+
+    ``supports_output_format``: whether it plays a client with native structured
+    output (a run with ``output_type`` then sends it ``LlmRequest.output_format``
+    and validates the final text) or one without (the run adds the
+    ``final_result`` tool).
+    """
 
     def __init__(
-        self, responses: Iterable[ScriptStep] = (), *, chunk_size: int | None = None
+        self,
+        responses: Iterable[ScriptStep] = (),
+        *,
+        chunk_size: int | None = None,
+        supports_output_format: bool = True,
     ) -> None:
         self._script: list[ScriptStep] = list(responses)
         self._chunk_size = chunk_size
+        self.supports_output_format = supports_output_format
         self.requests: list[LlmRequest] = []
 
     def add(self, *responses: ScriptStep) -> None:

@@ -95,6 +95,30 @@ async def with_deps() -> list[str]:
     return [*seen, str(stream.result), str(locked.run_usage.requests)]
 
 
+@dataclasses.dataclass
+class Forecast:
+    city: str
+    celsius: float
+
+
+async def typed_output() -> list[str]:
+    """A worker whose runs answer a Forecast (the worker's type), or a list of ints (one run's)."""
+    client = ScriptedClient(['{"city": "Oslo", "celsius": 3}', '{"result": [1, 2]}'])
+    worker = Worker(client, output_type=Forecast)
+    await worker.run("weather?")
+    forecast: Forecast = worker.output  # the checkers know worker.output is a Forecast
+    async with worker.run_stream("numbers?", output_type=list[int]) as stream:
+        async for _ in stream:
+            pass
+    numbers: list[int] = stream.output
+    return [forecast.city, str(sum(numbers))]
+
+
+def wrong_output(worker: Worker[None, Forecast]) -> None:
+    text: str = worker.output  # type: ignore[assignment]
+    print(text)
+
+
 async def only_short_notes(ctx: ToolCallContext) -> PreToolCallDecision | None:
     if ctx.meta.name == "add_note" and len(ctx.call.input_json) > 200:
         return Skip()

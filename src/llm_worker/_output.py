@@ -1,0 +1,116 @@
+"""Structured final output: a run's answer validated into ``output_type``.
+
+A run with an ``output_type`` gets its answer one of two ways, chosen from the
+client:
+
+- natively, when the client says ``supports_output_format``: every request
+  carries the schema (``LlmRequest.output_format``) and the final text is
+  validated;
+- through a tool otherwise: the requests also offer a tool ``final_result``
+  whose arguments are the answer, and ask for a tool call
+  (``tool_choice="required"``).
+
+An answer that does not validate goes back to the model with what was wrong
+(a user message, or the tool's error result), ``output_retries`` times at
+most; one more bad answer ends the run with ``OutputValidationError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from ._client import OutputFormat
+from ._exceptions import OutputValidationError
+from ._meta import LlmToolDefinition
+from ._model_texts import (
+    OUTPUT_ACCEPTED,
+    OUTPUT_INVALID,
+    OUTPUT_NEEDS_TOOL,
+    OUTPUT_TOOL,
+    call_text,
+    describe_validation_error,
+)
+from ._output_schema import output_shape
+
+__all__ = ["OUTPUT_TOOL_NAME", "RunOutput"]
+
+OUTPUT_TOOL_NAME = "final_result"
+"""The tool a client without native structured output gives its final answer through."""
+
+_FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class RunOutput:
+    """What one run asks of its final answer, and the answer once it is accepted.
+
+    ``format`` (native) or ``tool`` (through a tool) is set, never both.
+    """
+
+    __slots__ = ("_fields", "_shape", "attempts", "done", "format", "retries", "tool", "value")
+
+    def __init__(self, output_type: Any, *, native: bool, retries: int) -> None:
+        if not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"output_retries must be an int of at least 0, got {retries!r}")
+        shape = output_shape(output_type)
+        self._shape = shape
+        self._fields: tuple[str, ...] = tuple(shape.schema.get("properties", {}))
+        self.retries = retries
+        self.attempts = 0  # answers that failed
+        self.done = False
+        self.value: Any = None
+        self.format: OutputFormat | None = None
+        self.tool: LlmToolDefinition | None = None
+        if native:
+            schema_json = json.dumps(shape.schema, ensure_ascii=False)
+            self.format = OutputFormat(_format_name(output_type), schema_json)
+        else:
+            self.tool = LlmToolDefinition(
+                name=OUTPUT_TOOL_NAME, description=OUTPUT_TOOL, input_schema=shape.schema
+            )
+
+    def answer_text(self, text: str) -> str | None:
+        """Take a final text: ``None`` if it is the answer, else what to tell the model.
+
+        Raises ``OutputValidationError`` when no retry is left.
+        """
+        if self.tool is not None:
+            return self._reject(call_text(OUTPUT_NEEDS_TOOL, OUTPUT_TOOL_NAME))
+        try:
+            value = self._shape.validate_json(text)
+        except ValidationError as exc:
+            return self._reject(describe_validation_error(exc, self._fields))
+        self._accept(value)
+        return None
+
+    def answer_call(self, input_json: str) -> tuple[str, bool]:
+        """Take a call of the output tool: its result text and whether it is an error.
+
+        Raises ``OutputValidationError`` when no retry is left.
+        """
+        if self.done:
+            return OUTPUT_ACCEPTED, False  # the first answer of a response stands
+        try:
+            value = self._shape.validate_json(input_json or "{}")
+        except ValidationError as exc:
+            return self._reject(describe_validation_error(exc, self._fields)), True
+        self._accept(value)
+        return OUTPUT_ACCEPTED, False
+
+    def _accept(self, value: Any) -> None:
+        self.value = value
+        self.done = True
+
+    def _reject(self, problems: str) -> str:
+        self.attempts += 1
+        if self.attempts > self.retries:
+            raise OutputValidationError(problems, self.attempts)
+        return OUTPUT_INVALID.format(problems=problems)
+
+
+def _format_name(output_type: Any) -> str:
+    name = getattr(output_type, "__name__", "")
+    return name if isinstance(name, str) and _FORMAT_NAME.fullmatch(name) else "output"

@@ -1,0 +1,308 @@
+"""Structured final output (``output_type=``, ``_output.py``): native and through the
+``final_result`` tool; valid, invalid then fixed, invalid past the retries."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import anyio
+import pytest
+from pydantic import BaseModel
+from support import Lab, assert_history_valid, calls, results_of
+
+from llm_worker import (
+    OutputValidationError,
+    RunFinished,
+    ToolResult,
+    UserMessage,
+    Worker,
+    WorkerResult,
+    WorkerStateError,
+    tool_definitions,
+)
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+pytestmark = pytest.mark.anyio
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: float
+
+
+@dataclass
+class Point:
+    x: int
+    y: int
+
+
+def worker_for(client: ScriptedClient, **options: object) -> Worker:
+    worker: Worker = Worker(client, **options)  # type: ignore[arg-type]
+    worker.register_tools(tool_definitions(Lab()))
+    return worker
+
+
+async def run(worker: Worker, prompt: str = "weather in Oslo?", **options: object) -> WorkerResult:
+    with anyio.fail_after(10):
+        return await worker.run(prompt, **options)  # type: ignore[arg-type]
+
+
+# -- native: the client constrains the answer, the worker validates the text ---------------
+
+
+async def test_a_native_answer_is_validated_into_the_output_type() -> None:
+    client = ScriptedClient(['{"city": "Oslo", "celsius": 3.5}'])
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=3.5)
+    (request,) = client.requests
+    assert request.output_format is not None
+    assert request.output_format.name == "Weather"
+    assert request.output_format.schema == Weather.model_json_schema()
+    assert [d.name for d in request.tools] == ["echo", "fail", "nap"]  # no extra tool
+    assert request.tool_choice == "auto"
+
+
+async def test_an_invalid_native_answer_goes_back_with_its_errors_and_the_fix_is_taken() -> None:
+    client = ScriptedClient(['{"city": "Oslo"}', '{"city": "Oslo", "celsius": 1}'])
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=1)
+    told = client.requests[1].messages[-1]
+    assert isinstance(told, UserMessage)
+    assert told.text == (
+        "Your final answer does not match the required format: 'celsius': missing required "
+        "argument. Answer again, with only the corrected answer."
+    )
+    assert_history_valid(worker.history)
+
+
+async def test_text_that_is_not_json_is_sent_back_too() -> None:
+    client = ScriptedClient(["It is 3 degrees.", '{"city": "Oslo", "celsius": 3}'])
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker) is WorkerResult.FINISHED
+    told = client.requests[1].messages[-1]
+    assert isinstance(told, UserMessage)
+    assert "input is not valid JSON (expected ident at line 1 column 2)" in told.text
+
+
+async def test_an_answer_still_invalid_after_the_retries_fails_the_run() -> None:
+    client = ScriptedClient(["{}", '{"city": 1}', '{"celsius": "hot"}'])
+    worker = worker_for(client, output_type=Weather, output_retries=2)
+    with pytest.raises(OutputValidationError) as caught:
+        await run(worker)
+    error = caught.value
+    assert error.attempts == 3
+    assert "'celsius': Input should be a valid number" in error.problems
+    assert str(error).startswith(
+        "The model's final answer did not match the output type after 3 attempts: "
+    )
+    assert len(client.requests) == 3
+    with pytest.raises(WorkerStateError, match="no run of this worker has finished"):
+        _ = worker.output
+    assert_history_valid(worker.history)
+
+
+async def test_a_non_object_type_is_asked_for_wrapped_and_given_back_unwrapped() -> None:
+    client = ScriptedClient(['{"result": [3, 1, 2]}'])
+    worker = worker_for(client)
+    assert await run(worker, output_type=list[int]) is WorkerResult.FINISHED
+    assert worker.output == [3, 1, 2]
+    output_format = client.requests[0].output_format
+    assert output_format is not None
+    assert output_format.name == "list"
+    assert output_format.schema["properties"]["result"] == {
+        "type": "array",
+        "items": {"type": "integer"},
+    }
+
+
+async def test_tool_calls_run_as_usual_before_the_structured_answer() -> None:
+    client = ScriptedClient([calls(("echo", {"text": "hi"})), '{"x": 1, "y": 2}'])
+    worker = worker_for(client)
+    assert await run(worker, output_type=Point) is WorkerResult.FINISHED
+    assert worker.output == Point(1, 2)
+    assert [r.content for r in results_of(worker.history)] == ["hi"]
+
+
+async def test_the_stream_ends_with_the_output_and_types_it() -> None:
+    client = ScriptedClient(['{"city": "Oslo", "celsius": 2}'])
+    worker = worker_for(client)
+    with anyio.fail_after(10):
+        async with worker.run_stream("?", output_type=Weather) as stream:
+            events = [event async for event in stream]
+    assert events[-1] == RunFinished(
+        '{"city": "Oslo", "celsius": 2}', Weather(city="Oslo", celsius=2)
+    )
+    weather: Weather = stream.output
+    assert weather.celsius == 2
+
+
+async def test_a_run_without_output_type_has_its_text_as_output() -> None:
+    client = ScriptedClient(["plain answer"])
+    worker = worker_for(client)
+    with pytest.raises(WorkerStateError):
+        _ = worker.output
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == "plain answer"
+    assert client.requests[0].output_format is None
+
+
+# -- through the final_result tool: for a client without native structured output ----------
+
+
+def final(arguments: dict[str, object] | str, call_id: str = "f1") -> ScriptedResponse:
+    return ScriptedResponse(tool_calls=[ScriptedCall("final_result", arguments, call_id)])
+
+
+async def test_without_native_output_the_answer_comes_through_the_final_result_tool() -> None:
+    client = ScriptedClient([final({"city": "Oslo", "celsius": 4})], supports_output_format=False)
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=4)
+    (request,) = client.requests
+    assert request.output_format is None
+    assert [d.name for d in request.tools] == ["echo", "fail", "nap", "final_result"]
+    assert request.tools[-1].input_schema == Weather.model_json_schema()
+    assert request.tool_choice == "required"
+    # the call has its result, so the history is one a provider takes back
+    assert results_of(worker.history) == [ToolResult("f1", "Final answer received.")]
+    assert_history_valid(worker.history)
+
+
+async def test_a_bad_final_result_call_gets_its_errors_as_an_error_result() -> None:
+    client = ScriptedClient(
+        [final({"city": "Oslo"}), final({"city": "Oslo", "celsius": 5}, "f2")],
+        supports_output_format=False,
+    )
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=5)
+    first, second = results_of(worker.history)
+    assert first.is_error
+    assert "'celsius': missing required argument" in first.content
+    assert second == ToolResult("f2", "Final answer received.")
+
+
+async def test_plain_text_instead_of_the_tool_is_sent_back() -> None:
+    client = ScriptedClient(
+        ["It is 3 degrees", final({"city": "Oslo", "celsius": 3})], supports_output_format=False
+    )
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker) is WorkerResult.FINISHED
+    told = client.requests[1].messages[-1]
+    assert told == UserMessage(
+        "Your final answer does not match the required format: Give your final answer by "
+        "calling the tool 'final_result', not as text.. Answer again, with only the "
+        "corrected answer."
+    )
+
+
+async def test_other_calls_of_the_answering_response_still_run() -> None:
+    client = ScriptedClient(
+        [
+            ScriptedResponse(
+                tool_calls=[
+                    ScriptedCall("echo", {"text": "logged"}, "e1"),
+                    ScriptedCall("final_result", {"result": [1]}, "f1"),
+                ]
+            )
+        ],
+        supports_output_format=False,
+    )
+    worker = worker_for(client, output_type=list[int])
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == [1]
+    assert [r.content for r in results_of(worker.history)] == ["logged", "Final answer received."]
+
+
+async def test_invalid_final_result_calls_past_the_retries_fail_the_run() -> None:
+    client = ScriptedClient([final({}), final({}, "f2")], supports_output_format=False)
+    worker = worker_for(client, output_type=Weather, output_retries=1)
+    with pytest.raises(OutputValidationError) as caught:
+        await run(worker)
+    assert caught.value.attempts == 2
+    assert_history_valid(worker.history)  # the failed call has its result too
+
+
+async def test_the_final_tool_is_always_allowed_and_hooks_never_see_it() -> None:
+    seen: list[str] = []
+    client = ScriptedClient([final({"city": "Oslo", "celsius": 0})], supports_output_format=False)
+    worker = worker_for(client, output_type=Weather)
+    worker.add_pre_tool_call_hook(lambda ctx: seen.append(ctx.call.name))
+    assert await run(worker, allowed_tools=["echo"]) is WorkerResult.FINISHED
+    assert client.requests[0].allowed_tools == ("echo", "final_result")
+    assert seen == []
+
+
+async def test_a_paused_run_gives_its_output_when_resumed() -> None:
+    from llm_worker import Approve
+
+    client = ScriptedClient(
+        [
+            ScriptedResponse(
+                tool_calls=[
+                    ScriptedCall("echo", {"text": "x"}, "e1"),
+                    ScriptedCall("final_result", {"x": 1, "y": 1}, "f1"),
+                ]
+            )
+        ],
+        supports_output_format=False,
+    )
+    worker = Worker(client, output_type=Point)
+    worker.register_tools(tool_definitions(Lab()), requires_approval=True)
+    assert await run(worker) is WorkerResult.PAUSED
+    with pytest.raises(WorkerStateError):
+        _ = worker.output
+    with anyio.fail_after(10):
+        assert await worker.resume(Approve()) is WorkerResult.FINISHED
+    assert worker.output == Point(1, 1)
+    assert len(client.requests) == 1
+
+
+# -- refusals -----------------------------------------------------------------------------
+
+
+def test_a_type_pydantic_cannot_validate_is_refused_when_the_worker_is_made() -> None:
+    class Opaque:
+        pass
+
+    with pytest.raises(TypeError, match=r"output type .*Opaque cannot be validated"):
+        Worker(ScriptedClient(), output_type=Opaque)
+    with pytest.raises(ValueError, match="output_retries must be"):
+        Worker(ScriptedClient(), output_retries=-1)
+
+
+def test_a_tool_named_final_result_conflicts_only_without_native_output() -> None:
+    from llm_worker import ToolMeta
+
+    class Answer:
+        async def execute(self, input_json: str) -> str:
+            return ""
+
+    def definition() -> tuple[ToolMeta, Answer]:
+        return ToolMeta(name="final_result"), Answer()
+
+    worker = Worker(ScriptedClient(supports_output_format=False), output_type=Weather)
+    worker.register_tool(definition)
+    with pytest.raises(ValueError, match="tool named 'final_result'"):
+        worker.run_stream("?")
+    native = Worker(ScriptedClient(), output_type=Weather)
+    native.register_tool(definition)
+    native.run_stream("?")  # the name is free: nothing is added to the tools
+
+
+def test_tool_choice_none_cannot_answer_through_a_tool() -> None:
+    worker = Worker(ScriptedClient(supports_output_format=False), output_type=Weather)
+    with pytest.raises(ValueError, match="tool_choice='none'"):
+        worker.run_stream("?", tool_choice="none")
+
+
+async def test_the_output_type_of_a_run_wins_over_the_workers() -> None:
+    client = ScriptedClient(['{"x": 1, "y": 2}', json.dumps({"city": "A", "celsius": 1})])
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker, output_type=Point) is WorkerResult.FINISHED
+    assert worker.output == Point(1, 2)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="A", celsius=1)
