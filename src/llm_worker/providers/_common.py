@@ -1,6 +1,6 @@
 """What the provider clients share: their skeleton (``ProviderClient``), when a failure is
-worth retrying, how an error body is read, the texts they use, and ``HistoryMemo``, which
-keeps each history message's converted form while it stays in the history.
+worth retrying, how an error body is read, the texts they use, and ``HistoryPrefix``, which
+lets a client convert only the messages its last request did not have.
 
 Nothing here imports a provider SDK.
 """
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from typing_extensions import Self
 
 from .._client import LlmEvent, LlmRequest
-from .._conversation import AssistantMessage, ProviderItem
+from .._conversation import AssistantMessage, Message, ProviderItem
 from .._exceptions import ProviderError
 from .._formats import FormatName, export_tools
 from .._meta import LlmToolDefinition
@@ -23,7 +23,7 @@ from .._meta import LlmToolDefinition
 __all__ = [
     "STREAM_ENDED",
     "TIMED_OUT",
-    "HistoryMemo",
+    "HistoryPrefix",
     "ProviderClient",
     "SdkClient",
     "SdkStream",
@@ -138,44 +138,46 @@ def own_items(message: AssistantMessage, provider: str) -> list[ProviderItem]:
     return [item for item in message.provider_items if item.provider == provider]
 
 
-_ConvertedT = TypeVar("_ConvertedT")
+_StateT = TypeVar("_StateT")
 
 
-class HistoryMemo(Generic[_ConvertedT]):
-    """Each assistant message's converted form, reused while the message stays in the history.
+class HistoryPrefix(Generic[_StateT]):
+    """The history converted for the last request, and the conversion's state at its end.
 
     A worker sends its whole history with every request, and the history only grows
-    within a run, so converting every message again (parsing its arguments and
-    provider items) would make each request cost more the longer the run. ``get``
-    converts a message the first time it is seen and returns the same result while
-    that very object (by identity, so an edited copy is converted anew) is in the
-    histories passed; ``done()`` ends a request and forgets the messages it did not
-    see (``set_history`` and ``load_state`` replace a history: nothing stale is kept).
+    within a run: converting it all again (parsing every call's arguments and provider
+    items) would make each request cost more the longer the run. ``resume(messages)``
+    says how many leading messages are the ones converted last time, and the state
+    after them, so only the new messages are converted; ``keep(messages, state)``
+    records the request's. The prefix is compared as a tuple: the same objects cost a
+    pointer comparison each (in C), and an equal copy counts as the same, since a
+    conversion depends only on the messages' values. A history replaced by
+    ``set_history`` or ``load_state`` is converted anew. The state is never changed
+    after ``keep``: a client copies what it extends.
     """
 
-    __slots__ = ("_convert", "_next", "_seen")
+    __slots__ = ("_messages", "_state")
 
-    def __init__(self, convert: Callable[[AssistantMessage], _ConvertedT]) -> None:
-        self._convert = convert
-        self._seen: dict[int, tuple[AssistantMessage, _ConvertedT]] = {}
-        self._next: dict[int, tuple[AssistantMessage, _ConvertedT]] = {}
+    def __init__(self) -> None:
+        self._messages: tuple[Message, ...] = ()
+        self._state: _StateT | None = None
 
-    def get(self, message: AssistantMessage) -> _ConvertedT:
-        key = id(message)
-        entry = self._seen.get(key) or self._next.get(key)
-        if entry is None or entry[0] is not message:
-            entry = (message, self._convert(message))
-        self._next[key] = entry
-        return entry[1]
+    def resume(self, messages: Sequence[Message]) -> tuple[int, _StateT | None]:
+        """How many leading ``messages`` were converted last time, and the state after them."""
+        count = len(self._messages)
+        if not count or len(messages) < count or tuple(messages[:count]) != self._messages:
+            return 0, None
+        return count, self._state
 
-    def done(self) -> None:
-        """The request is built: keep only the messages it used."""
-        self._seen, self._next = self._next, {}
+    def keep(self, messages: Sequence[Message], state: _StateT) -> None:
+        """``messages`` are converted, ending in ``state``."""
+        self._messages = tuple(messages[:])
+        self._state = state
 
     def clear(self) -> None:
-        """Forget every message (a setting the conversion reads has changed)."""
-        self._seen = {}
-        self._next = {}
+        """Forget the last history (a setting the conversion reads has changed)."""
+        self._messages = ()
+        self._state = None
 
 
 _ChunkT = TypeVar("_ChunkT")

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 try:
@@ -86,7 +87,7 @@ from .._conversation import AssistantMessage, Message, ProviderItem, ToolResult,
 from .._exceptions import ProviderError
 from ._common import (
     TIMED_OUT,
-    HistoryMemo,
+    HistoryPrefix,
     ProviderClient,
     body_text,
     compact_json,
@@ -174,7 +175,7 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             extra_body=extra_body,
         )
         self.max_tokens = max_tokens
-        self._contents = HistoryMemo(assistant_content)
+        self._history: HistoryPrefix[_Converted] = HistoryPrefix()
 
     def _make_client(
         self,
@@ -197,7 +198,7 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
         return await self._client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
-            messages=claude_messages(request.messages, self._contents),
+            messages=claude_messages(request.messages, self._history),
             system=request.system_prompt if request.system_prompt else anthropic.omit,
             tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
             tool_choice=claude_tool_choice(request) if tools else anthropic.omit,
@@ -257,18 +258,25 @@ def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
     return content
 
 
+@dataclass(frozen=True)
+class _Converted:
+    """Where a conversion ended: the messages so far, and the tool results not yet sent."""
+
+    messages: list[MessageParam]
+    results: list[ToolResultBlockParam]
+
+
 def claude_messages(
-    messages: Sequence[Message], contents: HistoryMemo[list[ContentBlockParam]] | None = None
+    messages: Sequence[Message], prefix: HistoryPrefix[_Converted] | None = None
 ) -> list[MessageParam]:
     """Our history as Messages API ``messages`` (the list in the module docstring).
 
-    ``contents`` keeps each assistant message's converted content from one request to
-    the next, so a request costs no more for the history already sent.
+    With ``prefix``, only the messages the last request did not have are converted.
     """
-    memo = contents if contents is not None else HistoryMemo(assistant_content)
-    out: list[MessageParam] = []
-    results: list[ToolResultBlockParam] = []
-    for message in messages:
+    start, state = prefix.resume(messages) if prefix is not None else (0, None)
+    out = list(state.messages) if state is not None else []
+    results = list(state.results) if state is not None else []
+    for message in messages[start:] if start else messages:
         if isinstance(message, ToolResult):
             results.append(
                 {
@@ -285,15 +293,16 @@ def claude_messages(
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, AssistantMessage):
-            content = memo.get(message)
+            content = assistant_content(message)
             if content:
                 out.append({"role": "assistant", "content": content})
         else:
             raise TypeError(f"not a history item: {message!r}")
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out, results))
     if results:
-        out.append({"role": "user", "content": results})
-    memo.done()
-    return out
+        return [*out, {"role": "user", "content": results}]
+    return list(out)
 
 
 class _Block:

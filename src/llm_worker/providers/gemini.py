@@ -109,7 +109,7 @@ from .._conversation import AssistantMessage, Message, ProviderItem, ToolResult,
 from .._exceptions import ProviderError
 from ._common import (
     TIMED_OUT,
-    HistoryMemo,
+    HistoryPrefix,
     ProviderClient,
     body_text,
     compact_json,
@@ -211,7 +211,7 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.config: dict[str, object] = dict(config or {})
-        self._contents = HistoryMemo(model_content)
+        self._history: HistoryPrefix[_Converted] = HistoryPrefix()
 
     def _make_client(
         self,
@@ -241,7 +241,7 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
         )
 
     async def _open_stream(self, request: LlmRequest, tools: list[dict[str, Any]]) -> _Stream:
-        contents = gemini_contents(request.messages, self._contents)
+        contents = gemini_contents(request.messages, self._history)
         # The SDK's types name PIL's Image, which is unknown without Pillow installed.
         stream_content = self._client.aio.models.generate_content_stream  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         chunks = await stream_content(
@@ -381,20 +381,30 @@ def model_content(message: AssistantMessage) -> _ModelTurn:
 GeminiContents: TypeAlias = "list[types.Content | types.ContentDict]"
 
 
+@dataclass(frozen=True)
+class _Converted:
+    """Where a conversion ended: the contents so far, what the tool results need to know
+    of the calls, and the results not yet sent."""
+
+    contents: GeminiContents
+    names: dict[str, str]  # call id -> tool name: a function response names its function
+    unnamed: frozenset[str]  # calls Gemini gave no id: their responses carry none either
+    responses: list[types.PartDict]
+
+
 def gemini_contents(
-    messages: Sequence[Message], turns: HistoryMemo[_ModelTurn] | None = None
+    messages: Sequence[Message], prefix: HistoryPrefix[_Converted] | None = None
 ) -> GeminiContents:
     """Our history as ``contents`` (the list in the module docstring).
 
-    ``turns`` keeps each assistant message's converted content from one request to the
-    next, so a request costs no more for the history already sent.
+    With ``prefix``, only the messages the last request did not have are converted.
     """
-    memo = turns if turns is not None else HistoryMemo(model_content)
-    out: GeminiContents = []
-    names: dict[str, str] = {}  # call id -> tool name: a function response names its function
-    unnamed: set[str] = set()  # calls Gemini gave no id: their responses carry none either
-    responses: list[types.PartDict] = []
-    for message in messages:
+    start, state = prefix.resume(messages) if prefix is not None else (0, None)
+    out: GeminiContents = list(state.contents) if state is not None else []
+    names = dict(state.names) if state is not None else {}
+    unnamed = set(state.unnamed) if state is not None else set[str]()
+    responses = list(state.responses) if state is not None else []
+    for message in messages[start:] if start else messages:
         if isinstance(message, ToolResult):
             key = "error" if message.is_error else "output"
             response: types.FunctionResponseDict = {
@@ -411,7 +421,7 @@ def gemini_contents(
         if isinstance(message, UserMessage):
             out.append({"role": "user", "parts": [{"text": message.text}]})
         elif isinstance(message, AssistantMessage):
-            turn = memo.get(message)
+            turn = model_content(message)
             for call in message.tool_calls:
                 names[call.id] = call.name
             unnamed.update(turn.unnamed_calls)
@@ -419,10 +429,11 @@ def gemini_contents(
                 out.append(turn.content)
         else:
             raise TypeError(f"not a history item: {message!r}")
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out, names, frozenset(unnamed), responses))
     if responses:
-        out.append({"role": "user", "parts": responses})
-    memo.done()
-    return out
+        return [*out, {"role": "user", "parts": responses}]
+    return list(out)
 
 
 @dataclass

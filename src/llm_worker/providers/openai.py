@@ -73,7 +73,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 try:
     import openai
@@ -106,7 +107,7 @@ from .._formats import export_tools
 from .._meta import LlmToolDefinition
 from ._common import (
     TIMED_OUT,
-    HistoryMemo,
+    HistoryPrefix,
     ProviderClient,
     body_status,
     body_text,
@@ -155,10 +156,20 @@ RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
 """Error codes of a failed response (or an ``error`` event) that a retry may fix."""
 
 _ChunkT = TypeVar("_ChunkT")
+_ItemT = TypeVar("_ItemT")
 
 
-class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT]):
-    """What both clients share: the SDK, the settings, strict tools, the errors."""
+@dataclass(frozen=True)
+class _Converted(Generic[_ItemT]):
+    """A converted history's items, and whether ``store`` was on (ids go back then)."""
+
+    items: list[_ItemT]
+    stored: bool = False
+
+
+class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT], Generic[_ChunkT, _ItemT]):
+    """What both clients share: the SDK, the settings, strict tools, the errors, and the
+    history converted for the last request (``_ItemT``: one item of the request's list)."""
 
     _provider = PROVIDER
     _sdk_client_name = "AsyncOpenAI"
@@ -190,6 +201,7 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT]):
         self.strict = strict
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self._history: HistoryPrefix[_Converted[_ItemT]] = HistoryPrefix()
 
     def _make_client(
         self,
@@ -213,7 +225,7 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT]):
         return provider_error(cast(openai.OpenAIError, exc))
 
 
-class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
+class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk", "ChatCompletionMessageParam"]):
     """An ``LlmClient`` on the Chat Completions API (``POST /chat/completions``, streamed).
 
     Give it either a configured ``openai.AsyncOpenAI`` as ``client`` (you close it), or
@@ -237,7 +249,7 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         return await self._client.chat.completions.create(
             model=self.model,
-            messages=chat_messages(request.system_prompt, request.messages),
+            messages=chat_messages(request.system_prompt, request.messages, self._history),
             tools=cast("list[ChatCompletionFunctionToolParam]", tools) if tools else openai.omit,
             tool_choice=chat_tool_choice(request) if tools else openai.omit,
             stream=True,
@@ -251,7 +263,7 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
         return _ChunkReader()
 
 
-class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
+class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent", "ResponseInputItemParam"]):
     """An ``LlmClient`` on the Responses API (``POST /responses``, streamed, stateless).
 
     Takes the same arguments as ``OpenAIChatClient``. Every request sends the whole
@@ -264,48 +276,13 @@ class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
 
     _format = "openai-responses"
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        client: openai.AsyncOpenAI | None = None,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        max_retries: int | None = None,
-        timeout: float | None = None,
-        strict: bool = False,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        extra_body: Mapping[str, object] | None = None,
-    ) -> None:
-        super().__init__(
-            model,
-            client=client,
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=max_retries,
-            timeout=timeout,
-            strict=strict,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            extra_body=extra_body,
-        )
-        self._stored = False
-        self._inputs = HistoryMemo(self._assistant_input)
-
-    def _assistant_input(self, message: AssistantMessage) -> list[ResponseInputItemParam]:
-        return assistant_input(message, stored=self._stored)
-
     async def _open_stream(
         self, request: LlmRequest, tools: list[dict[str, Any]]
     ) -> openai.AsyncStream[ResponseStreamEvent]:
-        stored = self.extra_body.get("store") is True
-        if stored != self._stored:  # item ids go back only when responses are stored
-            self._stored = stored
-            self._inputs.clear()
+        stored = self.extra_body.get("store") is True  # then item ids go back
         return await self._client.responses.create(
             model=self.model,
-            input=responses_input(request.messages, self._inputs),
+            input=responses_input(request.messages, self._history, stored=stored),
             instructions=request.system_prompt if request.system_prompt else openai.omit,
             tools=cast("list[FunctionToolParam]", tools) if tools else openai.omit,
             tool_choice=responses_tool_choice(request) if tools else openai.omit,
@@ -322,13 +299,17 @@ class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
 
 
 def chat_messages(
-    system_prompt: str | None, messages: Sequence[Message]
+    system_prompt: str | None,
+    messages: Sequence[Message],
+    prefix: HistoryPrefix[_Converted[ChatCompletionMessageParam]] | None = None,
 ) -> list[ChatCompletionMessageParam]:
-    """Our history as Chat Completions ``messages`` (see the module docstring)."""
-    out: list[ChatCompletionMessageParam] = []
-    if system_prompt:
-        out.append({"role": "system", "content": system_prompt})
-    for message in messages:
+    """Our history as Chat Completions ``messages`` (see the module docstring).
+
+    With ``prefix``, only the messages the last request did not have are converted.
+    """
+    start, done = prefix.resume(messages) if prefix is not None else (0, None)
+    out: list[ChatCompletionMessageParam] = list(done.items) if done is not None else []
+    for message in messages[start:] if start else messages:
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, ToolResult):
@@ -350,7 +331,11 @@ def chat_messages(
             out.append({"role": "assistant", "content": message.text or None, "tool_calls": calls})
         else:
             raise TypeError(f"not a history item: {message!r}")
-    return out
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out))
+    if system_prompt:
+        return [{"role": "system", "content": system_prompt}, *out]
+    return list(out)
 
 
 def assistant_input(
@@ -387,15 +372,20 @@ def assistant_input(
 
 def responses_input(
     messages: Sequence[Message],
-    inputs: HistoryMemo[list[ResponseInputItemParam]] | None = None,
+    prefix: HistoryPrefix[_Converted[ResponseInputItemParam]] | None = None,
+    *,
+    stored: bool = False,
 ) -> list[ResponseInputItemParam]:
     """Our history as Responses ``input`` items (see the module docstring).
 
-    ``inputs`` keeps each assistant message's items from one request to the next.
+    With ``prefix``, only the messages the last request did not have are converted;
+    ``stored`` is ``store: true`` (see ``assistant_input``).
     """
-    memo = inputs if inputs is not None else HistoryMemo(assistant_input)
-    out: list[ResponseInputItemParam] = []
-    for message in messages:
+    start, done = prefix.resume(messages) if prefix is not None else (0, None)
+    if done is not None and done.stored != stored:
+        start, done = 0, None  # converted for the other setting of store
+    out: list[ResponseInputItemParam] = list(done.items) if done is not None else []
+    for message in messages[start:] if start else messages:
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, ToolResult):
@@ -407,11 +397,12 @@ def responses_input(
                 }
             )
         elif isinstance(message, AssistantMessage):
-            out.extend(memo.get(message))
+            out.extend(assistant_input(message, stored=stored))
         else:
             raise TypeError(f"not a history item: {message!r}")
-    memo.done()
-    return out
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out, stored))
+    return list(out)
 
 
 def chat_tool_choice(request: LlmRequest) -> ChatCompletionToolChoiceOptionParam | Omit:
