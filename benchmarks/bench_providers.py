@@ -14,7 +14,8 @@ request. The *floor* is the same SDK call with those parameters built beforehand
 to its end the same way: the SDK's own cost. The SDK sends to an in-process
 ``httpx2.MockTransport`` that answers with a short streamed text answer, so no socket
 or server thread is timed; before timing, the script checks that both send the same
-request body. Rows (median of per-round ratios ours / floor, the two interleaved):
+request body. Rows (median of per-round ratios ours / floor; within a round the two
+alternate request by request):
 
 - Anthropic, plain tool turns (text and tool_use rebuilt from each message);
 - Anthropic, thinking turns (each assistant message keeps its thinking and tool_use
@@ -42,7 +43,6 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import anthropic
@@ -340,14 +340,28 @@ class Case:
         """The client has seen the history up to turn 99 (untimed)."""
         self.convert(self.past.base)
 
-    async def ours(self, reps: int) -> float:
+    async def round(self, reps: int, floor_first: bool) -> tuple[float, float]:
+        """One batch of ``reps`` requests each way, per request: ours and the floor
+        alternate request by request (so a change in the machine's load hits both), the
+        collector paused. Returns the mean nanoseconds of ours and of the floor."""
         self.prime()
-        return await timed(
-            [partial(drain, self.client.stream(r)) for r in self.past.requests[:reps]]
-        )
-
-    async def floor(self, reps: int) -> float:
-        return await timed([partial(self.sdk_call, params) for params in self.prebuilt[:reps]])
+        ours = floor = 0
+        gc.collect()
+        gc.disable()
+        try:
+            for index in range(reps):
+                ours_first = (index % 2 == 0) != floor_first
+                for side in ("ours", "floor") if ours_first else ("floor", "ours"):
+                    start = time.perf_counter_ns()
+                    if side == "ours":
+                        await drain(self.client.stream(self.past.requests[index]))
+                        ours += time.perf_counter_ns() - start
+                    else:
+                        await self.sdk_call(self.prebuilt[index])
+                        floor += time.perf_counter_ns() - start
+        finally:
+            gc.enable()
+        return ours / reps, floor / reps
 
     async def sdk_call(self, params: Any) -> None:
         await drain(await self.call(params))
@@ -496,19 +510,6 @@ def build_cases() -> list[Case]:
 # -- timing -----------------------------------------------------------------------------------
 
 
-async def timed(runs: list[Callable[[], Awaitable[object]]]) -> float:
-    """Nanoseconds per run, the garbage collector paused."""
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter_ns()
-        for run in runs:
-            await run()
-        return (time.perf_counter_ns() - start) / len(runs)
-    finally:
-        gc.enable()
-
-
 async def check(case: Case) -> None:
     """Ours and the floor send the same request body (the first requests of a batch)."""
     case.prime()
@@ -523,22 +524,17 @@ async def check(case: Case) -> None:
 async def measure(cases: list[Case], rounds: int, batch_ns: float) -> None:
     for case in cases:
         await check(case)
-        await case.ours(2)  # warm up
-        await case.floor(2)
-        elapsed = min([await case.floor(1) for _ in range(3)])
-        case.reps = max(1, min(MAX_BATCH, round(batch_ns / max(elapsed, 1))))
+        _, floor = await case.round(2, False)  # warm up, and how long a request takes
+        case.reps = max(2, min(MAX_BATCH, round(batch_ns / max(floor, 1))))
     for round_index in range(rounds):
         for case in cases:
-            pair = [("ours", case.ours), ("floor", case.floor)]
-            if round_index % 2:
-                pair.reverse()
-            got = {name: await fn(case.reps) for name, fn in pair}
-            case.ours_ns.append(got["ours"])
-            case.floor_ns.append(got["floor"])
-            case.ratios.append(got["ours"] / got["floor"])
+            ours, floor = await case.round(case.reps, floor_first=round_index % 2 == 1)
+            case.ours_ns.append(ours)
+            case.floor_ns.append(floor)
+            case.ratios.append(ours / floor)
             convert = case.conversion(case.reps)
             case.convert_ns.append(convert)
-            case.shares.append(1 + convert / got["floor"])
+            case.shares.append(1 + convert / floor)
 
 
 def rows_of(cases: list[Case]) -> list[Row]:
