@@ -14,8 +14,7 @@ request. The *floor* is the same SDK call with those parameters built beforehand
 to its end the same way: the SDK's own cost. The SDK sends to an in-process
 ``httpx2.MockTransport`` that answers with a short streamed text answer, so no socket
 or server thread is timed; before timing, the script checks that both send the same
-request body. Rows (median of per-round ratios ours / floor; within a round the two
-alternate request by request):
+request body. Cases:
 
 - Anthropic, plain tool turns (text and tool_use rebuilt from each message);
 - Anthropic, thinking turns (each assistant message keeps its thinking and tool_use
@@ -24,12 +23,19 @@ alternate request by request):
 - OpenAI Responses, reasoning turns (each keeps a reasoning item with encrypted content);
 - Gemini, thinking turns (each keeps a thought and a function call with its signature).
 
-Target for each: <= 1.03x (the issue's bound: per-request work that does not grow with
-the history beyond what the SDK does itself). Each is followed by a ``(context)`` row
-that times the client's own part alone, the conversion of that history (the same
-request, the client's memo as warm as in the case), as a share of the SDK's time:
-the end-to-end ratio carries the noise of two SDK calls, this row shows what the client
-adds without it.
+Three rows per case, each the median of per-round ratios (within a round, ours and the
+floor alternate request by request; the conversions are timed right after):
+
+- ``request building``: (the SDK's call + the client's conversion of that history, as
+  warm as in a run) / the SDK's call. Target <= 1.03x: the client's per-request work
+  does not grow with the history beyond what the SDK does itself.
+- ``(context) converting the whole history``: the same with the conversion done from
+  scratch, as the clients did every request before they kept the last one's (and as
+  they still do once after ``set_history`` or ``load_state``).
+- ``(context) end to end``: ``client.stream()`` read to its end / the SDK's call read to
+  its end. It adds reading the response into events and the client's async generator
+  (some microseconds), and carries the noise of two SDK calls of some milliseconds
+  each on a shared machine (a few percent either way from run to run).
 """
 
 from __future__ import annotations
@@ -325,6 +331,7 @@ class Case:
     name: str
     client: Any
     convert: Convert
+    convert_full: Convert  # the same conversion without the client's last request
     call: Call
     past: History
     transport: Transport
@@ -333,8 +340,10 @@ class Case:
     ours_ns: list[float] = field(default_factory=list)
     floor_ns: list[float] = field(default_factory=list)
     convert_ns: list[float] = field(default_factory=list)
+    full_ns: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
     shares: list[float] = field(default_factory=list)
+    full_shares: list[float] = field(default_factory=list)
 
     def prime(self) -> None:
         """The client has seen the history up to turn 99 (untimed)."""
@@ -366,7 +375,8 @@ class Case:
     async def sdk_call(self, params: Any) -> None:
         await drain(await self.call(params))
 
-    def conversion(self, reps: int) -> float:
+    def conversion(self, reps: int, convert: Convert) -> float:
+        """Nanoseconds per request to convert each request's history, as in a batch."""
         self.prime()
         requests = self.past.requests[:reps]
         gc.collect()
@@ -374,7 +384,7 @@ class Case:
         try:
             start = time.perf_counter_ns()
             for request in requests:
-                self.convert(request.messages)
+                convert(request.messages)
             return (time.perf_counter_ns() - start) / len(requests)
         finally:
             gc.enable()
@@ -406,8 +416,11 @@ def anthropic_case(name: str, turn: Callable[[int], AssistantMessage]) -> Case:
     def convert(messages: Sequence[Message]) -> Any:
         return claude_module.claude_messages(messages, client._history)
 
-    case = Case(name, client, convert, call, history(turn), transport)
-    case.prebuilt = [claude_module.claude_messages(r.messages) for r in case.past.requests]
+    def full(messages: Sequence[Message]) -> Any:
+        return claude_module.claude_messages(messages)
+
+    case = Case(name, client, convert, full, call, history(turn), transport)
+    case.prebuilt = [full(r.messages) for r in case.past.requests]
     return case
 
 
@@ -434,8 +447,11 @@ def chat_case(name: str) -> Case:
     def convert(messages: Sequence[Message]) -> Any:
         return openai_module.chat_messages(SYSTEM, messages, client._history)
 
-    case = Case(name, client, convert, call, history(plain_turn), transport)
-    case.prebuilt = [openai_module.chat_messages(SYSTEM, r.messages) for r in case.past.requests]
+    def full(messages: Sequence[Message]) -> Any:
+        return openai_module.chat_messages(SYSTEM, messages)
+
+    case = Case(name, client, convert, full, call, history(plain_turn), transport)
+    case.prebuilt = [full(r.messages) for r in case.past.requests]
     return case
 
 
@@ -464,8 +480,11 @@ def responses_case(name: str) -> Case:
     def convert(messages: Sequence[Message]) -> Any:
         return openai_module.responses_input(messages, client._history)
 
-    case = Case(name, client, convert, call, history(responses_reasoning_turn), transport)
-    case.prebuilt = [openai_module.responses_input(r.messages) for r in case.past.requests]
+    def full(messages: Sequence[Message]) -> Any:
+        return openai_module.responses_input(messages)
+
+    case = Case(name, client, convert, full, call, history(responses_reasoning_turn), transport)
+    case.prebuilt = [full(r.messages) for r in case.past.requests]
     return case
 
 
@@ -492,8 +511,11 @@ def gemini_case(name: str) -> Case:
     def convert(messages: Sequence[Message]) -> Any:
         return gemini_module.gemini_contents(messages, client._history)
 
-    case = Case(name, client, convert, call, history(gemini_thinking_turn), transport)
-    case.prebuilt = [gemini_module.gemini_contents(r.messages) for r in case.past.requests]
+    def full(messages: Sequence[Message]) -> Any:
+        return gemini_module.gemini_contents(messages)
+
+    case = Case(name, client, convert, full, call, history(gemini_thinking_turn), transport)
+    case.prebuilt = [full(r.messages) for r in case.past.requests]
     return case
 
 
@@ -526,35 +548,48 @@ async def measure(cases: list[Case], rounds: int, batch_ns: float) -> None:
         await check(case)
         _, floor = await case.round(2, False)  # warm up, and how long a request takes
         case.reps = max(2, min(MAX_BATCH, round(batch_ns / max(floor, 1))))
-    for round_index in range(rounds):
-        for case in cases:
+    # One case at a time: another case's garbage (the SDKs allocate much per request)
+    # would otherwise change the heap under the next one's rounds.
+    for case in cases:
+        for round_index in range(rounds):
             ours, floor = await case.round(case.reps, floor_first=round_index % 2 == 1)
             case.ours_ns.append(ours)
             case.floor_ns.append(floor)
             case.ratios.append(ours / floor)
-            convert = case.conversion(case.reps)
+            convert = case.conversion(case.reps, case.convert)
             case.convert_ns.append(convert)
             case.shares.append(1 + convert / floor)
+            full = case.conversion(case.reps, case.convert_full)
+            case.full_ns.append(full)
+            case.full_shares.append(1 + full / floor)
 
 
 def rows_of(cases: list[Case]) -> list[Row]:
     rows = []
     for case in cases:
+        sdk = format_ns(median(case.floor_ns))
         rows.append(
             ratio_row(
-                case.name,
-                case.ratios,
+                f"{case.name}: request building",
+                case.shares,
                 TARGET,
-                f"ours {format_ns(median(case.ours_ns))}, SDK {format_ns(median(case.floor_ns))}"
-                f" (batches of {case.reps})",
+                f"conversion {format_ns(median(case.convert_ns))}, SDK {sdk}",
             )
         )
         rows.append(
             ratio_row(
-                "(context) same, (SDK + the client's conversion alone) / SDK",
-                case.shares,
+                "(context) converting the whole history",
+                case.full_shares,
                 None,
-                f"conversion {format_ns(median(case.convert_ns))}",
+                f"conversion {format_ns(median(case.full_ns))}",
+            )
+        )
+        rows.append(
+            ratio_row(
+                "(context) end to end",
+                case.ratios,
+                None,
+                f"ours {format_ns(median(case.ours_ns))}, SDK {sdk} (batches of {case.reps})",
             )
         )
     return rows
@@ -581,7 +616,7 @@ def main() -> int:
 
     anyio.run(run, backend=options.backend)
     print_table(
-        f"request at turn {TURNS}: client.stream() / the SDK's own call with prebuilt parameters",
+        f"a request at turn {TURNS}: the client's work / the SDK's own call",
         rows_of(cases),
         "median times",
     )

@@ -454,7 +454,9 @@ class _EventReader:
             details = delta_usage.output_tokens_details
             if details is not None:
                 self.reasoning_tokens = details.thinking_tokens
-            self.count_iterations(getattr(delta_usage, "iterations", None))
+            extra = delta_usage.model_extra  # fields this SDK does not know: `iterations`
+            if extra:
+                self.count_iterations(extra.get("iterations"))
         elif event.type == "message_stop":
             self.stopped = True
             return self.items()
