@@ -7,8 +7,13 @@ Run it with:  python examples/chat.py ["your question"]
   server: vLLM, Ollama, llama.cpp, LM Studio). Needs: pip install 'llm-worker[openai]'.
 - Otherwise, with ANTHROPIC_API_KEY set, it talks to Anthropic (model from
   ANTHROPIC_MODEL, default claude-haiku-4-5). Needs: pip install 'llm-worker[anthropic]'.
-- With neither key it says so and uses llm_worker.testing.ScriptedClient, so it always
-  runs (and needs neither SDK).
+- Otherwise, with GEMINI_API_KEY (or GOOGLE_API_KEY) set, it talks to Google's Gemini API
+  (model from GEMINI_MODEL, default gemini-2.5-flash; GOOGLE_GEMINI_BASE_URL points it
+  at another server). Needs: pip install 'llm-worker[gemini]'.
+- With no key it says so and uses llm_worker.testing.ScriptedClient, so it always
+  runs (and needs no SDK).
+
+The keys are tried in that order: OpenAI, Anthropic, Gemini; the first one set wins.
 
 The model gets the tracker's tools (file_issues, search, close_issue); every tool call
 it makes runs for real on the in-memory tracker. The answer is printed as it streams in,
@@ -76,8 +81,14 @@ async def make_model(stack: AsyncExitStack) -> tuple[LlmClient, str]:
         model = os.environ.get("ANTHROPIC_MODEL") or "claude-haiku-4-5"
         anthropic_client = await stack.enter_async_context(AnthropicClient(model))
         return anthropic_client, f"Anthropic Messages, model {model}"
+    if os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY"):
+        from llm_worker.providers.gemini import GeminiClient
+
+        model = os.environ.get("GEMINI_MODEL") or "gemini-2.5-flash"
+        gemini_client = await stack.enter_async_context(GeminiClient(model))
+        return gemini_client, f"Gemini, model {model}"
     print(
-        "No OPENAI_API_KEY or ANTHROPIC_API_KEY is set: "
+        "No OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY is set: "
         "using a scripted model (llm_worker.testing.ScriptedClient)."
     )
     return scripted_model(), "a scripted model"

@@ -1,5 +1,6 @@
-"""``examples/chat.py`` runs with no key (and no SDK), and with either key against the
-local provider server (``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``)."""
+"""``examples/chat.py`` runs with no key (and no SDK), and with each key against the
+local provider server (``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL`` /
+``GOOGLE_GEMINI_BASE_URL``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from . import wire
 from .server import ProviderServer, error, stream
@@ -21,6 +24,7 @@ import runpy, sys
 if {block_sdks}:
     sys.modules["openai"] = None
     sys.modules["anthropic"] = None
+    sys.modules["google.genai"] = None
 sys.path.insert(0, {examples!r})
 sys.argv = ["chat.py"]
 runpy.run_path({script!r}, run_name="__main__")
@@ -28,7 +32,8 @@ runpy.run_path({script!r}, run_name="__main__")
 
 
 def run_example(env: dict[str, str], block_sdks: bool = False) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
+    prefixes = ("OPENAI_", "ANTHROPIC_", "GEMINI_", "GOOGLE_")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     code = RUNNER.format(
         block_sdks=block_sdks, examples=str(EXAMPLES), script=str(EXAMPLES / "chat.py")
     )
@@ -50,7 +55,7 @@ class TestChatExample:
         assert done.returncode == 0, done.stderr
         lines = done.stdout.splitlines()
         assert lines[0] == (
-            "No OPENAI_API_KEY or ANTHROPIC_API_KEY is set: "
+            "No OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY is set: "
             "using a scripted model (llm_worker.testing.ScriptedClient)."
         )
         assert "Talking to a scripted model." in lines
@@ -113,6 +118,49 @@ class TestChatExample:
         assert f"assistant | {FINAL}" in done.stdout
         assert done.stdout.splitlines()[-1] == "tracker now: #1 open, #2 closed"
         assert server.requests[1].json["messages"][-1]["content"][0]["tool_use_id"] == "toolu_1"
+
+    @pytest.mark.parametrize("key", ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
+    def test_with_a_gemini_key(self, server: ProviderServer, key: str):
+        """With GEMINI_API_KEY or GOOGLE_API_KEY (and no other key) it talks to the Gemini
+        server: the tracker's tools are declared, the call runs, its response goes back."""
+        server.add(
+            stream(
+                *wire.gemini_calls(
+                    [("close_issue", {"issue_id": 2, "comment": "fixed"})], ids=["fc_1"]
+                )
+            ),
+            stream(*wire.gemini_text(FINAL)),
+        )
+        done = run_example(
+            {
+                key: "test-key",
+                "GOOGLE_GEMINI_BASE_URL": server.base_url,
+                "GEMINI_MODEL": "gemini-test-flash",
+            }
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Talking to Gemini, model gemini-test-flash." in done.stdout
+        assert f"assistant | {FINAL}" in done.stdout
+        assert done.stdout.splitlines()[-1] == "tracker now: #1 open, #2 closed"
+        first, second = (r.json for r in server.requests)
+        assert server.requests[0].path.endswith(
+            "/models/gemini-test-flash:streamGenerateContent?alt=sse"
+        )
+        assert server.requests[0].headers["x-goog-api-key"] == "test-key"
+        declared = [d["name"] for d in first["tools"][0]["functionDeclarations"]]
+        assert declared == ["close_issue", "file_issues", "search"]
+        assert second["contents"][-1] == {
+            "role": "user",
+            "parts": [
+                {
+                    "functionResponse": {
+                        "id": "fc_1",
+                        "name": "close_issue",
+                        "response": {"output": "Closed #2: fixed"},
+                    }
+                }
+            ],
+        }
 
     def test_provider_error(self, server: ProviderServer):
         """A provider failure (a 401, which the SDK does not retry) is reported in one

@@ -8,6 +8,7 @@ what the worker did with the streamed answer. Nothing of the SDK is mocked.
 from __future__ import annotations
 
 import itertools
+import json
 
 import anyio
 import openai
@@ -20,6 +21,7 @@ from llm_worker import (
     LlmClient,
     LlmRequest,
     ProviderError,
+    ReasoningDelta,
     TextDelta,
     ToolCall,
     ToolInputDelta,
@@ -696,3 +698,193 @@ class TestToolSelection:
             worker = Worker(client)
             await worker.run("hi")
         assert worker.history[-1].usage == Usage(120, 40, 100, 32)
+
+
+GROQ_FAILED = (
+    "Failed to call a function. Please adjust your prompt. See 'failed_generation' for more "
+    "details."
+)
+OPENROUTER_RAW = (
+    "google/gemini-2.0-flash-exp:free is temporarily rate-limited upstream. Please retry "
+    "shortly, or add your own key to accumulate your rate limits: "
+    "https://openrouter.ai/settings/integrations"
+)
+
+
+def openrouter_error(code: int, message: str, **metadata: str) -> dict:
+    error: dict = {"code": code, "message": message}
+    if metadata:
+        error["metadata"] = metadata
+    return {"error": error, "user_id": "user_2yEzmvVkGb9Q1dWRdbsnbPz3sUP"}
+
+
+def chat_stream_error(body: dict) -> str:
+    """OpenRouter's mid-stream error: a chunk with the error and ``finish_reason: error``."""
+    return wire.data(
+        {
+            "id": "gen-1745678496-Qx5vBZTRTuQwWv8YUo4b",
+            "object": "chat.completion.chunk",
+            "created": 1745678496,
+            "model": "moonshotai/kimi-k2",
+            "provider": "Moonshot AI",
+            **body,
+            "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+        }
+    )
+
+
+class TestCompatibleServers:
+    @pytest.mark.anyio
+    async def test_done_after_a_whole_call_without_finish_reason(self, server, notes):
+        """OpenRouter/Kimi: ``[DONE]`` after a complete tool call and no ``finish_reason``
+        (and no usage chunk) is a whole response: the call runs and the run goes on."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": ""}),
+            wire.chunk(
+                {"tool_calls": [wire.tool_call_start(0, "functions.add_note:0", "add_note")]}
+            ),
+            *(
+                wire.chunk({"tool_calls": [wire.tool_call_args(0, piece)]})
+                for piece in wire.split('{"title": "milk"}', 4)
+            ),
+            wire.DONE,
+        ]
+        server.add(stream(*frames), stream(*wire.chat_text("Saved.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            assert await worker.run("remember milk") is WorkerResult.FINISHED
+        assert notes.notes == {"milk": ""}
+        assert worker.history[1] == AssistantMessage(
+            "", (ToolCall("functions.add_note:0", "add_note", '{"title": "milk"}'),), "tool_use"
+        )
+        assert worker.final_text == "Saved."
+
+    @pytest.mark.anyio
+    async def test_usage_chunk_without_finish_reason(self, server):
+        """A text answer whose usage chunk came, but no ``finish_reason``, is complete."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": "Hello."}),
+            wire.chunk(choices=False, usage=wire.chat_usage(9, 2)),
+            wire.DONE,
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.history[1] == AssistantMessage("Hello.", (), "end_turn")
+        assert worker.history[1].usage == Usage(9, 2)
+
+    @pytest.mark.anyio
+    async def test_half_a_call_without_finish_reason_is_cut_short(self, server, notes):
+        """Arguments that are not yet whole JSON, then the end: not an answer to run."""
+        frames = [
+            wire.chunk({"tool_calls": [wire.tool_call_start(0, "call_1", "add_note")]}),
+            wire.chunk({"tool_calls": [wire.tool_call_args(0, '{"title": "mi')]}),
+            wire.DONE,
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("remember milk")
+        assert info.value.message == "the response stream ended before the response was complete"
+        assert notes.calls == []
+
+    @pytest.mark.anyio
+    async def test_groq_error_event_names_its_status(self, server, notes):
+        """Groq's ``event: error`` inside a 200 stream says ``status_code: 400``: that is the
+        status, and a 400 is not worth retrying."""
+        body = {
+            "error": {
+                "message": GROQ_FAILED,
+                "type": "invalid_request_error",
+                "code": "tool_use_failed",
+                "failed_generation": '<function=add_note{"title": "milk"}</function>',
+                "status_code": 400,
+            }
+        }
+        frames = [
+            wire.chunk({"role": "assistant", "content": None}),
+            f"event: error\ndata: {json.dumps(body)}\n\n",
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await make_worker(client, notes).run("remember milk")
+        err = info.value
+        assert (err.status, err.retryable, err.message) == (400, False, GROQ_FAILED)
+        assert type(err.__cause__) is openai.APIError
+
+    @pytest.mark.anyio
+    async def test_openrouter_error_chunk_with_a_numeric_code(self, server):
+        """An OpenRouter error chunk with ``code: 400`` ("Token limit reached") is a 400,
+        not worth retrying."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": "Let me"}),
+            chat_stream_error(openrouter_error(400, "Token limit reached")),
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.status, info.value.retryable) == (400, False)
+        assert info.value.message == "Token limit reached"
+
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            OPENROUTER_RAW,
+            json.dumps({"error": {"code": 429, "message": OPENROUTER_RAW, "status": "x"}}),
+        ],
+        ids=["text", "json"],
+    )
+    @pytest.mark.anyio
+    async def test_openrouter_429_says_what_the_upstream_said(self, server, raw):
+        """OpenRouter's 429 says "Provider returned error"; the message is the upstream's
+        own words from ``metadata.raw`` (its ``message`` when it is JSON), with the
+        provider's name."""
+        body = openrouter_error(429, "Provider returned error", raw=raw, provider_name="Google")
+        server.add(error(429, body))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        err = info.value
+        assert (err.status, err.retryable) == (429, True)
+        assert err.message == f"Google: {OPENROUTER_RAW}"
+
+    @pytest.mark.anyio
+    async def test_openrouter_429_inside_the_stream(self, server):
+        """The same error as a chunk mid-stream: status 429 from its code, retryable, the
+        upstream's words."""
+        body = openrouter_error(
+            429, "Provider returned error", raw=OPENROUTER_RAW, provider_name="Chutes"
+        )
+        server.add(
+            stream(wire.chunk({"role": "assistant", "content": ""}), chat_stream_error(body))
+        )
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.status, info.value.retryable) == (429, True)
+        assert info.value.message == f"Chutes: {OPENROUTER_RAW}"
+
+    @pytest.mark.anyio
+    async def test_reasoning_content_is_shown_not_kept(self, server):
+        """``delta.reasoning_content`` (vLLM, DeepSeek) and ``delta.reasoning`` (OpenRouter)
+        become reasoning events; the answer and the next request hold only the text."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": None, "reasoning_content": "Think. "}),
+            wire.chunk({"reasoning": "More."}),
+            wire.chunk({"content": "Hi."}),
+            wire.chunk({}, "stop"),
+            wire.DONE,
+        ]
+        server.add(stream(*frames), stream(*wire.chat_text("Again.")))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            async with worker.run_stream("hi") as events:
+                seen = [event async for event in events]
+            await worker.run("again")
+        assert [e.text for e in seen if isinstance(e, ReasoningDelta)] == ["Think. ", "More."]
+        assert worker.history[1] == AssistantMessage("Hi.", (), "end_turn")
+        assert server.requests[1].json["messages"][1] == {"role": "assistant", "content": "Hi."}

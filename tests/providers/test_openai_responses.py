@@ -17,6 +17,8 @@ from llm_worker import (
     Completion,
     LlmRequest,
     ProviderError,
+    ReasoningDelta,
+    RunState,
     TextDelta,
     ToolCall,
     ToolInputDelta,
@@ -370,3 +372,111 @@ class TestToolSelection:
             worker = make_worker(client, notes)
             await worker.run("hi")
         assert worker.history[-1].usage == Usage(200, 50, 150, 20)
+
+
+ENCRYPTED = "gAAAAABoWaS0x4m3K1Jd0cXqPyVJ5u1NfWtGmvHnHf0-rxP1TjXGZs4Vq8sQ_Kc7Q=="
+SUMMARY = ["**Saving the note**\n\nThe user wants milk noted.", "I'll call add_note."]
+
+
+def reasoning_then_call(call_id: str, title: str, *, encrypted: str | None = ENCRYPTED):
+    events = wire.add_reasoning(wire.ResponseEvents().start(), SUMMARY, encrypted)
+    return events.call(call_id, "add_note", f'{{"title": "{title}"}}').completed((90, 40))
+
+
+def sent_back(item: dict) -> dict:
+    """A reasoning item as a stateless request sends it: everything but its id."""
+    return {key: value for key, value in item.items() if key != "id"}
+
+
+class TestReasoning:
+    @pytest.mark.anyio
+    async def test_reasoning_items_are_kept_and_sent_back(self, server, notes):
+        """Every request asks for ``reasoning.encrypted_content``; a reasoning item (summary
+        streamed as reasoning) is kept with the message, and the request with the call's
+        output sends it back, without its id, in front of the function call."""
+        server.add(
+            stream(*reasoning_then_call("call_1", "milk")),
+            stream(*wire.responses_text("Noted.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            async with worker.run_stream("remember milk") as events:
+                seen = [event async for event in events]
+        reasoning = "".join(event.text for event in seen if isinstance(event, ReasoningDelta))
+        assert reasoning == "\n\n".join(SUMMARY)
+        item = wire.reasoning_item(0, SUMMARY, ENCRYPTED)
+        message = worker.history[1]
+        assert message.tool_calls == (ToolCall("call_1", "add_note", '{"title": "milk"}'),)
+        assert [(i.provider, i.kind, i.json()) for i in message.provider_items] == [
+            ("openai", "reasoning", item)
+        ]
+        first, second = (r.json for r in server.requests)
+        assert first["include"] == second["include"] == ["reasoning.encrypted_content"]
+        assert first["store"] is False
+        assert second["input"] == [
+            {"role": "user", "content": "remember milk"},
+            sent_back(item),
+            function_call("call_1", "add_note", '{"title": "milk"}'),
+            call_output("call_1", "saved milk"),
+        ]
+
+    @pytest.mark.anyio
+    async def test_stored_responses_keep_item_ids(self, server, notes):
+        """With ``store: true`` (``extra_body``) a reasoning item goes back with its id."""
+        server.add(
+            stream(*reasoning_then_call("call_1", "milk", encrypted=None)),
+            stream(*wire.responses_text("Noted.")),
+        )
+        async with make_client(server, extra_body={"store": True}) as client:
+            worker = make_worker(client, notes)
+            await worker.run("remember milk")
+        second = server.requests[1].json
+        assert second["store"] is True
+        assert second["input"][1] == wire.reasoning_item(0, SUMMARY, None)
+
+    @pytest.mark.anyio
+    async def test_unreadable_reasoning_is_left_out(self, server, notes):
+        """Stateless, a reasoning item without ``encrypted_content`` (a server that ignores
+        ``include``) cannot be read back: it is left out, the call still goes."""
+        server.add(
+            stream(*reasoning_then_call("call_1", "milk", encrypted=None)),
+            stream(*wire.responses_text("Noted.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("remember milk")
+        assert server.requests[1].json["input"][1:] == [
+            function_call("call_1", "add_note", '{"title": "milk"}'),
+            call_output("call_1", "saved milk"),
+        ]
+
+    @pytest.mark.anyio
+    async def test_reasoning_across_turns_and_a_saved_state(self, server, notes):
+        """A run with reasoning, saved as JSON and loaded into a new worker with the same
+        tools: its next request sends the earlier reasoning back, in place, and the new
+        turn's reasoning after it."""
+        server.add(
+            stream(*reasoning_then_call("call_1", "milk")),
+            stream(*wire.responses_text("Noted milk.")),
+            stream(*reasoning_then_call("call_2", "eggs")),
+            stream(*wire.responses_text("Noted eggs.")),
+        )
+        async with make_client(server) as client:
+            first = make_worker(client, notes)
+            await first.run("remember milk")
+            second = make_worker(client, notes)
+            second.load_state(RunState.from_json(first.state.to_json()))
+            assert await second.run("and eggs") is WorkerResult.FINISHED
+        item = sent_back(wire.reasoning_item(0, SUMMARY, ENCRYPTED))
+        assert server.requests[3].json["input"] == [
+            {"role": "user", "content": "remember milk"},
+            item,
+            function_call("call_1", "add_note", '{"title": "milk"}'),
+            call_output("call_1", "saved milk"),
+            {"role": "assistant", "content": "Noted milk."},
+            {"role": "user", "content": "and eggs"},
+            item,
+            function_call("call_2", "add_note", '{"title": "eggs"}'),
+            call_output("call_2", "saved eggs"),
+        ]
+        assert notes.notes == {"milk": "", "eggs": ""}

@@ -25,7 +25,26 @@ Anthropic Messages (``stream: true``, "Streaming Messages"): named events
 ``input_json_delta`` with ``partial_json``) / ``content_block_stop`` per block,
 ``message_delta`` (``stop_reason`` and cumulative ``usage``), ``message_stop``; ``ping``
 anywhere; ``error`` with ``{"type": "error", "error": {"type", "message"}}``, the
-same body as an HTTP error.
+same body as an HTTP error. Extended thinking ("Building with extended thinking",
+streaming): a ``thinking`` block starts as ``{"thinking": "", "signature": ""}``, streams
+``thinking_delta``s and one ``signature_delta`` just before its stop; a
+``redacted_thinking`` block comes whole (``data``). Server tools ("Web search tool"): a
+``server_tool_use`` block streams its input as ``input_json_delta``s like ``tool_use``;
+its ``web_search_tool_result`` block comes whole; text that cites results starts with
+``citations: []`` and gets ``citations_delta``s; a long turn may stop with
+``pause_turn``. Context management ("Compaction"): a ``compaction`` block streams one
+``compaction_delta``, and ``usage.iterations`` lists the compaction's own tokens.
+
+Gemini (``streamGenerateContent?alt=sse``, API reference "Method:
+models.streamGenerateContent"): every frame is ``data: {GenerateContentResponse}``
+followed by a blank line (CRLF); each carries ``candidates[0].content.parts`` (text
+parts, ``thought: true`` summaries, ``functionCall`` parts with ``name``, ``args`` and
+maybe ``id``; ``thoughtSignature`` on the part it belongs to), ``usageMetadata`` (running
+totals) and ``modelVersion``/``responseId``; the last one has ``finishReason``. Vertex
+AI's ``streamFunctionCallArguments`` sends a call in pieces: ``functionCall`` parts with
+``partialArgs`` (``jsonPath`` and a value, ``willContinue`` for more of a string) and
+``willContinue: true``, and a last one without it. Errors: ``{"error": {"code",
+"message", "status"}}``, as an HTTP body or as a ``data:`` frame inside the stream.
 """
 
 from __future__ import annotations
@@ -479,3 +498,232 @@ def anthropic_error(type: str, message: str) -> dict[str, Any]:
 
 def error_event(type: str, message: str) -> str:
     return event("error", anthropic_error(type, message))
+
+
+def thinking_block(index: int, pieces: Sequence[str], signature: str) -> list[str]:
+    """A ``thinking`` block: its deltas, then its signature."""
+    start = {"type": "thinking", "thinking": "", "signature": ""}
+    return [
+        event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        ),
+        *(
+            event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "thinking_delta", "thinking": p},
+                },
+            )
+            for p in pieces
+        ),
+        event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "signature_delta", "signature": signature},
+            },
+        ),
+        block_stop(index),
+    ]
+
+
+def whole_block(index: int, block: dict[str, Any]) -> list[str]:
+    """A block that comes whole at its start (``redacted_thinking``, a server tool's result)."""
+    return [
+        event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": block},
+        ),
+        block_stop(index),
+    ]
+
+
+def server_tool_use_block(index: int, call_id: str, name: str, input_json: str) -> list[str]:
+    start = {"type": "server_tool_use", "id": call_id, "name": name, "input": {}}
+    return [
+        event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        ),
+        input_delta(index, ""),
+        *(input_delta(index, p) for p in split(input_json, 7)),
+        block_stop(index),
+    ]
+
+
+def cited_text_block(index: int, text: str, citations: Sequence[dict[str, Any]]) -> list[str]:
+    """A text block that cites search results: ``citations: []`` at the start, then each
+    citation as a ``citations_delta`` before the text."""
+    start = {"type": "text", "text": "", "citations": []}
+    return [
+        event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        ),
+        *(
+            event(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "citations_delta", "citation": citation},
+                },
+            )
+            for citation in citations
+        ),
+        event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        ),
+        block_stop(index),
+    ]
+
+
+def claude_message(
+    blocks: Sequence[str],
+    stop_reason: str,
+    *,
+    input_tokens: int = 50,
+    usage: dict[str, Any] | None = None,
+) -> tuple[str, ...]:
+    """A whole response of the given block frames; ``usage`` is ``message_delta``'s."""
+    delta_usage = usage if usage is not None else {"output_tokens": 40}
+    return (
+        message_start(input_tokens),
+        *blocks,
+        event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": delta_usage,
+            },
+        ),
+        MESSAGE_STOP,
+    )
+
+
+# -- OpenAI Responses: reasoning -------------------------------------------------------------
+
+
+def reasoning_item(index: int, summary: Sequence[str], encrypted: str | None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": f"rs_6859a4b21f84819b8f5bd0c1a7e4e3d00{index}",
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": text} for text in summary],
+    }
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
+
+
+def add_reasoning(
+    events: ResponseEvents, summary: Sequence[str], encrypted: str | None
+) -> ResponseEvents:
+    """A ``reasoning`` output item: its summary parts streamed, then the item done, with
+    ``encrypted_content`` when the request asked for it (``include``)."""
+    index = len(events.output)
+    item = reasoning_item(index, summary, encrypted)
+    added = {**item, "summary": []}
+    if encrypted is not None:
+        added["encrypted_content"] = encrypted[: len(encrypted) // 2]  # may be incomplete
+    events.add("response.output_item.added", output_index=index, item=added)
+    for number, text in enumerate(summary):
+        where = {"item_id": item["id"], "output_index": index, "summary_index": number}
+        part = {"type": "summary_text", "text": ""}
+        events.add("response.reasoning_summary_part.added", **where, part=part)
+        for piece in split(text, 12):
+            events.add("response.reasoning_summary_text.delta", **where, delta=piece)
+        events.add("response.reasoning_summary_text.done", **where, text=text)
+        done = {"type": "summary_text", "text": text}
+        events.add("response.reasoning_summary_part.done", **where, part=done)
+    events.add("response.output_item.done", output_index=index, item=item)
+    events.output.append(item)
+    return events
+
+
+# -- Gemini ----------------------------------------------------------------------------------
+
+GEMINI_MODEL = "gemini-test-flash"
+GEMINI_RESPONSE_ID = "7JxlaNnvIuqLxN8Pn7SU4A8"
+
+
+def gemini_usage(
+    prompt: int, candidates: int, *, thoughts: int = 0, cached: int = 0
+) -> dict[str, Any]:
+    usage: dict[str, Any] = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": candidates,
+        "totalTokenCount": prompt + candidates + thoughts,
+        "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
+    }
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    return usage
+
+
+def gemini_chunk(
+    parts: Sequence[dict[str, Any]],
+    finish_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
+    *,
+    response_id: str = GEMINI_RESPONSE_ID,
+) -> str:
+    """One ``data:`` frame of a GenerateContentResponse (candidate 0 only)."""
+    candidate: dict[str, Any] = {"content": {"parts": list(parts), "role": "model"}, "index": 0}
+    if finish_reason is not None:
+        candidate["finishReason"] = finish_reason
+    payload: dict[str, Any] = {
+        "candidates": [candidate],
+        "usageMetadata": usage if usage is not None else {"promptTokenCount": 12},
+        "modelVersion": GEMINI_MODEL,
+        "responseId": response_id,
+    }
+    return f"data: {json.dumps(payload)}\r\n\r\n"
+
+
+def gemini_text(
+    *pieces: str, usage: tuple[int, int] = (12, 5), finish_reason: str = "STOP"
+) -> tuple[str, ...]:
+    """A text answer, one chunk per piece, the last with the finish reason and usage."""
+    frames = [gemini_chunk([{"text": piece}]) for piece in pieces[:-1]]
+    frames.append(gemini_chunk([{"text": pieces[-1]}], finish_reason, gemini_usage(*usage)))
+    return tuple(frames)
+
+
+def gemini_calls(
+    calls: Sequence[tuple[str, dict[str, Any]]],
+    *,
+    text: str = "",
+    ids: Sequence[str] | None = None,
+    signature: str | None = None,
+    usage: tuple[int, int] = (30, 12),
+) -> tuple[str, ...]:
+    """Optional text, then one chunk with a ``functionCall`` part per ``(name, args)``
+    (``ids`` if Gemini names them; ``signature`` on the first call, as Gemini 3 sends it)."""
+    frames = [gemini_chunk([{"text": text}])] if text else []
+    parts: list[dict[str, Any]] = []
+    for position, (name, args) in enumerate(calls):
+        call: dict[str, Any] = {"name": name, "args": args}
+        if ids is not None:
+            call["id"] = ids[position]
+        part: dict[str, Any] = {"functionCall": call}
+        if signature is not None and position == 0:
+            part["thoughtSignature"] = signature
+        parts.append(part)
+    frames.append(gemini_chunk(parts, "STOP", gemini_usage(*usage)))
+    return tuple(frames)
+
+
+def gemini_error(code: int, message: str, status: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "status": status}}

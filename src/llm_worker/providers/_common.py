@@ -1,18 +1,21 @@
 """What the provider clients share: their skeleton (``ProviderClient``), when a failure is
-worth retrying, and the texts they use.
+worth retrying, how an error body is read, the texts they use, and ``HistoryPrefix``, which
+lets a client convert only the messages its last request did not have.
 
 Nothing here imports a provider SDK.
 """
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from typing_extensions import Self
 
-from .._client import Completion, LlmEvent, LlmRequest
+from .._client import LlmEvent, LlmRequest
+from .._conversation import AssistantMessage, Message, ProviderItem
 from .._exceptions import ProviderError
 from .._formats import FormatName, export_tools
 from .._meta import LlmToolDefinition
@@ -20,14 +23,19 @@ from .._meta import LlmToolDefinition
 __all__ = [
     "STREAM_ENDED",
     "TIMED_OUT",
+    "HistoryPrefix",
     "ProviderClient",
     "SdkClient",
     "SdkStream",
     "StreamReader",
+    "body_status",
     "body_text",
+    "compact_json",
     "connection_failed",
     "error_field",
     "is_retryable_status",
+    "own_items",
+    "proxied_message",
     "stream_ended",
 ]
 
@@ -43,16 +51,62 @@ def is_retryable_status(status: int) -> bool:
     return status in (408, 409, 429) or status >= 500
 
 
-def error_field(body: object, name: str) -> str | None:
-    """``body["error"][name]`` (or ``body[name]`` when the SDK already unwrapped ``error``)."""
+def _error_object(body: object) -> Mapping[str, object] | None:
+    # ``body["error"]``, or ``body`` itself when the SDK already unwrapped ``error``.
     if not isinstance(body, Mapping):
         return None
     fields = cast("Mapping[str, object]", body)
     error = fields.get("error", fields)
-    if not isinstance(error, Mapping):
-        return None
-    value = cast("Mapping[str, object]", error).get(name)
+    return cast("Mapping[str, object]", error) if isinstance(error, Mapping) else None
+
+
+def error_field(body: object, name: str) -> str | None:
+    """``body["error"][name]`` (or ``body[name]`` when the SDK already unwrapped ``error``)."""
+    error = _error_object(body)
+    value = error.get(name) if error is not None else None
     return value if isinstance(value, str) and value else None
+
+
+def body_status(body: object) -> int | None:
+    """The HTTP status an error body names: ``status_code`` (Groq) or a numeric ``code``
+    (OpenRouter), in ``body["error"]`` or ``body``; ``None`` if it names none."""
+    error = _error_object(body)
+    if error is None:
+        return None
+    for name in ("status_code", "code"):
+        value = error.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+            return value
+    return None
+
+
+def proxied_message(body: object) -> str | None:
+    """What a proxy's error says the upstream provider answered, if it says.
+
+    OpenRouter wraps an upstream failure as ``{"message": "Provider returned error",
+    "metadata": {"raw": ..., "provider_name": ...}}``: the useful text is ``raw`` (the
+    upstream's own error body, whose ``message`` is taken when it is JSON).
+    """
+    error = _error_object(body)
+    metadata = error.get("metadata") if error is not None else None
+    if not isinstance(metadata, Mapping):
+        return None
+    fields = cast("Mapping[str, object]", metadata)
+    raw = fields.get("raw")
+    if isinstance(raw, str):
+        try:
+            parsed: object = json.loads(raw)
+        except ValueError:
+            parsed = None
+        detail = error_field(parsed, "message") or body_text(raw)
+    elif isinstance(raw, Mapping):
+        detail = error_field(cast("Mapping[str, object]", raw), "message")
+    else:
+        detail = None
+    if detail is None:
+        return None
+    provider = fields.get("provider_name")
+    return f"{provider}: {detail}" if isinstance(provider, str) and provider else detail
 
 
 def body_text(body: object) -> str | None:
@@ -74,13 +128,66 @@ def stream_ended(provider: str) -> ProviderError:
     return ProviderError(provider, STREAM_ENDED, retryable=True)
 
 
+def compact_json(value: object) -> str:
+    """``value`` as JSON text without spaces, non-ASCII kept: how provider items are stored."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def own_items(message: AssistantMessage, provider: str) -> list[ProviderItem]:
+    """The message's provider items that ``provider`` made, in order (another's are dropped)."""
+    return [item for item in message.provider_items if item.provider == provider]
+
+
+_StateT = TypeVar("_StateT")
+
+
+class HistoryPrefix(Generic[_StateT]):
+    """The history converted for the last request, and the conversion's state at its end.
+
+    A worker sends its whole history with every request, and the history only grows
+    within a run: converting it all again (parsing every call's arguments and provider
+    items) would make each request cost more the longer the run. ``resume(messages)``
+    says how many leading messages are the ones converted last time, and the state
+    after them, so only the new messages are converted; ``keep(messages, state)``
+    records the request's. The prefix is compared as a tuple: the same objects cost a
+    pointer comparison each (in C), and an equal copy counts as the same, since a
+    conversion depends only on the messages' values. A history replaced by
+    ``set_history`` or ``load_state`` is converted anew. The state is never changed
+    after ``keep``: a client copies what it extends.
+    """
+
+    __slots__ = ("_messages", "_state")
+
+    def __init__(self) -> None:
+        self._messages: tuple[Message, ...] = ()
+        self._state: _StateT | None = None
+
+    def resume(self, messages: Sequence[Message]) -> tuple[int, _StateT | None]:
+        """How many leading ``messages`` were converted last time, and the state after them."""
+        count = len(self._messages)
+        if not count or len(messages) < count or tuple(messages[:count]) != self._messages:
+            return 0, None
+        return count, self._state
+
+    def keep(self, messages: Sequence[Message], state: _StateT) -> None:
+        """``messages`` are converted, ending in ``state``."""
+        self._messages = tuple(messages[:])
+        self._state = state
+
+    def clear(self) -> None:
+        """Forget the last history (a setting the conversion reads has changed)."""
+        self._messages = ()
+        self._state = None
+
+
 _ChunkT = TypeVar("_ChunkT")
 _ChunkT_co = TypeVar("_ChunkT_co", covariant=True)
 _ChunkT_contra = TypeVar("_ChunkT_contra", contravariant=True)
 
 
 class SdkClient(Protocol):
-    """What every SDK's async client has (``openai.AsyncOpenAI``, ``anthropic.AsyncAnthropic``)."""
+    """What ``openai.AsyncOpenAI`` and ``anthropic.AsyncAnthropic`` have: the defaults of
+    ``ProviderClient._base_url()`` and ``_close_client()`` use it."""
 
     @property
     def base_url(self) -> object: ...
@@ -88,11 +195,11 @@ class SdkClient(Protocol):
     async def close(self) -> None: ...
 
 
-_SdkT = TypeVar("_SdkT", bound=SdkClient)
+_SdkT = TypeVar("_SdkT")
 
 
 class SdkStream(Protocol[_ChunkT_co]):
-    """A streamed response, as both SDKs give it: the next chunk, and ``close()``."""
+    """A streamed response, as the SDKs give it: the next chunk, and ``close()``."""
 
     async def __anext__(self) -> _ChunkT_co: ...
 
@@ -100,11 +207,14 @@ class SdkStream(Protocol[_ChunkT_co]):
 
 
 class StreamReader(Protocol[_ChunkT_contra]):
-    """Turns one response's chunks into our events; ``completion()`` once the stream ends."""
+    """Turns one response's chunks into our events; ``end()`` once the stream has ended."""
 
     def feed(self, chunk: _ChunkT_contra, /) -> list[LlmEvent]: ...
 
-    def completion(self) -> Completion: ...
+    def end(self) -> list[LlmEvent]:
+        """What the end of the stream brings, the ``Completion`` last; raises a
+        ``ProviderError`` if the response is not complete."""
+        ...
 
 
 class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
@@ -119,13 +229,18 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
     - ``_make_client(...)``: the SDK client, from the connection settings;
     - ``_open_stream(request, tools)``: send the request, return the streamed response;
     - ``_reader()``: a new ``StreamReader`` for one response;
-    - ``_provider_error(exc)``: an SDK exception as a ``ProviderError``.
+    - ``_provider_error(exc)``: an SDK exception as a ``ProviderError``;
+
+    and, for an SDK client that is not like ``SdkClient``, ``_base_url()`` and
+    ``_close_client()``.
     """
 
     _provider: ClassVar[str]  # ProviderError.provider: "openai"
     _format: ClassVar[FormatName]  # how the tools are sent (see export_tools)
     _sdk_client_name: ClassVar[str]  # named when client= comes with settings: "AsyncOpenAI"
-    _sdk_error: ClassVar[type[Exception]]  # the SDK's base exception
+    # The exceptions _provider_error() maps: the SDK's base exception (and any other the
+    # SDK lets through).
+    _sdk_error: ClassVar[type[Exception] | tuple[type[Exception], ...]]
 
     def __init__(
         self,
@@ -223,7 +338,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
                     yield event
         finally:
             await response.close()
-        yield reader.completion()
+        for event in reader.end():
+            yield event
 
     def _tool_dicts(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
         # A locked worker sends the same tools every time: convert them once.
@@ -237,10 +353,18 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         """The tools in this provider's format (a subclass may add options)."""
         return export_tools(tools, self._format)
 
+    def _base_url(self) -> str:
+        """Where the SDK client sends requests (for the repr)."""
+        return str(cast(SdkClient, self._client).base_url)
+
+    async def _close_client(self) -> None:
+        """Close the SDK client this object made."""
+        await cast(SdkClient, self._client).close()
+
     async def aclose(self) -> None:
         """Close the SDK client if this object made it (a client you passed in stays open)."""
         if self._owns_client:
-            await self._client.close()
+            await self._close_client()
 
     async def __aenter__(self) -> Self:
         return self
@@ -249,6 +373,4 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         await self.aclose()
 
     def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} model={self.model!r} base_url={str(self._client.base_url)!r}>"
-        )
+        return f"<{type(self).__name__} model={self.model!r} base_url={self._base_url()!r}>"

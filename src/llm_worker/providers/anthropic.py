@@ -9,25 +9,45 @@ How the conversation is sent:
 
 - the system prompt → ``system`` (left out if empty);
 - ``UserMessage(text)`` → ``{"role": "user", "content": text}``;
-- ``AssistantMessage(text, tool_calls)`` → ``{"role": "assistant", "content": [...]}`` with a
-  ``text`` block (if there is text) and one ``tool_use`` block per call (``id``,
-  ``name``, ``input``: the call's ``input_json`` parsed; text that is not a JSON object
-  is sent as ``{}``, so the conversation can go on, and the model reads the error
-  result it got for that call). An assistant message with neither is left out: the
-  API rejects empty content;
+- ``AssistantMessage`` → ``{"role": "assistant", "content": [...]}``: the blocks the
+  response had, as they came, when the message keeps them (its ``provider_items``, see
+  below); otherwise a ``text`` block (if there is text) and one ``tool_use`` block per
+  call (``id``, ``name``, ``input``: the call's ``input_json`` parsed; text that is not
+  a JSON object is sent as ``{}``, so the conversation can go on, and the model reads
+  the error result it got for that call). An assistant message with no content is left
+  out: the API rejects empty content;
 - consecutive ``ToolResult``\\s → one ``{"role": "user", "content": [...]}`` with a
   ``tool_result`` block per result (``tool_use_id``, ``content``, ``is_error``).
 
+What a message keeps: when a response has blocks that text and tool calls cannot say
+(``thinking`` with its ``signature``, ``redacted_thinking``, ``server_tool_use``,
+``web_search_tool_result`` and the other server-tool results, text with ``citations``,
+``compaction``, any block type this client does not know), or its text and tool_use
+blocks are interleaved, every block of the response becomes one
+``ProviderItem("anthropic", <block type>, <the block as JSON>)``, in order, with its
+streamed parts put together (text, thinking, signature, citations, input). Later
+requests send those blocks back unchanged, as the API requires for thinking during
+tool use and for a turn paused with ``pause_turn``. A response of plain text and
+tool_use blocks keeps no items: it is rebuilt from the message. The blocks are used
+while the message's tool calls are the ``tool_use`` blocks among them (same ids, in
+order); a message edited to other calls is rebuilt, without them. Items of another
+provider are not sent.
+
 How the stream is read: ``message_start`` gives the input usage;
 ``content_block_start`` of a ``tool_use`` block → ``ToolUseStart(index, id, name)``
-(``index`` is the block's); ``text_delta`` → ``TextDelta``; ``input_json_delta`` →
-``ToolInputDelta(index, partial_json)``; ``content_block_stop`` of a tool block →
-``ToolUseStop``; ``message_delta`` gives ``stop_reason`` and the output usage;
-``message_stop`` ends the response → ``Completion``. Stop reasons are Anthropic's own
-(``end_turn``, ``tool_use``, ``max_tokens``, ``stop_sequence``, ``pause_turn``,
-``refusal``...), which is our vocabulary. Thinking and server-tool blocks are
-skipped (they are not kept in the history, so extended thinking with tool use is
-not supported).
+(``index`` is the block's); ``text_delta`` → ``TextDelta`` (a text block that follows a
+block of another kind, after earlier text, starts with a blank line: ``"\\n\\n"``, so
+"…information." and "I found…" stay apart); ``thinking_delta`` → ``ReasoningDelta``;
+``input_json_delta`` of a tool_use block → ``ToolInputDelta(index, partial_json)``;
+``content_block_stop`` of a tool_use block → ``ToolUseStop``; ``message_delta`` gives
+``stop_reason`` and the usage; ``message_stop`` ends the response (its provider items,
+then ``Completion``). Stop reasons are Anthropic's own (``end_turn``, ``tool_use``,
+``max_tokens``, ``stop_sequence``, ``pause_turn``, ``refusal``...), which is our
+vocabulary; the worker continues a turn that stopped with ``pause_turn``. Usage:
+input tokens with cache reads and writes (``cached_input_tokens``: the reads), output
+tokens (``reasoning_tokens``: ``output_tokens_details.thinking_tokens``), plus the
+tokens of the ``compaction`` entries of ``usage.iterations``, which the top-level
+figures leave out.
 
 Every failure is raised from ``stream()`` as ``ProviderError("anthropic", ...)``,
 chained to the SDK's exception; an ``error`` event inside the stream gets the
@@ -41,6 +61,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 try:
@@ -55,20 +76,25 @@ from .._client import (
     Completion,
     LlmEvent,
     LlmRequest,
+    ProviderItemDone,
+    ReasoningDelta,
     TextDelta,
     ToolInputDelta,
     ToolUseStart,
     ToolUseStop,
 )
-from .._conversation import AssistantMessage, Message, ToolResult, Usage, UserMessage
+from .._conversation import AssistantMessage, Message, ProviderItem, ToolResult, Usage, UserMessage
 from .._exceptions import ProviderError
 from ._common import (
     TIMED_OUT,
+    HistoryPrefix,
     ProviderClient,
     body_text,
+    compact_json,
     connection_failed,
     error_field,
     is_retryable_status,
+    own_items,
     stream_ended,
 )
 
@@ -103,6 +129,9 @@ ERROR_STATUS: Mapping[str, int] = {
 }
 """The HTTP status Anthropic documents for each error type (used for ``error`` events)."""
 
+PARAGRAPH = "\n\n"
+"""What goes between two text blocks that a block of another kind separates."""
+
 
 class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStreamEvent"]):
     """An ``LlmClient`` on Anthropic's Messages API (``POST /v1/messages``, streamed).
@@ -114,7 +143,9 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
     by ``aclose()`` or ``async with``.
 
     ``max_tokens`` (required by the API) caps each response; ``extra_body`` is merged
-    into every request body (``{"temperature": 0.2}``, ``{"tool_choice": ...}``...).
+    into every request body (``{"temperature": 0.2}``, ``{"thinking": {"type":
+    "enabled", "budget_tokens": 2048}}``, server tools in ``{"tools": [...]}`` next to
+    the worker's...).
     """
 
     _provider = PROVIDER
@@ -144,6 +175,7 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             extra_body=extra_body,
         )
         self.max_tokens = max_tokens
+        self._history: HistoryPrefix[_Converted] = HistoryPrefix()
 
     def _make_client(
         self,
@@ -166,7 +198,7 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
         return await self._client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
-            messages=claude_messages(request.messages),
+            messages=claude_messages(request.messages, self._history),
             system=request.system_prompt if request.system_prompt else anthropic.omit,
             tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
             tool_choice=claude_tool_choice(request) if tools else anthropic.omit,
@@ -208,11 +240,43 @@ def tool_input(input_json: str) -> dict[str, object]:
     return cast("dict[str, object]", value) if isinstance(value, dict) else {}
 
 
-def claude_messages(messages: Sequence[Message]) -> list[MessageParam]:
-    """Our history as Messages API ``messages`` (the list in the module docstring)."""
-    out: list[MessageParam] = []
-    results: list[ToolResultBlockParam] = []
-    for message in messages:
+def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
+    """An assistant message's ``content``: its kept blocks, or text and tool_use blocks."""
+    items = own_items(message, PROVIDER)
+    if items:
+        blocks = [cast("ContentBlockParam", item.json()) for item in items]
+        calls = [block.get("id") for block in blocks if block["type"] == "tool_use"]
+        if calls == [call.id for call in message.tool_calls]:
+            return blocks
+    content: list[ContentBlockParam] = []
+    if message.text:
+        content.append({"type": "text", "text": message.text})
+    content.extend(
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call.input_json)}
+        for call in message.tool_calls
+    )
+    return content
+
+
+@dataclass(frozen=True)
+class _Converted:
+    """Where a conversion ended: the messages so far, and the tool results not yet sent."""
+
+    messages: list[MessageParam]
+    results: list[ToolResultBlockParam]
+
+
+def claude_messages(
+    messages: Sequence[Message], prefix: HistoryPrefix[_Converted] | None = None
+) -> list[MessageParam]:
+    """Our history as Messages API ``messages`` (the list in the module docstring).
+
+    With ``prefix``, only the messages the last request did not have are converted.
+    """
+    start, state = prefix.resume(messages) if prefix is not None else (0, None)
+    out = list(state.messages) if state is not None else []
+    results = list(state.results) if state is not None else []
+    for message in messages[start:] if start else messages:
         if isinstance(message, ToolResult):
             results.append(
                 {
@@ -229,65 +293,143 @@ def claude_messages(messages: Sequence[Message]) -> list[MessageParam]:
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, AssistantMessage):
-            content: list[ContentBlockParam] = []
-            if message.text:
-                content.append({"type": "text", "text": message.text})
-            content.extend(
-                {
-                    "type": "tool_use",
-                    "id": call.id,
-                    "name": call.name,
-                    "input": tool_input(call.input_json),
-                }
-                for call in message.tool_calls
-            )
+            content = assistant_content(message)
             if content:
                 out.append({"role": "assistant", "content": content})
         else:
             raise TypeError(f"not a history item: {message!r}")
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out, results))
     if results:
-        out.append({"role": "user", "content": results})
-    return out
+        return [*out, {"role": "user", "content": results}]
+    return list(out)
+
+
+class _Block:
+    """One content block as it streams in; ``data`` is the block as the API names it."""
+
+    __slots__ = ("data", "json", "pieces")
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+        self.pieces: list[str] = []  # text or thinking deltas
+        self.json: list[str] | None = None  # input_json_delta fragments, once one came
+
+    @property
+    def type(self) -> str:
+        return cast(str, self.data["type"])
+
+    def finish(self) -> None:
+        """Put the streamed parts into ``data``."""
+        data = self.data
+        if self.pieces:
+            key = "thinking" if data["type"] == "thinking" else "text"
+            data[key] = (data.get(key) or "") + "".join(self.pieces)
+            self.pieces = []
+        if self.json is not None:
+            data["input"] = tool_input("".join(self.json))
+            self.json = None
+
+    def plain(self) -> bool:
+        """A text or tool_use block that the message's text and tool calls say entirely."""
+        kind = self.data["type"]
+        return kind == "tool_use" or (kind == "text" and not self.data.get("citations"))
 
 
 class _EventReader:
-    """Turns Messages stream events into our events."""
+    """Turns Messages stream events into our events, keeping the blocks the API needs back."""
 
     def __init__(self) -> None:
-        # Open tool blocks: index -> the input the block started with, until a delta comes.
-        self.tool_blocks: dict[int, dict[str, object] | None] = {}
+        self.blocks: dict[int, _Block] = {}
+        self.tool_blocks: set[int] = set()  # open tool_use blocks
+        self.said_text = False  # some text went out already
+        self.gap = False  # a block of another kind came after that text
         self.stop_reason: str | None = None
         self.input_tokens = 0
         self.cached_tokens = 0
         self.output_tokens = 0
+        self.reasoning_tokens = 0
+        self.compaction_input = 0
+        self.compaction_output = 0
         self.stopped = False
+
+    def text(self, text: str) -> list[LlmEvent]:
+        if not text:
+            return []
+        if self.gap:
+            text = PARAGRAPH + text
+            self.gap = False
+        self.said_text = True
+        return [TextDelta(text)]
 
     def feed(self, event: RawMessageStreamEvent) -> list[LlmEvent]:
         if event.type == "content_block_delta":
+            block = self.blocks.get(event.index)
+            if block is None:
+                return []
             delta = event.delta
             if delta.type == "text_delta":
-                return [TextDelta(delta.text)] if delta.text else []
-            if delta.type == "input_json_delta" and event.index in self.tool_blocks:
-                self.tool_blocks[event.index] = None  # the input is streamed
-                return (
-                    [ToolInputDelta(event.index, delta.partial_json)] if delta.partial_json else []
-                )
+                block.pieces.append(delta.text)
+                return self.text(delta.text)
+            if delta.type == "input_json_delta":
+                if block.json is None:
+                    block.json = []
+                block.json.append(delta.partial_json)
+                if event.index in self.tool_blocks and delta.partial_json:
+                    return [ToolInputDelta(event.index, delta.partial_json)]
+                return []
+            if delta.type == "thinking_delta":
+                block.pieces.append(delta.thinking)
+                return [ReasoningDelta(delta.thinking)] if delta.thinking else []
+            if delta.type == "signature_delta":
+                block.data["signature"] = delta.signature
+            elif delta.type == "citations_delta":
+                citations: list[object] = block.data.get("citations") or []
+                citations.append(delta.citation.to_dict(mode="json"))
+                block.data["citations"] = citations
+            else:  # a delta this SDK does not know (compaction_delta...): merge its fields
+                unknown = cast("anthropic.BaseModel", delta)
+                _merge(block.data, unknown.to_dict(mode="json"))
             return []
         if event.type == "content_block_start":
-            block = event.content_block
-            if block.type == "text":
-                return [TextDelta(block.text)] if block.text else []
-            if block.type == "tool_use":
-                self.tool_blocks[event.index] = block.input
-                return [ToolUseStart(event.index, block.id, block.name)]
+            start = event.content_block
+            if start.type == "text":
+                data: dict[str, Any] = {"type": "text", "text": start.text}
+                if start.citations is not None:
+                    data["citations"] = [c.to_dict(mode="json") for c in start.citations]
+                self.blocks[event.index] = _Block(data)
+                return self.text(start.text)
+            if self.said_text:
+                self.gap = True
+            if start.type == "tool_use":
+                data = {
+                    "type": "tool_use",
+                    "id": start.id,
+                    "name": start.name,
+                    "input": start.input,
+                }
+                self.blocks[event.index] = _Block(data)
+                self.tool_blocks.add(event.index)
+                return [ToolUseStart(event.index, start.id, start.name)]
+            self.blocks[event.index] = _Block(start.to_dict(mode="json"))
+            if start.type == "thinking" and start.thinking:
+                return [ReasoningDelta(start.thinking)]
             return []
         if event.type == "content_block_stop":
+            block = self.blocks.get(event.index)
+            if block is None:
+                return []
+            streamed = block.json is not None
+            block.finish()
             if event.index not in self.tool_blocks:
                 return []
-            initial = self.tool_blocks.pop(event.index)
+            self.tool_blocks.discard(event.index)
             # A server that sends the whole input at the start and no deltas.
+            initial = block.data["input"]
             head: list[LlmEvent] = (
-                [ToolInputDelta(event.index, json.dumps(initial))] if initial else []
+                [ToolInputDelta(event.index, json.dumps(initial))]
+                if initial and not streamed
+                else []
             )
             return [*head, ToolUseStop(event.index)]
         if event.type == "message_start":
@@ -309,15 +451,80 @@ class _EventReader:
                     + (delta_usage.cache_creation_input_tokens or 0)
                     + self.cached_tokens
                 )
+            details = delta_usage.output_tokens_details
+            if details is not None:
+                self.reasoning_tokens = details.thinking_tokens
+            extra = delta_usage.model_extra  # fields this SDK does not know: `iterations`
+            if extra:
+                self.count_iterations(extra.get("iterations"))
         elif event.type == "message_stop":
             self.stopped = True
+            return self.items()
         return []
 
-    def completion(self) -> Completion:
+    def count_iterations(self, iterations: object) -> None:
+        """Compaction's own tokens, which the top-level usage leaves out (context management)."""
+        if not isinstance(iterations, list):
+            return
+        self.compaction_input = self.compaction_output = 0
+        for entry in cast("list[object]", iterations):
+            if not isinstance(entry, Mapping):
+                continue
+            fields = cast("Mapping[str, object]", entry)
+            if fields.get("type") != "compaction":
+                continue
+            for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+                value = fields.get(name)
+                self.compaction_input += value if isinstance(value, int) else 0
+            value = fields.get("output_tokens")
+            self.compaction_output += value if isinstance(value, int) else 0
+
+    def items(self) -> list[LlmEvent]:
+        """Every block as a provider item, if the message's text and calls cannot say them."""
+        blocks: list[_Block] = []
+        for _, block in sorted(self.blocks.items()):
+            block.finish()  # a block whose stop never came (none should)
+            if not (block.type == "text" and not block.data["text"] and block.plain()):
+                blocks.append(block)  # an empty text block is not sent back: the API refuses it
+        if _rebuilt_alike(blocks):
+            return []
+        return [
+            ProviderItemDone(ProviderItem(PROVIDER, block.type, compact_json(block.data)))
+            for block in blocks
+        ]
+
+    def end(self) -> list[LlmEvent]:
         if not self.stopped:
             raise stream_ended(PROVIDER)
-        usage = Usage(self.input_tokens, self.output_tokens, cached_input_tokens=self.cached_tokens)
-        return Completion(self.stop_reason or "end_turn", usage)
+        usage = Usage(
+            self.input_tokens + self.compaction_input,
+            self.output_tokens + self.compaction_output,
+            cached_input_tokens=self.cached_tokens,
+            reasoning_tokens=self.reasoning_tokens,
+        )
+        return [Completion(self.stop_reason or "end_turn", usage)]
+
+
+def _rebuilt_alike(blocks: Sequence[_Block]) -> bool:
+    """Whether a text block and then tool_use blocks, made from the message, say it all."""
+    called = False
+    for block in blocks:
+        if not block.plain():
+            return False
+        if block.type == "tool_use":
+            called = True
+        elif called:  # text after a tool call
+            return False
+    return True
+
+
+def _merge(data: dict[str, Any], delta: dict[str, Any]) -> None:
+    # Text fields are streamed in pieces, others come whole.
+    for key, value in delta.items():
+        if key == "type":
+            continue
+        before = data.get(key)
+        data[key] = before + value if isinstance(before, str) and isinstance(value, str) else value
 
 
 def provider_error(exc: anthropic.AnthropicError) -> ProviderError:

@@ -18,42 +18,63 @@ OpenAI-compatible servers implement. How the conversation is sent (``messages``)
 - ``ToolResult(call_id, content)`` → ``{"role": "tool", "tool_call_id": call_id,
   "content": content}``.
 
-How its stream is read: ``delta.content`` (and ``delta.refusal``) → ``TextDelta``; the
-first ``tool_calls`` delta of an ``index`` → ``ToolUseStart(index, id, name)``, every
-``arguments`` fragment → ``ToolInputDelta``; ``finish_reason`` → ``ToolUseStop`` for every
-started call; the end of the stream → ``Completion`` with the mapped stop reason and
-the usage chunk (``stream_options.include_usage``). Stop reasons: ``stop`` →
-``end_turn``, ``tool_calls`` → ``tool_use``, ``length`` → ``max_tokens``, anything else
-(``content_filter``...) as the server sent it.
+How its stream is read: ``delta.content`` (and ``delta.refusal``) → ``TextDelta``;
+``delta.reasoning_content`` / ``delta.reasoning`` (vLLM, DeepSeek, OpenRouter...) →
+``ReasoningDelta`` (shown, not sent back); the first ``tool_calls`` delta of an
+``index`` → ``ToolUseStart(index, id, name)``, every ``arguments`` fragment →
+``ToolInputDelta``; ``finish_reason`` → ``ToolUseStop`` for every started call; the end
+of the stream → ``Completion`` with the mapped stop reason and the usage chunk
+(``stream_options.include_usage``). Stop reasons: ``stop`` → ``end_turn``, ``tool_calls``
+→ ``tool_use``, ``length`` → ``max_tokens``, anything else (``content_filter``...) as the
+server sent it. A stream that ends (``[DONE]``) with no ``finish_reason`` is complete
+when the usage chunk came or every tool call's arguments are a whole JSON object
+(OpenRouter and Kimi send such streams): ``tool_use`` if it called tools, else
+``end_turn``; otherwise it is a ``ProviderError`` (the answer may be cut short).
 
 ``OpenAIResponsesClient`` speaks the Responses API (``POST /responses``), statelessly:
 every request carries the whole conversation as ``input`` (``store: false``), so
-nothing depends on state kept on OpenAI's side. The system prompt is
-``instructions``; a ``UserMessage`` is ``{"role": "user", "content": text}``; an
-``AssistantMessage`` is ``{"role": "assistant", "content": text}`` (if it has text)
-followed by one ``{"type": "function_call", "call_id", "name", "arguments"}`` per call;
-a ``ToolResult`` is ``{"type": "function_call_output", "call_id", "output"}``. Its
-stream: ``response.output_text.delta`` → ``TextDelta``; ``response.output_item.added``
-of a ``function_call`` → ``ToolUseStart(output_index, call_id, name)``;
-``response.function_call_arguments.delta`` → ``ToolInputDelta``;
+nothing depends on state kept on OpenAI's side, and asks for
+``include: ["reasoning.encrypted_content"]``, so a reasoning model's reasoning can go
+back with it. The system prompt is ``instructions``; a ``UserMessage`` is ``{"role":
+"user", "content": text}``; an ``AssistantMessage`` is its reasoning items (below),
+then ``{"role": "assistant", "content": text}`` (if it has text), then one ``{"type":
+"function_call", "call_id", "name", "arguments"}`` per call; a ``ToolResult`` is
+``{"type": "function_call_output", "call_id", "output"}``. Its stream:
+``response.output_text.delta`` → ``TextDelta``; ``response.reasoning_summary_text.delta``
+and ``response.reasoning_text.delta`` → ``ReasoningDelta``; ``response.output_item.done``
+of a ``reasoning`` item → ``ProviderItem("openai", "reasoning", <the item as JSON>)``;
+``response.output_item.added`` of a ``function_call`` → ``ToolUseStart(output_index,
+call_id, name)``; ``response.function_call_arguments.delta`` → ``ToolInputDelta``;
 ``response.output_item.done`` → ``ToolUseStop``; ``response.completed`` →
 ``Completion("tool_use")`` if the model called tools, else ``"end_turn"``;
 ``response.incomplete`` → ``Completion("max_tokens")`` for ``max_output_tokens``, else
 its reason; ``response.failed`` and ``error`` events → ``ProviderError``.
 
+A kept reasoning item goes back as it came, in front of its message's text and calls
+(where the API put it), without its ``id`` when ``store`` is false (nothing was stored
+under it; ``encrypted_content`` carries the reasoning); an item with no
+``encrypted_content`` then cannot be read back and is left out. With
+``extra_body={"store": True}`` items keep their ids. ``OpenAIChatClient`` drops them.
+
 Neither API has an error flag on a tool result: a failed call's content already says
 so ("Invalid argument: ...", "Execution failed: ...", "Tool 'x' not found"...).
 
 Every failure is raised from ``stream()`` as ``ProviderError("openai", ...)``, chained
-to the SDK's exception. The SDK retries connection errors, 408, 409, 429 and 5xx
-(``max_retries`` times, 2 by default) before the stream starts; a failure after the
-first byte is never retried (``ProviderError.retryable`` tells whether it may help).
+to the SDK's exception. An error body is read as compatible servers write it too: the
+status it names (``status_code``, Groq's in-stream errors; a numeric ``code``,
+OpenRouter's) gives ``status`` and ``retryable``, and an upstream's own words
+(OpenRouter's ``metadata.raw``, with ``metadata.provider_name``) are the message. The
+SDK retries connection errors, 408, 409, 429 and 5xx (``max_retries`` times, 2 by
+default) before the stream starts; a failure after the first byte is never retried
+(``ProviderError.retryable`` tells whether it may help).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 try:
     import openai
@@ -66,22 +87,36 @@ from .._client import (
     Completion,
     LlmEvent,
     LlmRequest,
+    ProviderItemDone,
+    ReasoningDelta,
     TextDelta,
     ToolInputDelta,
     ToolUseStart,
     ToolUseStop,
 )
-from .._conversation import AssistantMessage, Message, ToolResult, Usage, UserMessage
+from .._conversation import (
+    AssistantMessage,
+    Message,
+    ProviderItem,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 from .._exceptions import ProviderError
 from .._formats import export_tools
 from .._meta import LlmToolDefinition
 from ._common import (
     TIMED_OUT,
+    HistoryPrefix,
     ProviderClient,
+    body_status,
     body_text,
+    compact_json,
     connection_failed,
     error_field,
     is_retryable_status,
+    own_items,
+    proxied_message,
     stream_ended,
 )
 
@@ -121,10 +156,20 @@ RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
 """Error codes of a failed response (or an ``error`` event) that a retry may fix."""
 
 _ChunkT = TypeVar("_ChunkT")
+_ItemT = TypeVar("_ItemT")
 
 
-class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT]):
-    """What both clients share: the SDK, the settings, strict tools, the errors."""
+@dataclass(frozen=True)
+class _Converted(Generic[_ItemT]):
+    """A converted history's items, and whether ``store`` was on (ids go back then)."""
+
+    items: list[_ItemT]
+    stored: bool = False
+
+
+class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT], Generic[_ChunkT, _ItemT]):
+    """What both clients share: the SDK, the settings, strict tools, the errors, and the
+    history converted for the last request (``_ItemT``: one item of the request's list)."""
 
     _provider = PROVIDER
     _sdk_client_name = "AsyncOpenAI"
@@ -156,6 +201,7 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT]):
         self.strict = strict
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self._history: HistoryPrefix[_Converted[_ItemT]] = HistoryPrefix()
 
     def _make_client(
         self,
@@ -179,7 +225,7 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT]):
         return provider_error(cast(openai.OpenAIError, exc))
 
 
-class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
+class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk", "ChatCompletionMessageParam"]):
     """An ``LlmClient`` on the Chat Completions API (``POST /chat/completions``, streamed).
 
     Give it either a configured ``openai.AsyncOpenAI`` as ``client`` (you close it), or
@@ -203,7 +249,7 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
     ) -> openai.AsyncStream[ChatCompletionChunk]:
         return await self._client.chat.completions.create(
             model=self.model,
-            messages=chat_messages(request.system_prompt, request.messages),
+            messages=chat_messages(request.system_prompt, request.messages, self._history),
             tools=cast("list[ChatCompletionFunctionToolParam]", tools) if tools else openai.omit,
             tool_choice=chat_tool_choice(request) if tools else openai.omit,
             stream=True,
@@ -217,14 +263,15 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk"]):
         return _ChunkReader()
 
 
-class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
+class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent", "ResponseInputItemParam"]):
     """An ``LlmClient`` on the Responses API (``POST /responses``, streamed, stateless).
 
     Takes the same arguments as ``OpenAIChatClient``. Every request sends the whole
-    conversation with ``store: false`` (pass ``extra_body={"store": True}`` to keep
-    responses on OpenAI's side anyway); ``max_tokens`` is sent as
-    ``max_output_tokens``. Reasoning items are not kept in the history, so a
-    reasoning model does not see its earlier reasoning (as with Chat Completions).
+    conversation with ``store: false`` and ``include: ["reasoning.encrypted_content"]``
+    (pass ``extra_body={"store": True}`` to keep responses on OpenAI's side anyway);
+    ``max_tokens`` is sent as ``max_output_tokens``. A reasoning model's reasoning
+    items are kept with each message and sent back with it (reasoning settings go in
+    ``extra_body``: ``{"reasoning": {"effort": "low", "summary": "auto"}}``).
     """
 
     _format = "openai-responses"
@@ -232,14 +279,16 @@ class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
     async def _open_stream(
         self, request: LlmRequest, tools: list[dict[str, Any]]
     ) -> openai.AsyncStream[ResponseStreamEvent]:
+        stored = self.extra_body.get("store") is True  # then item ids go back
         return await self._client.responses.create(
             model=self.model,
-            input=responses_input(request.messages),
+            input=responses_input(request.messages, self._history, stored=stored),
             instructions=request.system_prompt if request.system_prompt else openai.omit,
             tools=cast("list[FunctionToolParam]", tools) if tools else openai.omit,
             tool_choice=responses_tool_choice(request) if tools else openai.omit,
             stream=True,
             store=False,
+            include=["reasoning.encrypted_content"],
             max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
             temperature=openai.omit if self.temperature is None else self.temperature,
             extra_body=self.extra_body or None,
@@ -250,13 +299,17 @@ class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent"]):
 
 
 def chat_messages(
-    system_prompt: str | None, messages: Sequence[Message]
+    system_prompt: str | None,
+    messages: Sequence[Message],
+    prefix: HistoryPrefix[_Converted[ChatCompletionMessageParam]] | None = None,
 ) -> list[ChatCompletionMessageParam]:
-    """Our history as Chat Completions ``messages`` (see the module docstring)."""
-    out: list[ChatCompletionMessageParam] = []
-    if system_prompt:
-        out.append({"role": "system", "content": system_prompt})
-    for message in messages:
+    """Our history as Chat Completions ``messages`` (see the module docstring).
+
+    With ``prefix``, only the messages the last request did not have are converted.
+    """
+    start, done = prefix.resume(messages) if prefix is not None else (0, None)
+    out: list[ChatCompletionMessageParam] = list(done.items) if done is not None else []
+    for message in messages[start:] if start else messages:
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, ToolResult):
@@ -278,13 +331,61 @@ def chat_messages(
             out.append({"role": "assistant", "content": message.text or None, "tool_calls": calls})
         else:
             raise TypeError(f"not a history item: {message!r}")
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out))
+    if system_prompt:
+        return [{"role": "system", "content": system_prompt}, *out]
+    return list(out)
+
+
+def assistant_input(
+    message: AssistantMessage, *, stored: bool = False
+) -> list[ResponseInputItemParam]:
+    """An assistant message's ``input`` items: its reasoning, its text, its function calls.
+
+    Without ``stored`` (``store: false``) a reasoning item goes back without its id, and
+    one without ``encrypted_content`` not at all (see the module docstring).
+    """
+    out: list[ResponseInputItemParam] = []
+    for item in own_items(message, PROVIDER):
+        if item.kind != "reasoning":
+            continue
+        reasoning = cast("dict[str, object]", item.json())
+        if not stored:
+            if not reasoning.get("encrypted_content"):
+                continue
+            reasoning.pop("id", None)
+        out.append(cast("ResponseInputItemParam", reasoning))
+    if message.text or not message.tool_calls:
+        out.append({"role": "assistant", "content": message.text})
+    out.extend(
+        {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": _arguments(call.input_json),
+        }
+        for call in message.tool_calls
+    )
     return out
 
 
-def responses_input(messages: Sequence[Message]) -> list[ResponseInputItemParam]:
-    """Our history as Responses ``input`` items (see the module docstring)."""
-    out: list[ResponseInputItemParam] = []
-    for message in messages:
+def responses_input(
+    messages: Sequence[Message],
+    prefix: HistoryPrefix[_Converted[ResponseInputItemParam]] | None = None,
+    *,
+    stored: bool = False,
+) -> list[ResponseInputItemParam]:
+    """Our history as Responses ``input`` items (see the module docstring).
+
+    With ``prefix``, only the messages the last request did not have are converted;
+    ``stored`` is ``store: true`` (see ``assistant_input``).
+    """
+    start, done = prefix.resume(messages) if prefix is not None else (0, None)
+    if done is not None and done.stored != stored:
+        start, done = 0, None  # converted for the other setting of store
+    out: list[ResponseInputItemParam] = list(done.items) if done is not None else []
+    for message in messages[start:] if start else messages:
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, ToolResult):
@@ -296,20 +397,12 @@ def responses_input(messages: Sequence[Message]) -> list[ResponseInputItemParam]
                 }
             )
         elif isinstance(message, AssistantMessage):
-            if message.text or not message.tool_calls:
-                out.append({"role": "assistant", "content": message.text})
-            out.extend(
-                {
-                    "type": "function_call",
-                    "call_id": call.id,
-                    "name": call.name,
-                    "arguments": _arguments(call.input_json),
-                }
-                for call in message.tool_calls
-            )
+            out.extend(assistant_input(message, stored=stored))
         else:
             raise TypeError(f"not a history item: {message!r}")
-    return out
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out, stored))
+    return list(out)
 
 
 def chat_tool_choice(request: LlmRequest) -> ChatCompletionToolChoiceOptionParam | Omit:
@@ -358,7 +451,7 @@ class _ChunkReader:
     """Turns ``chat.completion.chunk``s into events; only choice 0 is read."""
 
     def __init__(self) -> None:
-        self.started: list[int] = []
+        self.arguments: dict[int, list[str]] = {}  # started calls: index -> fragments
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
@@ -370,29 +463,59 @@ class _ChunkReader:
             if choice.index != 0:
                 continue
             delta = choice.delta
+            reasoning = _reasoning_text(delta)
+            if reasoning:
+                events.append(ReasoningDelta(reasoning))
             if delta.content:
                 events.append(TextDelta(delta.content))
             if delta.refusal:
                 events.append(TextDelta(delta.refusal))
             for call in delta.tool_calls or ():
                 function = call.function
-                if call.index not in self.started:
-                    self.started.append(call.index)
+                fragments = self.arguments.get(call.index)
+                if fragments is None:
+                    fragments = self.arguments[call.index] = []
                     call_id = call.id or f"call_{chunk.id}_{call.index}"
                     name = (function.name if function is not None else None) or ""
                     events.append(ToolUseStart(call.index, call_id, name))
                 if function is not None and function.arguments:
+                    fragments.append(function.arguments)
                     events.append(ToolInputDelta(call.index, function.arguments))
             if choice.finish_reason is not None and self.finish_reason is None:
                 self.finish_reason = choice.finish_reason
-                events.extend(ToolUseStop(index) for index in self.started)
+                events.extend(ToolUseStop(index) for index in self.arguments)
         return events
 
-    def completion(self) -> Completion:
-        if self.finish_reason is None:
+    def end(self) -> list[LlmEvent]:
+        if self.finish_reason is not None:
+            reason = self.finish_reason
+            return [Completion(STOP_REASONS.get(reason, reason), self.usage)]
+        # No finish_reason before [DONE] (OpenRouter, Kimi): complete if the usage chunk
+        # came, or if every call's arguments are whole; else the answer may be cut short.
+        if self.usage is None and not (self.arguments and self._calls_whole()):
             raise stream_ended(PROVIDER)
-        reason = self.finish_reason
-        return Completion(STOP_REASONS.get(reason, reason), self.usage)
+        stops: list[LlmEvent] = [ToolUseStop(index) for index in self.arguments]
+        return [*stops, Completion("tool_use" if self.arguments else "end_turn", self.usage)]
+
+    def _calls_whole(self) -> bool:
+        for fragments in self.arguments.values():
+            try:
+                value: object = json.loads("".join(fragments) or "{}")
+            except ValueError:
+                return False
+            if not isinstance(value, dict):
+                return False
+        return True
+
+
+def _reasoning_text(delta: object) -> str | None:
+    # Not in the SDK's types: vLLM and DeepSeek send `reasoning_content`, OpenRouter `reasoning`.
+    extra = getattr(delta, "model_extra", None)
+    if not extra:
+        return None
+    fields = cast("dict[str, object]", extra)
+    text = fields.get("reasoning_content") or fields.get("reasoning")
+    return text if isinstance(text, str) else None
 
 
 class _ResponseEventReader:
@@ -412,6 +535,14 @@ class _ResponseEventReader:
                 return []
             self.open_calls[event.output_index] = True
             return [ToolInputDelta(event.output_index, event.delta)]
+        if (
+            event.type == "response.reasoning_summary_text.delta"
+            or event.type == "response.reasoning_text.delta"
+        ):
+            return [ReasoningDelta(event.delta)] if event.delta else []
+        if event.type == "response.reasoning_summary_part.added":
+            # Summary parts are paragraphs.
+            return [ReasoningDelta("\n\n")] if event.summary_index > 0 else []
         if event.type == "response.output_item.added":
             item = event.item
             if item.type != "function_call":
@@ -421,6 +552,9 @@ class _ResponseEventReader:
             return [ToolUseStart(event.output_index, item.call_id, item.name)]
         if event.type == "response.output_item.done":
             item = event.item
+            if item.type == "reasoning":
+                data = compact_json(item.to_dict(mode="json"))
+                return [ProviderItemDone(ProviderItem(PROVIDER, "reasoning", data))]
             if item.type != "function_call" or event.output_index not in self.open_calls:
                 return []
             streamed = self.open_calls.pop(event.output_index)
@@ -447,10 +581,10 @@ class _ResponseEventReader:
             raise ProviderError(PROVIDER, event.message, retryable=retryable)
         return []
 
-    def completion(self) -> Completion:
+    def end(self) -> list[LlmEvent]:
         if self.result is None:
             raise stream_ended(PROVIDER)
-        return self.result
+        return [self.result]
 
 
 def _chat_usage(usage: CompletionUsage) -> Usage:
@@ -481,7 +615,12 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
     """The SDK's exception as a ``ProviderError`` (see docs/providers.md, "Errors")."""
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
-        message = error_field(exc.body, "message") or body_text(exc.body) or exc.message
+        message = (
+            proxied_message(exc.body)
+            or error_field(exc.body, "message")
+            or body_text(exc.body)
+            or exc.message
+        )
         return ProviderError(
             PROVIDER, message, status=status, retryable=is_retryable_status(status)
         )
@@ -490,8 +629,14 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
     if isinstance(exc, openai.APIConnectionError):
         return connection_failed(PROVIDER, exc.__cause__, exc.message)
     if isinstance(exc, openai.APIError):
-        # An error sent inside a Chat Completions stream: {"error": {"message", "type"...}}.
-        message = error_field(exc.body, "message") or exc.message
+        # An error sent inside a Chat Completions stream: {"error": {"message", "type"...}},
+        # which compatible servers extend with the status it stands for.
+        message = proxied_message(exc.body) or error_field(exc.body, "message") or exc.message
+        named = body_status(exc.body)
+        if named is not None:
+            return ProviderError(
+                PROVIDER, message, status=named, retryable=is_retryable_status(named)
+            )
         kind = error_field(exc.body, "type")
         return ProviderError(PROVIDER, message, retryable=kind != "invalid_request_error")
     return ProviderError(PROVIDER, str(exc) or type(exc).__name__)

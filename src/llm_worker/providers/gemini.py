@@ -1,0 +1,714 @@
+"""Google's Gemini API, and Gemini on Vertex AI, as an ``LlmClient``.
+
+Needs the ``google-genai`` package: ``pip install 'llm-worker[gemini]'``.
+
+>>> client = GeminiClient("gemini-3-flash")       # GEMINI_API_KEY or GOOGLE_API_KEY from the env
+>>> vertex = GeminiClient("gemini-3-flash", vertexai=True, project="my-project", location="global")
+>>> worker = Worker(client)
+
+It streams ``generateContent`` (``POST .../models/{model}:streamGenerateContent?alt=sse``)
+through the SDK's ``client.aio.models.generate_content_stream``; ``vertexai=True``
+(with ``project`` and ``location``, or an ``api_key`` for Vertex AI express mode) is the
+SDK's own switch to Vertex AI. The SDK's automatic function calling is turned off: the
+worker runs the tools.
+
+How the conversation is sent (``contents``, and ``config``):
+
+- the system prompt → ``config.system_instruction`` (left out if empty);
+- the tools → one ``config.tools`` entry, ``{"function_declarations": [...]}``, each
+  declaration as ``export_tools(definitions, "gemini")`` writes it (Gemini's
+  OpenAPI-subset schema); ``tool_choice`` and ``allowed_tools`` →
+  ``config.tool_config.function_calling_config`` (see ``gemini_tool_config``);
+- ``UserMessage(text)`` → ``{"role": "user", "parts": [{"text": text}]}``;
+- ``AssistantMessage`` → ``{"role": "model", "parts": [...]}``: the parts the response
+  had, as they came, when the message keeps them (see below); otherwise a ``text`` part
+  (if there is text) and one ``function_call`` part per call (``id``, ``name``, ``args``:
+  the call's ``input_json`` parsed, ``{}`` if it is not a JSON object). The first of
+  those calls carries the thought signature Gemini documents for history that no
+  Gemini model made (``skip_thought_signature_validator``), which Gemini 3 requires on
+  the first function call of every step;
+- consecutive ``ToolResult``\\s → one ``{"role": "user", "parts": [...]}`` with a
+  ``function_response`` part per result: the call's ``name`` and ``id`` (when Gemini
+  gave the call one) and ``response`` ``{"output": content}``, or ``{"error":
+  content}`` for a failed call.
+
+What a message keeps: unless a response is plain text and function calls (each with
+Gemini's own ``id``, no thought signature), every part of it becomes one
+``ProviderItem("gemini", <kind>, <the part as JSON, Gemini's field names>)``, in order:
+``kind`` is ``"thought"`` (a thought summary), ``"text"``, ``"function_call"``, or the
+part's field (``"executable_code"``...). Streamed text is put together (a new part
+starts where the thought flag changes or after a part that carries a thought
+signature), and a function call whose arguments were streamed is kept whole. Each
+``thoughtSignature`` stays on the part it came with, so later requests send it back
+where Gemini 3 requires it. The parts are used while the message's tool calls are the
+function calls among them (same order); another provider's items are not sent.
+
+How the stream is read (candidate 0 of each chunk): a text part → ``TextDelta``, a
+thought part (``thought: true``, with ``thinking_config.include_thoughts``) →
+``ReasoningDelta``; a ``function_call`` part → ``ToolUseStart(index, id, name)``, its
+arguments as one ``ToolInputDelta`` and ``ToolUseStop`` once the call is whole (``args``
+at once, or ``partial_args`` pieces until ``will_continue`` is false, Vertex AI's
+``stream_function_call_arguments``). ``index`` counts the response's calls from 0; a
+call without an ``id`` gets ``call_<response id>_<index>``. The end of the stream →
+``Completion``: ``STOP`` is ``tool_use`` if the model called functions, else
+``end_turn``; ``MAX_TOKENS`` is ``max_tokens``; other finish reasons lower-cased
+(``safety``, ``malformed_function_call``...); a prompt blocked by
+``prompt_feedback.block_reason`` ends with that reason, lower-cased. Usage, from the
+last ``usage_metadata``: input = ``prompt_token_count`` + ``tool_use_prompt_token_count``
+(``cached_content_token_count`` of them cached), output = ``candidates_token_count`` +
+``thoughts_token_count`` (the thoughts are ``reasoning_tokens``).
+
+Every failure is raised from ``stream()`` as ``ProviderError("gemini", ...)``, chained to
+the SDK's exception: an ``errors.APIError`` (an error status, or an ``{"error": ...}``
+chunk inside the stream) gives its ``code`` as ``status`` and its ``message``; a
+connection that fails or breaks, or a timeout, is retryable. The SDK retries 408, 429,
+500, 502, 503 and 504 and connection errors ``max_retries`` times (2 by default, with
+its exponential backoff from 1 s) before the stream starts; a failure after the first
+byte is never retried.
+
+The SDK's own async HTTP client keeps one pool per asyncio event loop, which does not
+run on trio; the SDK client this module makes sends through an ``httpx2.AsyncClient``
+of its own instead, so it works on asyncio and trio. A ``genai.Client`` you pass in is
+used as you configured it (``http_options.httpx_async_client`` for trio). Vertex AI
+with Application Default Credentials refreshes its token with asyncio: on trio, pass
+``credentials`` that hold a valid token, or an ``api_key``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
+
+try:
+    import google.auth.exceptions
+    import httpx2
+    from google import genai
+    from google.genai import errors, types
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    raise ImportError(
+        "llm_worker.providers.gemini needs the google-genai package: "
+        "pip install 'llm-worker[gemini]'"
+    ) from exc
+
+from .._client import (
+    Completion,
+    LlmEvent,
+    LlmRequest,
+    ProviderItemDone,
+    ReasoningDelta,
+    TextDelta,
+    ToolInputDelta,
+    ToolUseStart,
+    ToolUseStop,
+)
+from .._conversation import AssistantMessage, Message, ProviderItem, ToolResult, Usage, UserMessage
+from .._exceptions import ProviderError
+from ._common import (
+    TIMED_OUT,
+    HistoryPrefix,
+    ProviderClient,
+    body_text,
+    compact_json,
+    connection_failed,
+    is_retryable_status,
+    own_items,
+    stream_ended,
+)
+
+if TYPE_CHECKING:
+    from google.auth.credentials import Credentials
+
+__all__ = ["GeminiClient"]
+
+PROVIDER = "gemini"
+
+DEFAULT_MAX_RETRIES = 2
+DEFAULT_TIMEOUT = 600.0  # seconds; the SDK has none
+
+SKIP_SIGNATURE = base64.urlsafe_b64decode("skip_thought_signature_validator")
+"""The thought signature Gemini documents for function calls no Gemini model made."""
+
+PARAGRAPH = "\n\n"
+"""What goes between two pieces of text that a part of another kind separates."""
+
+_FUNCTION_CALLING_MODES = {"required": "ANY", "none": "NONE"}
+
+
+class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
+    """An ``LlmClient`` on Gemini's ``streamGenerateContent``, through ``google-genai``.
+
+    Give it either a configured ``genai.Client`` as ``client`` (you close it), or the
+    settings to make one: ``api_key`` (default: ``GOOGLE_API_KEY`` or ``GEMINI_API_KEY``),
+    ``base_url`` (default: ``GOOGLE_GEMINI_BASE_URL`` / ``GOOGLE_VERTEX_BASE_URL``, else
+    Google's), ``max_retries`` (default 2), ``timeout`` in seconds (default 600), and for
+    Vertex AI ``vertexai=True`` with ``project`` and ``location`` (defaults:
+    ``GOOGLE_CLOUD_PROJECT``, ``GOOGLE_CLOUD_LOCATION``) and ``credentials`` (default:
+    Application Default Credentials). A client it made is closed by ``aclose()`` or
+    ``async with``.
+
+    ``max_tokens`` is sent as ``max_output_tokens`` and ``temperature`` as it is;
+    ``config`` holds more ``GenerateContentConfig`` fields for every request
+    (``{"thinking_config": {"include_thoughts": True}}``, ``safety_settings``, a
+    ``tools`` list whose entries go before the worker's...); ``extra_body`` is merged
+    into every request body as JSON (``http_options.extra_body``).
+    """
+
+    _provider = PROVIDER
+    _format = "gemini"
+    _sdk_client_name = "genai"
+    _sdk_error = (
+        errors.APIError,
+        errors.UnknownApiResponseError,
+        httpx2.HTTPError,
+        google.auth.exceptions.GoogleAuthError,
+    )
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: genai.Client | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        vertexai: bool = False,
+        project: str | None = None,
+        location: str | None = None,
+        credentials: Credentials | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        config: Mapping[str, object] | None = None,
+        extra_body: Mapping[str, object] | None = None,
+    ) -> None:
+        vertex: dict[str, object] = {
+            "vertexai": vertexai or None,
+            "project": project,
+            "location": location,
+            "credentials": credentials,
+        }
+        given = [name for name, value in vertex.items() if value is not None]
+        if client is not None and given:
+            raise TypeError(
+                f"GeminiClient takes client= or {'/'.join(given)}=, not both; "
+                f"configure the {self._sdk_client_name} client instead"
+            )
+        self._vertex = (vertexai, project, location, credentials)
+        self._http: httpx2.AsyncClient | None = None
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout=timeout,
+            extra_body=extra_body,
+        )
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.config: dict[str, object] = dict(config or {})
+        self._history: HistoryPrefix[_Converted] = HistoryPrefix()
+
+    def _make_client(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        max_retries: int | None,
+        timeout: float | None,
+    ) -> genai.Client:
+        vertexai, project, location, credentials = self._vertex
+        # An HTTP client of our own: the SDK's default one only runs on asyncio.
+        self._http = httpx2.AsyncClient(follow_redirects=True)
+        retries = DEFAULT_MAX_RETRIES if max_retries is None else max_retries
+        options = types.HttpOptions(
+            base_url=base_url,
+            timeout=round((DEFAULT_TIMEOUT if timeout is None else timeout) * 1000),
+            retry_options=types.HttpRetryOptions(attempts=retries + 1),
+            httpx_async_client=self._http,
+        )
+        return genai.Client(
+            vertexai=vertexai or None,
+            api_key=api_key,
+            credentials=credentials,
+            project=project,
+            location=location,
+            http_options=options,
+        )
+
+    async def _open_stream(self, request: LlmRequest, tools: list[dict[str, Any]]) -> _Stream:
+        contents = gemini_contents(request.messages, self._history)
+        # The SDK's types name PIL's Image, which is unknown without Pillow installed.
+        stream_content = self._client.aio.models.generate_content_stream  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        chunks = await stream_content(
+            model=self.model,
+            contents=cast("types.ContentListUnionDict", contents),
+            config=self._request_config(request, tools),
+        )
+        return _Stream(chunks)
+
+    def _request_config(
+        self, request: LlmRequest, tools: list[dict[str, Any]]
+    ) -> types.GenerateContentConfigDict:
+        config: dict[str, object] = {
+            **self.config,
+            "automatic_function_calling": {"disable": True},
+        }
+        if request.system_prompt:
+            config["system_instruction"] = request.system_prompt
+        if tools:
+            given = config.get("tools")
+            before = list(cast("list[object]", given)) if isinstance(given, list) else []
+            config["tools"] = [*before, {"function_declarations": tools}]
+            tool_config = gemini_tool_config(request)
+            if tool_config is not None:
+                config["tool_config"] = tool_config
+        if self.max_tokens is not None:
+            config["max_output_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            config["temperature"] = self.temperature
+        if self.extra_body:
+            config["http_options"] = {"extra_body": dict(self.extra_body)}
+        return cast("types.GenerateContentConfigDict", config)
+
+    def _reader(self) -> _ChunkReader:
+        return _ChunkReader()
+
+    def _provider_error(self, exc: Exception) -> ProviderError:
+        return provider_error(exc)
+
+    def _base_url(self) -> str:
+        # The SDK resolves the base URL (settings, environment, Vertex AI location) on its
+        # API client and shows it only there.
+        options = self._client._api_client.get_read_only_http_options()  # pyright: ignore[reportPrivateUsage]
+        return str(options.get("base_url") or "")
+
+    async def _close_client(self) -> None:
+        self._client.close()
+        await self._client.aio.aclose()
+        if self._http is not None:
+            await self._http.aclose()
+
+
+class _Stream:
+    """The SDK's stream of chunks (an async generator) as a ``SdkStream``."""
+
+    def __init__(self, chunks: AsyncIterator[types.GenerateContentResponse]) -> None:
+        self._chunks = chunks
+
+    async def __anext__(self) -> types.GenerateContentResponse:
+        return await self._chunks.__anext__()
+
+    async def close(self) -> None:
+        chunks: object = self._chunks
+        if isinstance(chunks, AsyncGenerator):
+            await cast("AsyncGenerator[object, None]", chunks).aclose()
+
+
+def gemini_tool_config(request: LlmRequest) -> types.ToolConfigDict | None:
+    """The request's ``tool_choice`` and ``allowed_tools`` as ``tool_config``; ``None`` for
+    the default (``"auto"``, every tool).
+
+    ``"required"`` → mode ``ANY``, ``"none"`` → ``NONE``, a tool's name → ``ANY`` with
+    ``allowed_function_names: [name]``; ``allowed_tools`` → ``allowed_function_names``,
+    with mode ``ANY`` for ``"required"`` and ``VALIDATED`` (the model may answer in text,
+    and a call it makes is one of those) for ``"auto"``.
+    """
+    choice, allowed = request.tool_choice, request.allowed_tools
+    if choice == "auto" and allowed is None:
+        return None
+    if choice == "none":
+        return {"function_calling_config": {"mode": types.FunctionCallingConfigMode.NONE}}
+    if choice not in ("auto", "required"):
+        allowed = (choice,)
+        choice = "required"
+    mode = _FUNCTION_CALLING_MODES.get(choice, "VALIDATED")
+    calling: types.FunctionCallingConfigDict = {"mode": types.FunctionCallingConfigMode(mode)}
+    if allowed is not None:
+        calling["allowed_function_names"] = list(allowed)
+    return {"function_calling_config": calling}
+
+
+def tool_args(input_json: str) -> dict[str, object]:
+    """A stored call's arguments as ``args``; ``{}`` if they are not a JSON object."""
+    if not input_json.strip():
+        return {}
+    try:
+        value: object = json.loads(input_json)
+    except ValueError:
+        return {}
+    return cast("dict[str, object]", value) if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class _ModelTurn:
+    """An assistant message as Gemini reads it, and the ids of its calls Gemini never gave."""
+
+    content: types.Content | None
+    unnamed_calls: frozenset[str]
+
+
+def model_content(message: AssistantMessage) -> _ModelTurn:
+    """An assistant message's ``content``: its kept parts, or text and function calls."""
+    items = own_items(message, PROVIDER)
+    if items:
+        kept = [types.Part.model_validate(item.json()) for item in items]
+        calls = [part.function_call for part in kept if part.function_call is not None]
+        if len(calls) == len(message.tool_calls):
+            unnamed = frozenset(
+                call.id for call, sent in zip(message.tool_calls, calls, strict=True) if not sent.id
+            )
+            return _ModelTurn(types.Content(role="model", parts=kept), unnamed)
+    parts: list[types.Part] = []
+    if message.text:
+        parts.append(types.Part(text=message.text))
+    for position, call in enumerate(message.tool_calls):
+        parts.append(
+            types.Part(
+                function_call=types.FunctionCall(
+                    id=call.id, name=call.name, args=tool_args(call.input_json)
+                ),
+                thought_signature=SKIP_SIGNATURE if position == 0 else None,
+            )
+        )
+    return _ModelTurn(types.Content(role="model", parts=parts) if parts else None, frozenset())
+
+
+GeminiContents: TypeAlias = "list[types.Content | types.ContentDict]"
+
+
+@dataclass(frozen=True)
+class _Converted:
+    """Where a conversion ended: the contents so far, what the tool results need to know
+    of the calls, and the results not yet sent."""
+
+    contents: GeminiContents
+    names: dict[str, str]  # call id -> tool name: a function response names its function
+    unnamed: frozenset[str]  # calls Gemini gave no id: their responses carry none either
+    responses: list[types.PartDict]
+
+
+def gemini_contents(
+    messages: Sequence[Message], prefix: HistoryPrefix[_Converted] | None = None
+) -> GeminiContents:
+    """Our history as ``contents`` (the list in the module docstring).
+
+    With ``prefix``, only the messages the last request did not have are converted.
+    """
+    start, state = prefix.resume(messages) if prefix is not None else (0, None)
+    out: GeminiContents = list(state.contents) if state is not None else []
+    names = dict(state.names) if state is not None else {}
+    unnamed = set(state.unnamed) if state is not None else set[str]()
+    responses = list(state.responses) if state is not None else []
+    for message in messages[start:] if start else messages:
+        if isinstance(message, ToolResult):
+            key = "error" if message.is_error else "output"
+            response: types.FunctionResponseDict = {
+                "name": names.get(message.call_id, message.call_id),
+                "response": {key: message.content},
+            }
+            if message.call_id not in unnamed:
+                response["id"] = message.call_id
+            responses.append({"function_response": response})
+            continue
+        if responses:
+            out.append({"role": "user", "parts": responses})
+            responses = []
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "parts": [{"text": message.text}]})
+        elif isinstance(message, AssistantMessage):
+            turn = model_content(message)
+            for call in message.tool_calls:
+                names[call.id] = call.name
+            unnamed.update(turn.unnamed_calls)
+            if turn.content is not None:
+                out.append(turn.content)
+        else:
+            raise TypeError(f"not a history item: {message!r}")
+    if prefix is not None:
+        prefix.keep(messages, _Converted(out, names, frozenset(unnamed), responses))
+    if responses:
+        return [*out, {"role": "user", "parts": responses}]
+    return list(out)
+
+
+@dataclass
+class _Call:
+    """A function call being read: whole at once, or in ``partial_args`` pieces."""
+
+    index: int
+    id: str | None  # Gemini's id, if it gave one
+    name: str
+    args: dict[str, Any]
+    signature: bytes | None
+    continuing: set[str] = field(default_factory=set[str])  # string paths still streaming
+
+    def add(self, call: types.FunctionCall) -> None:
+        if call.args:
+            self.args.update(call.args)
+        for piece in call.partial_args or ():
+            path = piece.json_path or "$"
+            value: object
+            if piece.string_value is not None:
+                value = piece.string_value
+                if path in self.continuing:
+                    value = str(_get_path(self.args, path) or "") + piece.string_value
+            elif piece.number_value is not None:
+                number = piece.number_value
+                value = int(number) if number.is_integer() else number
+            elif piece.bool_value is not None:
+                value = piece.bool_value
+            else:
+                value = None
+            _set_path(self.args, path, value)
+            if piece.will_continue:
+                self.continuing.add(path)
+            else:
+                self.continuing.discard(path)
+
+    def part(self) -> dict[str, Any]:
+        call: dict[str, Any] = {"name": self.name, "args": self.args}
+        if self.id is not None:
+            call["id"] = self.id
+        part: dict[str, Any] = {"functionCall": call}
+        if self.signature is not None:
+            part["thoughtSignature"] = _b64(self.signature)
+        return part
+
+
+class _ChunkReader:
+    """Turns ``GenerateContentResponse`` chunks into events, keeping the response's parts."""
+
+    def __init__(self) -> None:
+        self.parts: list[dict[str, Any]] = []  # as Gemini names them (JSON, camelCase)
+        self.kinds: list[str] = []
+        self.calls = 0
+        self.open_call: _Call | None = None
+        self.said_text = False
+        self.gap = False
+        self.response_id: str | None = None
+        self.finish_reason: str | None = None
+        self.blocked: str | None = None
+        self.usage: Usage | None = None
+
+    def feed(self, chunk: types.GenerateContentResponse) -> list[LlmEvent]:
+        if chunk.response_id:
+            self.response_id = chunk.response_id
+        if chunk.usage_metadata is not None:
+            self.usage = _usage(chunk.usage_metadata)
+        feedback = chunk.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            self.blocked = _reason(feedback.block_reason)
+        if not chunk.candidates:
+            return []
+        candidate = chunk.candidates[0]
+        events: list[LlmEvent] = []
+        content = candidate.content
+        for part in (content.parts if content is not None else None) or ():
+            events.extend(self.part(part))
+        if candidate.finish_reason is not None:
+            self.finish_reason = _reason(candidate.finish_reason)
+        return events
+
+    def part(self, part: types.Part) -> list[LlmEvent]:
+        if part.function_call is not None:
+            return self.call(part.function_call, part.thought_signature)
+        if part.text is not None:
+            return self.text(part.text, bool(part.thought), part.thought_signature)
+        if self.said_text:
+            self.gap = True
+        dumped = part.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self.keep(next(iter(part.model_dump(exclude_none=True)), "part"), dumped)
+        return []
+
+    def keep(self, kind: str, part: dict[str, Any]) -> None:
+        self.kinds.append(kind)
+        self.parts.append(part)
+
+    def text(self, text: str, thought: bool, signature: bytes | None) -> list[LlmEvent]:
+        kind = "thought" if thought else "text"
+        last = self.parts[-1] if self.parts else None
+        if last is not None and self.kinds[-1] == kind and "thoughtSignature" not in last:
+            last["text"] += text
+        else:
+            new: dict[str, Any] = {"text": text, "thought": True} if thought else {"text": text}
+            self.keep(kind, new)
+            last = new
+        if signature is not None:
+            last["thoughtSignature"] = _b64(signature)
+        if not text:
+            return []
+        if thought:
+            return [ReasoningDelta(text)]
+        if self.gap:
+            text = PARAGRAPH + text
+            self.gap = False
+        self.said_text = True
+        return [TextDelta(text)]
+
+    def call(self, call: types.FunctionCall, signature: bytes | None) -> list[LlmEvent]:
+        events: list[LlmEvent] = []
+        current = self.open_call
+        if current is None:
+            if self.said_text:
+                self.gap = True
+            index = self.calls
+            self.calls += 1
+            call_id = call.id or f"call_{self.response_id or uuid.uuid4().hex}_{index}"
+            current = _Call(index, call.id, call.name or "", {}, signature)
+            events.append(ToolUseStart(index, call_id, current.name))
+        elif signature is not None and current.signature is None:
+            current.signature = signature
+        current.add(call)
+        if call.will_continue:
+            self.open_call = current
+            return events
+        self.open_call = None
+        self.keep("function_call", current.part())
+        events.append(ToolInputDelta(current.index, json.dumps(current.args)))
+        events.append(ToolUseStop(current.index))
+        return events
+
+    def end(self) -> list[LlmEvent]:
+        if self.open_call is not None:
+            raise stream_ended(PROVIDER)
+        reason = self.finish_reason
+        if reason is None:
+            if self.blocked is None:
+                raise stream_ended(PROVIDER)
+            reason = self.blocked
+        elif reason == "stop":
+            reason = "tool_use" if self.calls else "end_turn"
+        return [*self.items(), Completion(reason, self.usage)]
+
+    def items(self) -> list[LlmEvent]:
+        """Every part as a provider item, unless text and function calls with ids say it all."""
+        kept = [
+            (kind, part)
+            for kind, part in zip(self.kinds, self.parts, strict=True)
+            if not (kind == "text" and not part["text"] and "thoughtSignature" not in part)
+        ]
+        if _rebuilt_alike([part for _, part in kept], [kind for kind, _ in kept]):
+            return []
+        return [
+            ProviderItemDone(ProviderItem(PROVIDER, kind, compact_json(part)))
+            for kind, part in kept
+        ]
+
+
+def _rebuilt_alike(parts: Sequence[Mapping[str, Any]], kinds: Sequence[str]) -> bool:
+    """Whether a text part and then function calls, made from the message, say it all."""
+    called = False
+    for kind, part in zip(kinds, parts, strict=True):
+        if "thoughtSignature" in part:
+            return False
+        if kind == "function_call":
+            if "id" not in part["functionCall"]:  # the rebuilt call would name one
+                return False
+            called = True
+        elif kind != "text" or called:
+            return False
+    return True
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _reason(value: object) -> str:
+    # A finish or block reason: an enum member, or a str for one this SDK does not know.
+    return str(getattr(value, "value", value)).lower()
+
+
+def _usage(meta: types.GenerateContentResponseUsageMetadata) -> Usage:
+    thoughts = meta.thoughts_token_count or 0
+    return Usage(
+        (meta.prompt_token_count or 0) + (meta.tool_use_prompt_token_count or 0),
+        (meta.candidates_token_count or 0) + thoughts,
+        cached_input_tokens=meta.cached_content_token_count or 0,
+        reasoning_tokens=thoughts,
+    )
+
+
+def _steps(path: str) -> list[str | int]:
+    """A JSON path (``$.a.b[0]``, ``$['a b']``) as its keys and indexes."""
+    steps: list[str | int] = []
+    i = 1 if path.startswith("$") else 0
+    while i < len(path):
+        if path[i] == ".":
+            end = i + 1
+            while end < len(path) and path[end] not in ".[":
+                end += 1
+            steps.append(path[i + 1 : end])
+            i = end
+        elif path[i] == "[":
+            end = path.index("]", i)
+            inner = path[i + 1 : end]
+            if inner[:1] in ("'", '"'):
+                steps.append(inner[1:-1])
+            else:
+                steps.append(int(inner))
+            i = end + 1
+        else:
+            raise ValueError(f"not a JSON path: {path!r}")
+    return steps
+
+
+def _get_path(root: dict[str, Any], path: str) -> object:
+    node: Any = root
+    for step in _steps(path):
+        try:
+            node = node[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return cast(object, node)
+
+
+def _set_path(root: dict[str, Any], path: str, value: object) -> None:
+    steps = _steps(path)
+    if not steps:
+        if isinstance(value, dict):
+            root.update(cast("dict[str, Any]", value))
+        return
+    node: Any = root
+    for step, after in zip(steps, [*steps[1:], None], strict=True):
+        if after is None:
+            if isinstance(step, int):
+                while len(node) <= step:
+                    node.append(None)
+            node[step] = value
+            return
+        empty: Any = [] if isinstance(after, int) else {}
+        if isinstance(step, int):
+            while len(node) <= step:
+                node.append(None)
+            if node[step] is None:
+                node[step] = empty
+        elif node.get(step) is None:
+            node[step] = empty
+        node = node[step]
+
+
+def provider_error(exc: Exception) -> ProviderError:
+    """The SDK's exception as a ``ProviderError`` (see docs/providers.md, "Errors")."""
+    if isinstance(exc, errors.APIError):
+        status = exc.code if isinstance(exc.code, int) and exc.code >= 400 else None
+        details: object = getattr(exc, "details", None)
+        from_body = isinstance(details, Mapping) and "error" in details
+        message = exc.message if isinstance(exc.message, str) else None
+        if message and not from_body:
+            message = body_text(message)  # a page that is not JSON (a proxy's...)
+        message = message or exc.status or str(exc)
+        retryable = status is None or is_retryable_status(status)
+        return ProviderError(PROVIDER, message, status=status, retryable=retryable)
+    if isinstance(exc, httpx2.TimeoutException):
+        return ProviderError(PROVIDER, TIMED_OUT, retryable=True)
+    if isinstance(exc, (httpx2.HTTPError, google.auth.exceptions.TransportError)):
+        return connection_failed(PROVIDER, exc, "the request failed")
+    if isinstance(exc, errors.UnknownApiResponseError):
+        return ProviderError(PROVIDER, str(exc), retryable=True)
+    return ProviderError(PROVIDER, str(exc) or type(exc).__name__)
