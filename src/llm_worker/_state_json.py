@@ -64,9 +64,7 @@ class _DataPartJson(TypedDict):
     json: str
 
 
-_PartJson = Annotated[
-    _TextPartJson | _MediaPartJson | _DataPartJson, Field(discriminator="type")
-]
+_PartJson = Annotated[_TextPartJson | _MediaPartJson | _DataPartJson, Field(discriminator="type")]
 
 
 class _ResultJson(TypedDict):
