@@ -170,7 +170,7 @@ class McpToolDefinition:
             # MCP's order for a display name: the tool's title, then its annotations' title.
             title=tool.title or (None if hints is None else hints.title),
             annotations=None if hints is None else _annotations(hints),
-            output_schema=_output_schema(tool),
+            output_schema=tool.output_schema,  # an object schema: the SDK refuses others
         )
         self._tool = McpTool(session, tool.name, input_schema=self._meta.input_schema)
 
@@ -280,15 +280,6 @@ def _annotations(hints: types.ToolAnnotations) -> ToolAnnotations:
         idempotent=hints.idempotent_hint,
         open_world=hints.open_world_hint,
     )
-
-
-def _output_schema(tool: types.Tool) -> dict[str, Any] | None:
-    schema = tool.output_schema
-    if schema is None or schema.get("type") == "object":
-        return schema
-    # MCP requires an object (ToolMeta too); the SDK client still checks results against it.
-    logger.warning("MCP tool %r: its outputSchema is not an object schema; not kept", tool.name)
-    return None
 
 
 async def _list_tools(session: McpConnection) -> list[types.Tool]:
