@@ -11,9 +11,10 @@ show what the model was sent.
 from __future__ import annotations
 
 import base64
+import enum
 import hashlib
 import json
-from typing import Any
+from typing import Annotated, Any, Literal, NewType
 
 import anyio
 import mcp.types as types
@@ -38,6 +39,9 @@ from llm_worker import (
     ToolServer,
     Worker,
     WorkerResult,
+    tool,
+    tool_definitions,
+    tool_registry,
 )
 from llm_worker._cli import render_schema
 from llm_worker.mcp import create_server, mcp_tool_definitions
@@ -194,6 +198,63 @@ class TestServedResults:
             )
 
 
+class Colour(str, enum.Enum):
+    RED = "red"
+
+
+Name = NewType("Name", str)
+
+
+@tool_registry
+class Texts:
+    """Tools whose results may be text: their text is the string itself, not JSON."""
+
+    @tool
+    def maybe(self) -> str | None:
+        """A text, maybe."""
+        return "42"
+
+    @tool
+    def colour(self) -> Colour:
+        """A colour."""
+        return Colour.RED
+
+    @tool
+    def pick(self) -> Literal["a", "b"]:
+        """A letter."""
+        return "a"
+
+    @tool
+    def name(self) -> Annotated[Name, "a name"]:
+        """A name."""
+        return Name("Ada")
+
+    @tool
+    def number(self) -> int | None:
+        """No number."""
+        return None
+
+
+class TestResultsThatMayBeText:
+    @pytest.mark.anyio
+    async def test_no_output_schema_and_no_structured_content(self):
+        """A tool whose result may be a str has no outputSchema (its text could not tell a
+        string from JSON: "42"); one that may be None but not a str has one."""
+        server = ToolServer()
+        server.register_tools(tool_definitions(Texts()))
+        async with connect(create_server(server)) as session:
+            schemas = {t.name: t.output_schema for t in (await session.list_tools()).tools}
+            results = {name: await session.call_tool(name, {}) for name in schemas}
+        assert {name for name, schema in schemas.items() if schema is not None} == {"number"}
+        assert {name: (text_of(r), r.structured_content) for name, r in results.items()} == {
+            "maybe": ("42", None),
+            "colour": ("red", None),
+            "pick": ("a", None),
+            "name": ("Ada", None),
+            "number": ("null", {"result": None}),
+        }
+
+
 @pytest.fixture(scope="module")
 async def served_gallery(anyio_backend, tmp_path_factory):
     """A session with ``llm-worker mcp serve tests.mcp.mcp_apps:rich_factory`` over stdio."""
@@ -310,9 +371,9 @@ ANSWERS: dict[str, types.CallToolResult] = {
 
 def remote_tools() -> list[types.Tool]:
     tools = [types.Tool(name=name, input_schema=OBJECT) for name in ANSWERS]
-    for tool in tools:
-        if tool.name in ("typed", "structured_only"):
-            tool.output_schema = TOTAL_SCHEMA
+    for listed in tools:
+        if listed.name in ("typed", "structured_only"):
+            listed.output_schema = TOTAL_SCHEMA
     return [
         *tools,
         types.Tool(
