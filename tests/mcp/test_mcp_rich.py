@@ -155,6 +155,31 @@ class TestServedResults:
         )
 
     @pytest.mark.anyio
+    async def test_names_that_are_not_valid_unicode(self):
+        """A media part named (or linked) with a lone surrogate, as os.listdir gives for a
+        file name that is not UTF-8, is served with U+FFFD in its place."""
+
+        class Listing:
+            async def execute(self, input_json: str) -> ToolReturn:
+                return ToolReturn(
+                    [
+                        MediaPart("application/pdf", data=PDF, name="q\udcff.pdf"),
+                        MediaPart("image/png", url="https://example.com/\udcff.png"),
+                    ]
+                )
+
+        server = ToolServer()
+        server.register_tool(lambda: (ToolMeta(name="listing"), Listing()))
+        async with connect(create_server(server)) as session:
+            result = await session.call_tool("listing", {})
+        assert not result.is_error
+        pdf, link = result.content
+        assert isinstance(pdf, types.EmbeddedResource)
+        assert pdf.resource.uri == media_uri(PDF, "q%EF%BF%BD.pdf")
+        assert isinstance(link, types.ResourceLink)
+        assert link.uri == link.name == "https://example.com/\ufffd.png"
+
+    @pytest.mark.anyio
     async def test_an_error_has_no_structured_content(self):
         """A failed call of a tool with an outputSchema is an isError result without it."""
         async with connect(create_server(mcp_apps.rich_factory())) as session:

@@ -103,21 +103,23 @@ def _block(part: ContentPart) -> types.ContentBlock:
         return types.TextContent(text=valid_unicode(part.text))
     if isinstance(part, DataPart):
         return types.TextContent(text=part.json_text)
+    # A name or url may hold a lone surrogate (a file name from os.listdir): not on the wire.
+    name = None if part.name is None else valid_unicode(part.name)
+    media_type = valid_unicode(part.media_type)
     if part.data is None:
         assert part.url is not None  # a MediaPart has one or the other
-        return types.ResourceLink(
-            name=part.name or part.url, uri=part.url, mime_type=part.media_type
-        )
+        url = valid_unicode(part.url)
+        return types.ResourceLink(name=name or url, uri=url, mime_type=media_type)
     data = base64.b64encode(part.data).decode("ascii")
     if part.kind == "image":
-        return types.ImageContent(data=data, mime_type=part.media_type)
+        return types.ImageContent(data=data, mime_type=media_type)
     if part.kind == "audio":
-        return types.AudioContent(data=data, mime_type=part.media_type)
+        return types.AudioContent(data=data, mime_type=media_type)
     uri = MEDIA_URI.format(
-        digest=hashlib.sha256(part.data).hexdigest(), name=quote(part.name or "", safe="")
+        digest=hashlib.sha256(part.data).hexdigest(), name=quote(name or "", safe="")
     )
     return types.EmbeddedResource(
-        resource=types.BlobResourceContents(uri=uri, mime_type=part.media_type, blob=data)
+        resource=types.BlobResourceContents(uri=uri, mime_type=media_type, blob=data)
     )
 
 
