@@ -20,7 +20,7 @@ import anyio
 import mcp.types as types
 import mcp_apps
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.server import Server
 from mcp_apps import MP4, PDF, PNG, WAV
 from mcp_support import APPS, ROOT, SERVE, connect, dump_tools, exported, text_of
@@ -57,6 +57,8 @@ def media_uri(data: bytes, name: str = "") -> str:
 
 
 CHART_URL = "https://example.com/chart.png"
+# The handshake era (initialize) and the 2026-07-28 one (no server-to-client requests).
+ERAS = [pytest.param("legacy", id="handshake"), pytest.param("auto", id="2026")]
 
 # What an SDK client reads of Gallery.chart: a block per part, in order.
 CHART_BLOCKS: list[types.ContentBlock] = [
@@ -178,6 +180,25 @@ class TestServedResults:
         assert pdf.resource.uri == media_uri(PDF, "q%EF%BF%BD.pdf")
         assert isinstance(link, types.ResourceLink)
         assert link.uri == link.name == "https://example.com/\ufffd.png"
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("era", ERAS)
+    async def test_progress_in_either_era(self, era):
+        """A tool's progress reports reach a client that asked for them, in the handshake and
+        the 2026-07-28 era, the last one last."""
+        seen: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, total, message))
+
+        with anyio.fail_after(10):
+            async with Client(create_server(mcp_apps.rich_factory()), mode=era) as client:
+                result = await client.call_tool(
+                    "crunch", {"steps": 3}, progress_callback=on_progress
+                )
+        assert text_of(result) == "crunched 3"
+        assert seen, "no progress arrived"
+        assert seen[-1] == (3, 3, "step 3")
 
     @pytest.mark.anyio
     async def test_an_error_has_no_structured_content(self):
@@ -639,7 +660,8 @@ class TestInAWorker:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("served", ["sdk", "ours"])
-    async def test_progress_becomes_events(self, served):
+    @pytest.mark.parametrize("era", ERAS)
+    async def test_progress_becomes_events(self, served, era):
         """The server's progress notifications for a call become ToolCallProgress events of
         that call, after it started and before it finished, in order."""
         client = ScriptedClient(
@@ -647,7 +669,7 @@ class TestInAWorker:
         )
         worker = Worker(client)
         server = remote() if served == "sdk" else create_server(mcp_apps.rich_factory())
-        async with connect(server) as session:
+        async with Client(server, mode=era) as session:
             worker.register_tools(await mcp_tool_definitions(session))
             with anyio.fail_after(10):
                 events = await collect(worker.run_stream("crunch"))

@@ -142,8 +142,8 @@ async def call_mcp_tool(
     client, down with it. Only cancellation propagates. A call that needs
     approval runs only once ``approvals`` had the host's user approve it. A tool
     that takes a ``ToolContext`` gets the request's id as its call id; its
-    progress reports become ``notifications/progress`` when the client sent a
-    progress token.
+    progress reports become ``notifications/progress`` when the client asked
+    for them.
     """
     name = params.name
     entry = entry_of(handle, name)
@@ -172,10 +172,8 @@ async def call_mcp_tool(
 async def _call_with_context(
     entry: ToolEntry, call: ToolCall, request: ServerRequestContext[Any] | None
 ) -> ToolResult:
-    """Run a context-taking tool, forwarding its progress to the client that asked for it."""
-    meta: Mapping[str, Any] = (request.meta if request is not None else None) or {}
-    token = meta.get("progress_token")
-    if request is None or token is None:
+    """Run a context-taking tool, forwarding its progress to the client, if it asked for it."""
+    if request is None:
         context = ToolContext(call_id=call.id, tool_name=call.name, deps=None)
         return await execute_call(entry, call, None, context)
     # The reports wake whichever event is current; the forwarder makes a new one before
@@ -184,17 +182,16 @@ async def _call_with_context(
     reports = ProgressReports(lambda: wake[0].set())
     context = ToolContext(call_id=call.id, tool_name=call.name, deps=None, sink=reports)
     session = request.session
-    related_id = None if request.request_id is None else str(request.request_id)
 
     async def forward() -> None:
         while True:
             await wake[0].wait()
             wake[0] = anyio.Event()
             for _, progress, total, message in reports.drain():
+                # On the request's own channel, in either protocol era; nothing is sent unless
+                # the client asked for progress (a progress token, or a 2026-era callback).
                 with contextlib.suppress(Exception):  # a client gone mid-call
-                    await session.send_progress_notification(
-                        token, progress, total, message, related_request_id=related_id
-                    )
+                    await session.report_progress(progress, total, message)
 
     reports.start(call.id)
     result: ToolResult | None = None
