@@ -25,10 +25,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED",
+    "APPROVAL_CANCELLED",
+    "APPROVAL_DECLINED",
+    "APPROVAL_FAILED",
+    "APPROVAL_POLICY_FAILED",
+    "APPROVAL_UNAVAILABLE",
     "CANCELLED",
     "DENIED",
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
+    "MCP_BAD_CONTENT",
     "MCP_CONNECTION_LOST",
     "MCP_ERROR",
     "MCP_NO_MESSAGE",
@@ -37,6 +43,7 @@ __all__ = [
     "NOT_ALLOWED",
     "NOT_JSON_NUMBER",
     "NOT_RUN",
+    "NOT_STRUCTURED",
     "NOT_TEXT",
     "OUTPUT_ACCEPTED",
     "OUTPUT_INVALID",
@@ -67,6 +74,21 @@ ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
 CANCELLED = "Tool call '{name}' was cancelled before it finished"
 STOPPED = "Tool call '{name}' was cancelled before it finished: {why}"
 NOT_RUN = "Tool call '{name}' did not run: the run stopped with an error"
+# A served tool that needs a person's approval, asked for through MCP elicitation.
+APPROVAL_DECLINED = "Tool call '{name}' was denied; it did not run: the user declined it"
+APPROVAL_CANCELLED = (
+    "Tool call '{name}' was denied; it did not run: the user dismissed the request for approval"
+)
+APPROVAL_UNAVAILABLE = (
+    "Tool call '{name}' did not run: it needs a user's approval, which this MCP client "
+    "cannot ask for (it does not support elicitation)"
+)
+APPROVAL_FAILED = (
+    "Tool call '{name}' did not run: it needs a user's approval, and asking for it failed ({why})"
+)
+APPROVAL_POLICY_FAILED = (
+    "Internal error: could not tell whether tool call '{name}' needs approval ({kind})"
+)
 
 # -- calls that ran, but whose own result the model does not get ---------------------------
 
@@ -80,6 +102,10 @@ NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
 MEDIA_DROPPED = (
     "[{media_type} of {size} bytes from tool '{name}' dropped: over the limit of {limit} "
     "bytes for media in one result]"
+)
+# A served tool with an output schema whose result is not the JSON object it describes.
+NOT_STRUCTURED = (
+    "Internal error: tool '{name}' returned a result its output schema does not describe ({why})"
 )
 # The message of the InternalToolError a generated tool raises for a result it cannot serialise.
 UNSERIALIZABLE = "tool '{name}' returned {kind}, which could not be turned into text ({error})"
@@ -118,6 +144,7 @@ MCP_ERROR = "MCP error: {message}"
 MCP_CONNECTION_LOST = "lost the connection to the MCP server ({kind})"
 MCP_UNEXPECTED = "calling MCP tool '{name}' failed unexpectedly ({kind})"
 MCP_NO_MESSAGE = "MCP tool '{name}' reported an error (no message)"
+MCP_BAD_CONTENT = "MCP tool '{name}' sent {what} that cannot be read: {problem}"
 
 # -- arguments over a limit (the text after "Invalid argument: ") ----------------------------
 
