@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from .._approvals import Decision, PendingCall
 from .._conversation import Message
@@ -76,10 +77,17 @@ class Conversation:
         ``deps`` go through the workflow's ``DurableWorker.dump_deps``. Other
         keywords go to ``Client.start_workflow``.
         """
+        durable = workflow.durable
+        deps_type = durable.deps_type
+        if deps_type is not None and not isinstance(deps, deps_type):
+            raise TypeError(
+                f"{workflow.__qualname__}'s runs take deps of type {deps_type.__qualname__} "
+                f"(its DurableWorker's deps_type); got {type(deps).__qualname__}"
+            )
         start = ConversationStart(
             user_input=user_input,
             state=None if state is None else state.to_json(),
-            deps=workflow.durable.dump_deps(deps),
+            deps=durable.dump_deps(deps),
             allowed_tools=None if allowed_tools is None else list(allowed_tools),
             tool_choice=tool_choice,
         )
@@ -135,6 +143,10 @@ class Conversation:
             if local is None:
                 raise
             raise local from exc
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:  # the workflow has closed
+                raise WorkerStateError(f"Nothing to decide: the run has ended ({exc})") from exc
+            raise
         return tuple(str(call_id) for call_id in decided)
 
     async def result(self) -> ConversationResult:

@@ -93,25 +93,15 @@ class ConversationWorkflow:
     async def run(self, start: ConversationStart) -> ConversationOutcome:
         """Run the conversation from ``start`` to the model's answer (decorate the override)."""
         _share_anyio_backend()
-        durable = type(self).durable
-        worker = durable.workflow_worker()
-        if start.state is not None:
-            worker.load_state(RunState.from_json(start.state))
-        self._worker = worker
-        deps = self._deps = durable.load_deps(start.deps)
-        self._rest = worker.state.to_json()
-        stream: RunStream[Any] | None
-        if start.user_input is not None:
-            stream = worker.run_stream(
-                start.user_input,
-                deps=deps,
-                allowed_tools=start.allowed_tools,
-                tool_choice=start.tool_choice,
-            )
-        elif worker.is_paused:
-            stream = None
-        else:
-            stream = worker.retry_stream(deps=deps)
+        try:
+            stream = self._begin(start)
+        except (WorkerError, TypeError, ValueError) as exc:
+            # A start that can never run (a bad state, deps of the wrong type) fails the
+            # workflow; raised as it is, it would fail every workflow task, forever.
+            self._status = "failed"
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        worker = self._worker
+        assert worker is not None
         try:
             while True:
                 if stream is not None:
@@ -125,7 +115,7 @@ class ConversationWorkflow:
                 self._status = "paused"
                 await workflow.wait_condition(lambda: self._decisions is not None)
                 decisions, self._decisions = self._decisions, None
-                stream = worker.resume_stream(decisions, deps=deps)
+                stream = worker.resume_stream(decisions, deps=self._deps)
         except WorkerError as exc:
             self._status = "failed"
             self._rest = worker.state.to_json()
@@ -134,6 +124,26 @@ class ConversationWorkflow:
             ) from exc
         self._status = "finished"
         return ConversationOutcome(worker.final_text, self._rest)
+
+    def _begin(self, start: ConversationStart) -> RunStream[Any] | None:
+        """The worker, loaded with ``start``'s state, and the stream the run begins with."""
+        durable = type(self).durable
+        worker = durable.workflow_worker()
+        if start.state is not None:
+            worker.load_state(RunState.from_json(start.state))
+        deps = durable.load_deps(start.deps)
+        self._worker, self._deps = worker, deps
+        self._rest = worker.state.to_json()
+        if start.user_input is not None:
+            return worker.run_stream(
+                start.user_input,
+                deps=deps,
+                allowed_tools=start.allowed_tools,
+                tool_choice=start.tool_choice,
+            )
+        if worker.is_paused:
+            return None  # decisions first
+        return worker.retry_stream(deps=deps)
 
     def _record(self, event: RunEvent) -> None:
         data = dump_event(event)
