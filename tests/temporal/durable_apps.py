@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         LlmRequest,
         ProviderError,
         Skip,
+        SyntheticResult,
         TextDelta,
         ToolCallContext,
         ToolContext,
@@ -337,6 +338,28 @@ SHORT.register_tools(Ledger)
 @workflow.defn
 class ShortWorkflow(ConversationWorkflow):
     durable = SHORT
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+# LedgerWorkflow as a later version of the code might have it: a hook now answers
+# audit calls in the workflow. Replaying an old history with it must fail.
+CHANGED = DurableWorker(
+    "ledger", system_prompt="You keep the books.", deps_type=Deps, limits=Limits(tool_timeout=30)
+)
+CHANGED.register_tools(Ledger)
+
+
+@CHANGED.add_pre_tool_call_hook
+def answer_audits(ctx: ToolCallContext) -> SyntheticResult | None:
+    return SyntheticResult("audited in the workflow") if ctx.meta.name == "audit" else None
+
+
+@workflow.defn(name="LedgerWorkflow")
+class ChangedLedgerWorkflow(ConversationWorkflow):
+    durable = CHANGED
 
     @workflow.run
     async def run(self, start: ConversationStart) -> ConversationOutcome:

@@ -55,6 +55,18 @@ async def wait_for_status(conversation: Conversation, status: str, seconds: floa
             await anyio.sleep(0.05)
 
 
+async def wait_for_events(
+    conversation: Conversation, kind: str, number: int, seconds: float = 30
+) -> None:
+    """Poll the event feed until it has ``number`` events of type ``kind``."""
+    with anyio.fail_after(seconds):
+        while True:
+            page = await conversation.events()
+            if sum(1 for event in page.events if event["type"] == kind) >= number:
+                return
+            await anyio.sleep(0.05)
+
+
 async def wait_until(check: Callable[[], bool], seconds: float = 30) -> None:
     with anyio.fail_after(seconds):
         while not check():
