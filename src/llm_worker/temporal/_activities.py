@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._client import LlmClient, LlmEvent
+from .._client import LlmClient, LlmEvent, LlmRequest
 from .._context import ToolContext
-from .._conversation import ToolCall, ToolResult
+from .._conversation import ToolCall
 from .._exceptions import LlmClientError, ProviderError
 from .._execution import execute_call
 from .._limits import Limits
@@ -39,6 +39,7 @@ from ._wire import coalesce, dump_events, load_request
 __all__ = ["model_request_activity", "tool_call_activity"]
 
 JsonDict = dict[str, Any]
+_T = TypeVar("_T")
 
 
 def model_request_activity(
@@ -48,12 +49,8 @@ def model_request_activity(
 
     @activity.defn(name=name)
     async def model_request(request: JsonDict) -> list[JsonDict]:
-        events: list[LlmEvent] = []
-        beat = _beats()
         try:
-            async for event in client.stream(load_request(request)):
-                events.append(event)
-                beat()
+            events = await _beating(_Progress(), _read(client, load_request(request)))
         except ProviderError as exc:
             raise ApplicationError(
                 str(exc),
@@ -100,16 +97,7 @@ def tool_call_activity(
             sink=progress,
             idempotency_key=str(call["idempotency_key"]),
         )
-        interval = _heartbeat_interval()
-        if interval is None:
-            return dump_result(await execute_call(entry, run_call, limits, context))
-        result: ToolResult | None = None
-        async with anyio.create_task_group() as group:
-            group.start_soon(_heartbeat, progress, interval)
-            result = await execute_call(entry, run_call, limits, context)
-            group.cancel_scope.cancel()
-        assert result is not None
-        return dump_result(result)
+        return dump_result(await _beating(progress, execute_call(entry, run_call, limits, context)))
 
     return tool_call
 
@@ -129,6 +117,27 @@ class _Progress:
         self.latest = {"call_id": call_id, "progress": progress, "total": total, "message": message}
 
 
+async def _read(client: LlmClient, request: LlmRequest) -> list[LlmEvent]:
+    return [event async for event in client.stream(request)]
+
+
+async def _beating(progress: _Progress, work: Awaitable[_T]) -> _T:
+    """``work``'s result; meanwhile a heartbeat every third of the heartbeat timeout, if any.
+
+    So a live worker's long call (a slow tool, a model that thinks for minutes before
+    its first token) is never taken for a dead one, and a dead one's is soon retried.
+    """
+    timeout: timedelta | None = activity.info().heartbeat_timeout
+    if not timeout:
+        return await work
+    done: list[_T] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(_heartbeat, progress, timeout.total_seconds() / 3)
+        done.append(await work)
+        group.cancel_scope.cancel()
+    return done[0]
+
+
 async def _heartbeat(progress: _Progress, interval: float) -> None:
     while True:
         latest = progress.latest
@@ -137,25 +146,3 @@ async def _heartbeat(progress: _Progress, interval: float) -> None:
         else:
             activity.heartbeat(latest)
         await anyio.sleep(interval)
-
-
-def _heartbeat_interval() -> float | None:
-    """Seconds between heartbeats: a third of the activity's heartbeat timeout, if it has one."""
-    timeout: timedelta | None = activity.info().heartbeat_timeout
-    if not timeout:
-        return None
-    return timeout.total_seconds() / 3
-
-
-def _beats() -> Callable[[], None]:
-    """A heartbeat per call while a response streams in, if the activity has a timeout for them.
-
-    The SDK sends at most one per interval, whatever the rate of calls.
-    """
-    if _heartbeat_interval() is None:
-        return _nothing
-    return activity.heartbeat
-
-
-def _nothing() -> None:
-    pass
