@@ -138,6 +138,14 @@ class Ledger:
             await asyncio.sleep(0.05)
         return f"credited {amount} to {account}" + ("" if applied else " (already)")
 
+    @tool
+    async def reconcile(self, ctx: ToolContext[Deps], account: str) -> str:
+        """Reconcile an account, reporting progress; waits while the block file exists."""
+        ctx.report_progress(1, 3, f"reading {account}")
+        while self.block.exists():
+            await asyncio.sleep(0.05)
+        return f"{account} reconciled"
+
     @tool(requires_approval=True)
     async def transfer_out(self, ctx: ToolContext[Deps], account: str, amount: int) -> str:
         """Send money out of an account: a human approves each one."""

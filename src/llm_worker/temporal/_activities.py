@@ -131,10 +131,16 @@ async def _beating(progress: _Progress, work: Awaitable[_T]) -> _T:
     if not timeout:
         return await work
     done: list[_T] = []
+    failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(_heartbeat, progress, timeout.total_seconds() / 3)
-        done.append(await work)
+        try:
+            done.append(await work)
+        except Exception as exc:  # raised as it is, not in the task group's ExceptionGroup
+            failure = exc
         group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return done[0]
 
 
