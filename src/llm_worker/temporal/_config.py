@@ -23,9 +23,9 @@ class ActivityConfig:
     - ``task_queue``: where they run (default: the workflow's own queue).
     - ``start_to_close_timeout``: how long one attempt may take. For tool calls
       the default is the worker's ``Limits.tool_timeout`` plus
-      ``TOOL_TIMEOUT_GRACE`` (the tool's own timeout ends a slow call with the
+      10 s (the tool's own timeout ends a slow call with the
       usual "timed out" result first; Temporal's ends an attempt whose worker
-      is gone). For model requests, ``MODEL_REQUEST_TIMEOUT``.
+      is gone). For model requests, 10 minutes.
     - ``schedule_to_close_timeout``: how long all attempts together may take.
     - ``heartbeat_timeout``: a running attempt that stops heartbeating for this
       long is retried elsewhere: how soon a crashed worker process's calls run
