@@ -32,6 +32,7 @@ __all__ = [
     "APPROVAL_UNAVAILABLE",
     "CANCELLED",
     "DENIED",
+    "DURABLE_CALL_FAILED",
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
     "MCP_BAD_CONTENT",
@@ -145,6 +146,11 @@ MCP_CONNECTION_LOST = "lost the connection to the MCP server ({kind})"
 MCP_UNEXPECTED = "calling MCP tool '{name}' failed unexpectedly ({kind})"
 MCP_NO_MESSAGE = "MCP tool '{name}' reported an error (no message)"
 MCP_BAD_CONTENT = "MCP tool '{name}' sent {what} that cannot be read: {problem}"
+
+# -- durable runs (the text after "Execution failed: ") ---------------------------------------
+
+# A tool call's activity that Temporal gave up on (its retries ran out, or it timed out).
+DURABLE_CALL_FAILED = "tool '{name}' did not complete: {why}"
 
 # -- arguments over a limit (the text after "Invalid argument: ") ----------------------------
 
