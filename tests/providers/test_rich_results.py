@@ -60,6 +60,11 @@ def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
+def urlsafe_b64(data: bytes) -> str:
+    """How the Gemini SDK writes bytes."""
+    return base64.urlsafe_b64encode(data).decode()
+
+
 def data_url(media_type: str, data: bytes) -> str:
     return f"data:{media_type};base64,{b64(data)}"
 
@@ -442,8 +447,13 @@ class TestGemini:
                         "name": "sales_report",
                         "response": {"output": REPORT_TEXT},
                         "parts": [
-                            {"inline_data": {"mime_type": "image/png", "data": b64(PNG)}},
-                            {"inline_data": {"mime_type": "application/pdf", "data": b64(PDF)}},
+                            {"inline_data": {"mime_type": "image/png", "data": urlsafe_b64(PNG)}},
+                            {
+                                "inline_data": {
+                                    "mime_type": "application/pdf",
+                                    "data": urlsafe_b64(PDF),
+                                }
+                            },
                         ],
                     }
                 }
@@ -476,7 +486,7 @@ class TestGemini:
             "role": "user",
             "parts": [
                 {"text": "[attachments of the result of tool call call_1:]"},
-                {"inlineData": {"mime_type": "audio/wav", "data": b64(WAV)}},
+                {"inlineData": {"mime_type": "audio/wav", "data": urlsafe_b64(WAV)}},
                 {"fileData": {"file_uri": VIDEO_URL, "mime_type": "video/mp4"}},
             ],
         }

@@ -30,7 +30,13 @@ How the conversation is sent (``contents``, and ``config``):
 - consecutive ``ToolResult``\\s → one ``{"role": "user", "parts": [...]}`` with a
   ``function_response`` part per result: the call's ``name`` and ``id`` (when Gemini
   gave the call one) and ``response`` ``{"output": content}``, or ``{"error":
-  content}`` for a failed call.
+  content}`` for a failed call. A result's images, PDFs and text files go in the
+  response's ``parts`` (``FUNCTION_RESPONSE_TYPES``; bytes as ``inline_data``, a URL as
+  ``file_data``); its other media (audio, video...) in a user turn after the
+  responses (``add_media``).
+
+A run's structured answer (``request.output_format``) → ``config.response_mime_type``
+``"application/json"`` and ``config.response_json_schema``.
 
 What a message keeps: unless a response is plain text and function calls (each with
 Gemini's own ``id``, no thought signature), every part of it becomes one

@@ -16,7 +16,9 @@ OpenAI-compatible servers implement. How the conversation is sent (``messages``)
   with tool calls ``{"role": "assistant", "content": text or None, "tool_calls": [{"id",
   "type": "function", "function": {"name", "arguments": input_json or "{}"}}]}``;
 - ``ToolResult(call_id, content)`` → ``{"role": "tool", "tool_call_id": call_id,
-  "content": content}``.
+  "content": content}``. Tool messages are text only: for a result with media, the
+  message has its text and a note naming them, and the media go in one ``user``
+  message after the turn's tool messages (``chat_tool_message``, ``chat_media_part``).
 
 How its stream is read: ``delta.content`` (and ``delta.refusal``) → ``TextDelta``;
 ``delta.reasoning_content`` / ``delta.reasoning`` (vLLM, DeepSeek, OpenRouter...) →
@@ -39,7 +41,9 @@ back with it. The system prompt is ``instructions``; a ``UserMessage`` is ``{"ro
 "user", "content": text}``; an ``AssistantMessage`` is its reasoning items (below),
 then ``{"role": "assistant", "content": text}`` (if it has text), then one ``{"type":
 "function_call", "call_id", "name", "arguments"}`` per call; a ``ToolResult`` is
-``{"type": "function_call_output", "call_id", "output"}``. Its stream:
+``{"type": "function_call_output", "call_id", "output"}``, whose ``output`` is the
+result's text, or for a result with media its parts as ``input_text`` /
+``input_image`` / ``input_file`` items (``function_output``). Its stream:
 ``response.output_text.delta`` → ``TextDelta``; ``response.reasoning_summary_text.delta``
 and ``response.reasoning_text.delta`` → ``ReasoningDelta``; ``response.output_item.done``
 of a ``reasoning`` item → ``ProviderItem("openai", "reasoning", <the item as JSON>)``;
@@ -55,6 +59,12 @@ A kept reasoning item goes back as it came, in front of its message's text and c
 under it; ``encrypted_content`` carries the reasoning); an item with no
 ``encrypted_content`` then cannot be read back and is left out. With
 ``extra_body={"store": True}`` items keep their ids. ``OpenAIChatClient`` drops them.
+
+A run's structured answer (``request.output_format``) goes as ``response_format``
+(Chat Completions) or ``text.format`` (Responses), a ``json_schema``, strict when the
+schema has a strict form (``json_schema_format``). With ``strict=True``, the nulls strict
+mode introduces into tool arguments are taken out of each call's arguments before the
+worker gets them, which then come as one fragment once the call is complete.
 
 Neither API has an error flag on a tool result: a failed call's content already says
 so ("Invalid argument: ...", "Execution failed: ...", "Tool 'x' not found"...).
@@ -284,7 +294,9 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk", "ChatCompletionMessa
 
     ``strict=True`` sends every tool with ``"strict": true`` and its schema rewritten
     for OpenAI's strict mode (``export_tools(..., "openai", strict=True)``; a schema
-    that has no strict form raises ``ValueError`` from the first request).
+    that has no strict form raises ``ValueError`` from the first request), and takes
+    the nulls that rewrite introduces (``null`` for "not given") out of each call's
+    arguments (``drop_introduced_nulls``), so a tool never reads one.
     ``max_tokens`` is sent as ``max_completion_tokens``, ``temperature`` as is, and
     ``extra_body`` is merged into every request body (for server-specific fields,
     or ``{"max_tokens": n}`` for servers that predate ``max_completion_tokens``).
