@@ -195,6 +195,23 @@ class TestAnthropic:
             }
         }
 
+    async def test_an_output_config_in_extra_body_keeps_the_format(self, server):
+        """``extra_body={"output_config": {"effort": ...}}`` is merged with the format, not
+        put in its place."""
+        server.add(stream(*wire.claude_text(ANSWER)))
+        client = AnthropicClient(
+            "claude-test",
+            api_key="k",
+            base_url=server.base_url,
+            max_retries=0,
+            extra_body={"output_config": {"effort": "low"}},
+        )
+        worker = await forecast_run(client)
+        assert worker.output == FORECAST
+        sent = server.requests[0].json["output_config"]
+        assert sent["effort"] == "low"
+        assert sent["format"]["type"] == "json_schema"
+
     async def test_a_client_told_otherwise_asks_through_the_tool(self, server):
         """``supports_output_format = False`` on a client: no output_config; the worker
         offers its final_result tool and asks for a tool call instead."""

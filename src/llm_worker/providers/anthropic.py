@@ -215,6 +215,13 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
     async def _open_stream(
         self, request: LlmRequest, tools: list[dict[str, Any]]
     ) -> anthropic.AsyncStream[RawMessageStreamEvent]:
+        output_config = self._output_config(request.output_format)
+        extra_body = self.extra_body or None
+        given = self.extra_body.get("output_config")
+        if isinstance(output_config, dict) and isinstance(given, Mapping):
+            # extra_body's own output_config (its effort...) would replace ours: merge them.
+            merged = {**cast("Mapping[str, object]", given), **output_config}
+            extra_body = {**self.extra_body, "output_config": merged}
         return await self._client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
@@ -222,9 +229,9 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             system=request.system_prompt if request.system_prompt else anthropic.omit,
             tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
             tool_choice=claude_tool_choice(request) if tools else anthropic.omit,
-            output_config=self._output_config(request.output_format),
+            output_config=output_config,
             stream=True,
-            extra_body=self.extra_body or None,
+            extra_body=extra_body,
         )
 
     def _output_config(self, output_format: OutputFormat | None) -> OutputConfigParam | Omit:
