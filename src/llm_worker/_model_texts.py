@@ -23,6 +23,8 @@ from ._safe_text import safe_text
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
+    from ._content import MediaPart
+
 __all__ = [
     "ABORTED",
     "APPROVAL_CANCELLED",
@@ -40,7 +42,10 @@ __all__ = [
     "MCP_ERROR",
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
+    "MEDIA_ATTACHED",
     "MEDIA_DROPPED",
+    "MEDIA_NOT_SENT",
+    "MEDIA_OF_RESULT",
     "NOT_ALLOWED",
     "NOT_JSON_NUMBER",
     "NOT_RUN",
@@ -59,6 +64,7 @@ __all__ = [
     "WITHHELD",
     "call_text",
     "describe_validation_error",
+    "media_label",
     "shown_name",
     "truncation_note",
 ]
@@ -137,6 +143,28 @@ def shown_name(name: str) -> str:
 def call_text(template: str, name: str, **fields: object) -> str:
     """``template`` (one of the above) filled in for a call of tool ``name``."""
     return template.format(name=shown_name(name), **fields)
+
+
+# -- media of a tool result, as a provider client sends it (llm_worker.providers) ------------
+
+# In place of a media part the provider's API cannot take in a tool result ({media}: a
+# media_label).
+MEDIA_NOT_SENT = "[{media} not shown: this API cannot take {media_type} in a tool result]"
+# In a text-only tool message (Chat Completions...), for the media sent after it.
+MEDIA_ATTACHED = "[attached in the next user message: {media}]"
+# Heads those media in that user message.
+MEDIA_OF_RESULT = "[attachments of the result of tool call {call_id}:]"
+
+
+def media_label(part: MediaPart) -> str:
+    """How a note names a media part: ``'q3.pdf' (application/pdf, 5120 bytes)``,
+    ``image/png (812 bytes)``, ``image/png at https://...``."""
+    if part.url is not None:
+        where = f"{part.name!r} ({part.media_type})" if part.name else part.media_type
+        return f"{where} at {part.url}"
+    if part.name:
+        return f"{part.name!r} ({part.media_type}, {part.size} bytes)"
+    return f"{part.media_type} ({part.size} bytes)"
 
 
 # -- MCP tools (the text after "Execution failed: " or "Internal error: ") -------------------
