@@ -86,6 +86,7 @@ from ._hooks import (
     SyntheticResult,
     ToolCallContext,
 )
+from ._instrumentation import Instrumentation, RequestSpan, RunSpan, ToolSpan
 from ._limits import Limits
 from ._meta import LlmToolDefinition, ToolAnnotations, ToolMeta
 from ._options import Description
@@ -118,6 +119,7 @@ __all__ = [
     "ExecutionFailedError",
     "FormatName",
     "HookError",
+    "Instrumentation",
     "InternalToolError",
     "InvalidArgumentError",
     "Limits",
@@ -143,6 +145,7 @@ __all__ = [
     "ProviderItem",
     "ProviderItemDone",
     "ReasoningDelta",
+    "RequestSpan",
     "ResponseCompleted",
     "ResponseStarted",
     "RunAborted",
@@ -150,6 +153,7 @@ __all__ = [
     "RunFailed",
     "RunFinished",
     "RunPaused",
+    "RunSpan",
     "RunState",
     "RunStateError",
     "RunStateWarning",
@@ -182,6 +186,7 @@ __all__ = [
     "ToolServer",
     "ToolServerError",
     "ToolServerHandle",
+    "ToolSpan",
     "ToolUseStart",
     "ToolUseStop",
     "Usage",
