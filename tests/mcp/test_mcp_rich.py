@@ -219,18 +219,22 @@ class TestServedResults:
             ('{"n": NaN}', "not JSON"),
             ("[1, 2]", "not a JSON object"),
             (ToolReturn([DataPart.of({"n": 1}), DataPart.of({"n": 2})]), "2 data parts, not one"),
+            ('{"n": "two"}', "at /n: 'two' is not of type 'integer'"),
+            ("{}", "at /: 'n' is a required property"),
+            ('{"n": 1, "items": [1, "x"]}', "at /items/1: 'x' is not of type 'integer'"),
         ],
     )
     async def test_a_hand_written_tool_with_an_output_schema(self, returned, outcome):
         """A hand-written tool declaring an outputSchema: its text (or its one data part) is
-        the structured content; a result the schema cannot describe is an isError result."""
+        the structured content; a result the schema does not describe (or whose value does
+        not fit it, checked as the MCP specification asks) is an isError result."""
 
         class Declared:
             async def execute(self, input_json: str) -> str | ToolReturn:
                 return returned
 
         server = ToolServer()
-        meta = ToolMeta(name="totals", output_schema={"type": "object"})
+        meta = ToolMeta(name="totals", output_schema=TOTALS_SCHEMA)
         server.register_tool(lambda: (meta, Declared()))
         async with connect(create_server(server)) as session:
             result = await session.call_tool("totals", {})
@@ -242,6 +246,37 @@ class TestServedResults:
                 f"Internal error: tool 'totals' returned a result its output schema does not "
                 f"describe ({outcome})"
             )
+
+    @pytest.mark.anyio
+    async def test_an_output_schema_that_is_not_json_schema(self):
+        """A hand-written output schema that is not valid JSON Schema: each call is an isError
+        result saying so, and the server goes on serving."""
+
+        class Declared:
+            async def execute(self, input_json: str) -> str:
+                return '{"n": 1}'
+
+        server = ToolServer()
+        meta = ToolMeta(name="totals", output_schema={"type": "object", "required": "n"})
+        server.register_tool(lambda: (meta, Declared()))
+        async with connect(create_server(server)) as session:
+            first = await session.call_tool("totals", {})
+            second = await session.call_tool("totals", {})
+        assert first.is_error and second.is_error
+        assert text_of(second) == (
+            "Internal error: tool 'totals' returned a result its output schema does not "
+            "describe (its output schema is not a valid JSON Schema)"
+        )
+
+
+TOTALS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "n": {"type": "integer"},
+        "items": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["n"],
+}
 
 
 class Colour(str, enum.Enum):

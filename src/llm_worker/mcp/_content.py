@@ -19,8 +19,10 @@ with data                         ``llm-worker://media/<sha256 of the bytes>/<na
 
 A tool with an ``output_schema`` also gets ``structuredContent``: its JSON value
 (the only ``DataPart`` of a rich result, else its text), as ``{"result": value}``
-when the schema is a wrapped one; an ``isError`` result never has it. The
-metadata is never sent.
+when the schema is a wrapped one, checked against the schema (the MCP
+specification says it must conform; a value that does not is an ``isError``
+result naming where); an ``isError`` result never has it. The metadata is
+never sent.
 
 Use: a ``CallToolResult`` becomes what the model reads (``tool_return``):
 
@@ -56,6 +58,9 @@ from typing import Any, NoReturn, cast
 from urllib.parse import quote, unquote, urlsplit
 
 import mcp.types as types
+from jsonschema import exceptions as schema_errors
+from jsonschema import validators
+from jsonschema.protocols import Validator
 
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._conversation import ToolResult
@@ -68,6 +73,12 @@ __all__ = ["call_tool_result", "error_text", "tool_return"]
 
 MEDIA_URI = "llm-worker://media/{digest}/{name}"
 """Where an embedded media part says it is: its bytes' SHA-256, then its name (if any)."""
+
+# Output schemas' validators, made once per schema object (and kept with it, so that its
+# id is not reused); bounded for a server whose tools are registered again and again.
+_VALIDATORS: dict[int, tuple[dict[str, Any], Validator]] = {}
+_MAX_VALIDATORS = 512
+_MAX_MISMATCH = 200  # characters of the checker's message the model reads
 
 _DEFAULT_BLOB_TYPE = "application/octet-stream"
 _LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
@@ -92,6 +103,7 @@ def call_tool_result(
         return types.CallToolResult(content=content, is_error=result.is_error)
     try:
         structured = _structured(result, wrapped=output_schema.get(WRAPPED) is True)
+        _check(structured, output_schema)
     except ValueError as exc:
         text = call_text(NOT_STRUCTURED, name, why=str(exc))
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
@@ -137,6 +149,28 @@ def _structured(result: ToolResult, *, wrapped: bool) -> Any:
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     return cast("dict[str, Any]", value)
+
+
+def _check(value: Any, schema: dict[str, Any]) -> None:
+    """``ValueError`` saying where ``value`` does not fit ``schema`` (its first error)."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        if len(_VALIDATORS) >= _MAX_VALIDATORS:
+            _VALIDATORS.clear()
+        validator_class = validators.validator_for(schema)
+        try:
+            validator_class.check_schema(schema)
+        except schema_errors.SchemaError:
+            raise ValueError("its output schema is not a valid JSON Schema") from None
+        cached = _VALIDATORS[id(schema)] = (schema, validator_class(schema))
+    error = next(iter(cached[1].iter_errors(value)), None)
+    if error is None:
+        return
+    where = "".join(f"/{step}" for step in error.absolute_path) or "/"
+    message = error.message
+    if len(message) > _MAX_MISMATCH:
+        message = message[: _MAX_MISMATCH - 1] + "…"
+    raise ValueError(f"at {where}: {message}")
 
 
 def _not_json(constant: str) -> NoReturn:
