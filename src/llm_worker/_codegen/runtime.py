@@ -261,19 +261,22 @@ def _call_to_text(
 
 
 _PARTS = (TextPart, MediaPart, DataPart)
+_RICH = (ToolReturn, *_PARTS)
 
 
 def rich_return(result: object) -> ToolReturn | None:
     """``result`` as a ``ToolReturn`` if it is one, a content part, or a list of parts."""
-    if isinstance(result, ToolReturn):
-        return result
-    if isinstance(result, _PARTS):
-        return ToolReturn(result)
-    if type(result) is list and result:
+    # Most results are not rich: one isinstance() says so (a list: its first item's).
+    if type(result) is list:
         items = cast("list[object]", result)
+        if not items or not isinstance(items[0], _PARTS):
+            return None
         if all(isinstance(item, _PARTS) for item in items):
             return ToolReturn(cast("list[ContentPart]", items))
-    return None
+        return None
+    if not isinstance(result, _RICH):
+        return None
+    return result if isinstance(result, ToolReturn) else ToolReturn(result)
 
 
 def _json_text(result: object) -> str | None:
