@@ -262,12 +262,17 @@ def _call_to_text(
 
 _PARTS = (TextPart, MediaPart, DataPart)
 _RICH = (ToolReturn, *_PARTS)
+_NEVER_RICH = frozenset({int, float, bool, dict, type(None)})  # the usual results, told at once
 
 
 def rich_return(result: object) -> ToolReturn | None:
     """``result`` as a ``ToolReturn`` if it is one, a content part, or a list of parts."""
-    # Most results are not rich: one isinstance() says so (a list: its first item's).
-    if type(result) is list:
+    # Most results are not rich: their type, or one isinstance(), says so (a list: its
+    # first item's).
+    kind = type(result)
+    if kind in _NEVER_RICH:
+        return None
+    if kind is list:
         items = cast("list[object]", result)
         if not items or not isinstance(items[0], _PARTS):
             return None
