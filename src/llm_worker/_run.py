@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic
 
 import anyio
 from anyio.abc import TaskGroup
+from anyio.lowlevel import checkpoint
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from typing_extensions import Self, TypeVar, final
 
@@ -91,7 +92,7 @@ from ._hooks import (
     run_post_hooks,
     run_pre_hooks,
 )
-from ._instrumentation import RequestSpan, RunSpan
+from ._instrumentation import RunSpan
 from ._model_texts import (
     ABORTED,
     CANCELLED,
@@ -208,7 +209,9 @@ class RunStream(Generic[DepsT, OutputT]):
         return self
 
     def __aiter__(self) -> AsyncIterator[RunEvent]:
-        return self
+        # Once entered, ``async for`` reads the loop's generator itself: one step less per
+        # event than going through ``__anext__``.
+        return self if self._events is None else self._events
 
     async def __anext__(self) -> RunEvent:
         events = self._events
@@ -297,6 +300,7 @@ class _Turns:
         self.progress: ProgressReports | None = None
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
+        self.starting = 0  # of which not begun yet
         self.trace: RunSpan | None = None  # the observer's, if the worker has one
         self.error: BaseException | None = None  # what ended the run, if not a result
         self.ended = False  # whether events() ran to its end (or its error)
@@ -359,88 +363,137 @@ class _Turns:
     async def events(self) -> AsyncGenerator[RunEvent, None]:
         session = self.session
         output = self.output
+        # A resumed run starts with its paused response's calls (the denied ones already
+        # decided), then goes on as usual.
+        batch, self.batch = self.batch, None
+        message: AssistantMessage | None = None
+        decided: Sequence[ToolCallFinished] = ()
+        if batch is not None:
+            decided = self.denied(batch)
         try:
-            batch, self.batch = self.batch, None
-            if batch is not None:  # a resumed run: its calls, then on as usual
-                denied = [
-                    ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED)
-                    for slot in batch
-                    if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
-                ]
-                if self.trace is not None:
-                    for finished in denied:
-                        self.trace.decided(finished.call, ToolCallOutcome.DENIED, None)
-                async with aclosing(self.calls(batch, None, denied)) as events:
-                    async for event in events:
-                        yield event
-                if self.result is WorkerResult.PAUSED:
-                    return
-                if output is not None and output.done:
-                    yield self.finish(_last_text(session.history), output.value)
-                    return
             while True:
-                self.check_budgets()
-                yield ResponseStarted(session.run_tally.requests + 1)
-                # Send the request and pass the response on as it comes.
-                request = LlmRequest(
-                    session.system_prompt,
-                    HistoryView(session.history),
-                    sorted_definitions(session.handle),
-                    session.tool_choice,
-                    session.allowed_tools,
-                )
-                if output is not None:
-                    request = _asking_for(request, output)
-                response = _Response()
-                stream = session.client.stream(request)
-                span = None if self.trace is None else self.trace.request(request, self.turns + 1)
-                source = stream if span is None else _activated(stream, span)
-                done = False
-                try:
-                    async for llm_event in source:
-                        forwarded = response.feed(llm_event)
-                        if forwarded is not None:
-                            yield forwarded
-                    done = True
-                    message = response.message()
-                except BaseException as exc:
-                    if span is not None:
-                        span.end(None, exc)
-                    raise
-                finally:
-                    if not done:  # a stream read to its end needs no closing
-                        with anyio.CancelScope(shield=True):
-                            if source is not stream:
-                                await source.aclose()  # type: ignore[attr-defined]
-                            aclose = getattr(stream, "aclose", None)
-                            if aclose is not None:
+                if batch is None:
+                    # -- a request: send it, and pass the response on as it comes --
+                    self.check_budgets()
+                    yield ResponseStarted(session.run_tally.requests + 1)
+                    request = self.request()
+                    response = _Response()
+                    stream = session.client.stream(request)
+                    trace = self.trace
+                    span = None if trace is None else trace.request(request, self.turns + 1)
+                    done = False
+                    try:
+                        while True:
+                            # The observer's span is active while the model's stream is
+                            # read, one step at a time: never while the reader has an event.
+                            activation = None if span is None else span.activate()
+                            try:
+                                if activation is None:
+                                    llm_event = await stream.__anext__()
+                                else:
+                                    with activation:
+                                        llm_event = await stream.__anext__()
+                            except StopAsyncIteration:
+                                break
+                            forwarded = response.feed(llm_event)
+                            if forwarded is not None:
+                                yield forwarded
+                        done = True
+                        message = response.message()
+                    except BaseException as exc:
+                        if span is not None:
+                            span.end(None, exc)
+                        raise
+                    finally:
+                        aclose = None if done else getattr(stream, "aclose", None)
+                        if aclose is not None:  # a stream read to its end needs no closing
+                            with anyio.CancelScope(shield=True):
                                 await aclose()
-                if span is not None:
-                    span.end(message, None)
-                session.history.append(message)
-                session.count(message)
-                self.turns += 1
-                if not message.tool_calls:
-                    yield ResponseCompleted(message)
-                    if message.stop_reason == PAUSE_TURN:
-                        continue  # the provider paused a long turn: ask it to go on
-                    if output is None:
-                        yield self.finish(message.text, message.text)
-                        return
-                    problem = output.answer_text(message.text)
-                    if problem is None:
-                        yield self.finish(message.text, output.value)
-                        return
-                    session.history.append(UserMessage(problem))  # and ask again
-                    continue
-                batch = ToolBatch(message.tool_calls, self.turns)
-                async with aclosing(self.calls(batch, message)) as events:
-                    async for event in events:
-                        yield event
-                if self.result is WorkerResult.PAUSED:
-                    return
+                    if span is not None:
+                        span.end(message, None)
+                    session.history.append(message)
+                    session.count(message)
+                    self.turns += 1
+                    if not message.tool_calls:
+                        yield ResponseCompleted(message)
+                        if message.stop_reason == PAUSE_TURN:
+                            continue  # the provider paused a long turn: ask it to go on
+                        if output is None:
+                            yield self.finish(message.text, message.text)
+                            return
+                        problem = output.answer_text(message.text)
+                        if problem is None:
+                            yield self.finish(message.text, output.value)
+                            return
+                        session.history.append(UserMessage(problem))  # and ask again
+                        continue
+                    batch = ToolBatch(message.tool_calls, self.turns)
+                # -- its calls, from the response to their results in the history: decide,
+                # pause or run, review, record. This is the one place a batch ends early:
+                # every way out gives every call its one result before the history is
+                # seen again.
+                try:
+                    if message is not None:  # a new response (a resumed one was decided)
+                        yield ResponseCompleted(message)
+                        if session.tool_choice not in ("auto", "none"):
+                            # A forced call has been made; forcing it again would loop.
+                            session.tool_choice = "auto"
+                        decided = await self.decide(batch)
+                        if batch.held():
+                            pending = self.pause(batch, decided)
+                            for finished in decided:
+                                yield finished
+                            for waiting in pending:
+                                yield ApprovalRequested(waiting)
+                            yield RunPaused(pending)
+                            return
+                    for finished in decided:
+                        yield finished
+                    ready = [slot for slot in batch if slot.state is SlotState.READY]
+                    unreviewed = deque(ready)
+                    for wave in _waves(ready):
+                        if len(wave) == 1 and _runs_inline(wave[0]):
+                            slot = wave[0]
+                            slot.state = SlotState.RUNNING
+                            yield ToolCallRunning(slot.run_call)
+                            batch.ran(slot, await self.execute(slot, timed=True))
+                            for reviewed in await self.review(batch, unreviewed, slot):
+                                yield reviewed
+                        else:
+                            together = self.run_together(batch, wave, unreviewed)
+                            async with aclosing(together) as events:
+                                async for event in events:
+                                    yield event
+                    results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
+                    session.history.extend(results)
+                except _Aborted as stop:
+                    reason = stop.decision.reason
+                    why = f"the run was aborted ({reason})"
+                    if self.trace is not None and stop.call is not None:
+                        self.trace.decided(stop.call, ToolCallOutcome.ABORTED, reason)
+                    stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
+                    for finished in (*stop.finished, *stopped):
+                        yield finished
+                    raise WorkerAbortedError(reason) from None
+                except Exception:
+                    why = "the run stopped with an error"
+                    for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why):
+                        yield finished
+                    raise
+                except BaseException as exc:
+                    if session.paused is batch:
+                        raise  # the reader left a paused run: the calls still wait
+                    if isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit)):
+                        why = "the run was cancelled"
+                        self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN, why, False)
+                    else:
+                        why = "the run stopped with an error"
+                        self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why)
+                    raise
+                batch = None
                 if output is not None and output.done:  # it answered through the output tool
-                    yield self.finish(message.text, output.value)
+                    text = _last_text(session.history) if message is None else message.text
+                    yield self.finish(text, output.value)
                     return
         except WorkerAbortedError as exc:
             self.error = exc
@@ -456,6 +509,17 @@ class _Turns:
             raise
         finally:
             self.ended = True
+
+    def request(self) -> LlmRequest:
+        session = self.session
+        request = LlmRequest(
+            session.system_prompt,
+            HistoryView(session.history),
+            sorted_definitions(session.handle),
+            session.tool_choice,
+            session.allowed_tools,
+        )
+        return request if self.output is None else _asking_for(request, self.output)
 
     def finish(self, text: str, value: Any) -> RunFinished:
         session = self.session
@@ -479,86 +543,30 @@ class _Turns:
 
     # -- one response's calls ------------------------------------------------------------
 
-    async def calls(
-        self,
-        batch: ToolBatch,
-        message: AssistantMessage | None,
-        decided: Sequence[ToolCallFinished] = (),
-    ) -> AsyncGenerator[RunEvent, None]:
-        """A response's calls, from the response (``message``; ``None`` when resumed) to
-        their results in the history: decide, pause or run, review, record.
+    def denied(self, batch: ToolBatch) -> list[ToolCallFinished]:
+        """The events of a resumed batch's denied calls (the observer hears of them here)."""
+        denied = [
+            ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED)
+            for slot in batch
+            if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
+        ]
+        if self.trace is not None:
+            for finished in denied:
+                self.trace.decided(finished.call, ToolCallOutcome.DENIED, None)
+        return denied
 
-        This is the one place a batch ends early: every way out gives every call its
-        one result before the history is seen again.
-        """
-        session = self.session
-        try:
-            if message is not None:
-                yield ResponseCompleted(message)
-                if session.tool_choice not in ("auto", "none"):
-                    # A forced call has been made; forcing it again would loop to max_turns.
-                    session.tool_choice = "auto"
-                decided = await self.decide(batch)
-                held = batch.held()
-                if self.trace is not None:
-                    for finished in decided:
-                        self.trace.decided(finished.call, finished.outcome, None)
-                    for slot in held:
-                        self.trace.decided(slot.call, "paused", slot.reason)
-                if held:
-                    session.paused = batch  # from here on, leaving keeps the pause
-                    pending = tuple(
-                        PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
-                        for slot in held
-                        if slot.entry is not None
-                    )
-                    self.result = WorkerResult.PAUSED
-                    for finished in decided:
-                        yield finished
-                    for waiting in pending:
-                        yield ApprovalRequested(waiting)
-                    yield RunPaused(pending)
-                    return
-            for finished in decided:
-                yield finished
-            ready = [slot for slot in batch if slot.state is SlotState.READY]
-            unreviewed = deque(ready)
-            for wave in _waves(ready):
-                if len(wave) == 1 and _runs_inline(wave[0]):
-                    slot = wave[0]
-                    slot.state = SlotState.RUNNING
-                    yield ToolCallRunning(slot.run_call)
-                    batch.ran(slot, await self.execute(slot, timed=True))
-                    for reviewed in await self.review(batch, unreviewed, slot):
-                        yield reviewed
-                else:
-                    async with aclosing(self.run_together(batch, wave, unreviewed)) as events:
-                        async for event in events:
-                            yield event
-            results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
-            session.history.extend(results)
-        except _Aborted as stop:
-            reason = stop.decision.reason
-            why = f"the run was aborted ({reason})"
-            if self.trace is not None and stop.call is not None:
-                self.trace.decided(stop.call, ToolCallOutcome.ABORTED, reason)
-            stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
-            for finished in (*stop.finished, *stopped):
-                yield finished
-            raise WorkerAbortedError(reason) from None
-        except Exception:
-            why = "the run stopped with an error"
-            for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why):
-                yield finished
-            raise
-        except BaseException as exc:
-            if session.paused is batch:
-                raise  # the reader left a paused run: the calls still wait
-            if isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit)):
-                self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN, "the run was cancelled", False)
-            else:
-                self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, "the run stopped with an error")
-            raise
+    def pause(
+        self, batch: ToolBatch, decided: Sequence[ToolCallFinished]
+    ) -> tuple[PendingCall, ...]:
+        """Keep ``batch`` waiting for decisions: from here on, leaving keeps the pause."""
+        held = batch.held()
+        self.session.paused = batch
+        self.result = WorkerResult.PAUSED
+        return tuple(
+            PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
+            for slot in held
+            if slot.entry is not None
+        )
 
     async def decide(self, batch: ToolBatch) -> list[ToolCallFinished]:
         """Resolve each call and ask its pre-hooks and approval policy, in call order, once.
@@ -617,6 +625,12 @@ class _Turns:
                 )
             else:
                 raise _Aborted(decision, call=call)  # an abort stops everything: nothing runs
+        trace = self.trace
+        if trace is not None:
+            for finished in settled:
+                trace.decided(finished.call, finished.outcome, None)
+            for slot in batch.held():
+                trace.decided(slot.call, "paused", slot.reason)
         return settled
 
     def answer(
@@ -636,9 +650,13 @@ class _Turns:
         entry = slot.entry
         assert entry is not None
         span = slot.span = trace.tool_call(slot.run_call, entry.meta)
+        activation = span.activate()
         try:
-            with span.activate():
+            if activation is None:
                 result = await self.execute_call(slot, timed)
+            else:
+                with activation:
+                    result = await self.execute_call(slot, timed)
         except anyio.get_cancelled_exc_class():
             raise  # a timeout (the runner's) or a stop: whoever knows which ends the span
         except BaseException as exc:
@@ -699,19 +717,15 @@ class _Turns:
     ) -> AsyncGenerator[RunEvent, None]:
         """Run ``wave``'s calls as tasks, at most ``max_concurrent_calls`` at a time."""
         send, receive = self.open_channel()
-        group = self.group
-        assert group is not None
-        runners = min(self.session.limits.max_concurrent_calls, len(wave))
+        limit = min(self.session.limits.max_concurrent_calls, len(wave))
         # The first calls start at once: they are announced here. The runners share one
-        # iterator, so calls start in call order whichever runner the backend runs first.
-        for slot in wave[:runners]:
+        # queue, so calls start in call order whichever runner the backend runs first.
+        for slot in wave[:limit]:
             slot.state = SlotState.RUNNING
             yield ToolCallRunning(slot.run_call)
         self.stopping = False
-        queue = iter(wave)
-        for _ in range(runners):
-            self.runners += 1
-            group.start_soon(self.runner, queue, send)
+        queue = deque(wave)
+        await self.start_runners(queue, limit, send)
         outstanding = len(wave)
         while outstanding:
             try:  # what already came needs no trip through the event loop
@@ -736,17 +750,38 @@ class _Turns:
             for finished in await self.review(batch, unreviewed, slot):
                 yield finished
 
-    async def runner(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+    async def start_runners(
+        self, queue: deque[CallSlot], limit: int, send: MemoryObjectSendStream[Any]
+    ) -> None:
+        """Start runner tasks until each call of ``queue`` has one, or ``limit`` run.
+
+        A runner takes the next call the moment its call ends, so calls that never
+        wait (a task costs more to start than such a call costs to run) run one after
+        another in one task. Another runner starts only when every runner is waiting
+        in a call: no call waits for one that is waiting. A runner not yet begun will
+        take the next call: the loop lets the runners run (a checkpoint) until they do.
+        """
+        group = self.group
+        assert group is not None
+        while len(queue) > self.starting and self.runners < limit:
+            if self.starting:
+                await checkpoint()
+                continue
+            self.runners += 1
+            self.starting += 1
+            group.start_soon(self.runner, queue, send)
+
+    async def runner(self, queue: deque[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+        self.starting -= 1
         try:
             await self.run_calls(queue, send)
         finally:
             self.runners -= 1
 
-    async def run_calls(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+    async def run_calls(self, queue: deque[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
         timeout = self.session.limits.tool_timeout
-        for slot in queue:
-            if self.stopping:
-                return
+        while queue and not self.stopping:
+            slot = queue.popleft()
             if slot.state is not SlotState.RUNNING:  # it waited for a free runner
                 slot.state = SlotState.RUNNING
                 _send(send, (slot.index, _STARTED))
@@ -862,19 +897,6 @@ class _Aborted(Exception):
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         send.send_nowait(message)
-
-
-async def _activated(
-    stream: AsyncIterator[LlmEvent], span: RequestSpan
-) -> AsyncGenerator[LlmEvent, None]:
-    """``stream``, each step read inside ``span.activate()`` (and nothing else)."""
-    while True:
-        with span.activate():
-            try:
-                event = await stream.__anext__()
-            except StopAsyncIteration:
-                return
-        yield event
 
 
 def _runs_inline(slot: CallSlot) -> bool:
