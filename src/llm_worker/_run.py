@@ -457,8 +457,11 @@ class _Turns:
                             slot.state = SlotState.RUNNING
                             yield ToolCallRunning(slot.run_call)
                             batch.ran(slot, await self.execute(slot, timed=True))
-                            for reviewed in await self.review(batch, unreviewed, slot):
-                                yield reviewed
+                            if not session.post_hooks:
+                                yield self.final(batch, slot)
+                            else:
+                                for reviewed in await self.review(batch, unreviewed):
+                                    yield reviewed
                         else:
                             together = self.run_together(batch, wave, unreviewed)
                             async with aclosing(together) as events:
@@ -533,13 +536,16 @@ class _Turns:
         if self.turns >= session.max_turns:
             raise MaxTurnsExceededError(session.max_turns)
         limits, used = session.limits, session.run_tally
-        for limit, maximum, value in (
-            ("max_requests", limits.max_requests, used.requests),
-            ("max_input_tokens", limits.max_input_tokens, used.input_tokens),
-            ("max_output_tokens", limits.max_output_tokens, used.output_tokens),
-        ):
-            if maximum is not None and value >= maximum:
-                raise UsageLimitExceededError(limit, maximum, value)
+        if limits.max_requests is not None and used.requests >= limits.max_requests:
+            raise UsageLimitExceededError("max_requests", limits.max_requests, used.requests)
+        if limits.max_input_tokens is not None and used.input_tokens >= limits.max_input_tokens:
+            raise UsageLimitExceededError(
+                "max_input_tokens", limits.max_input_tokens, used.input_tokens
+            )
+        if limits.max_output_tokens is not None and used.output_tokens >= limits.max_output_tokens:
+            raise UsageLimitExceededError(
+                "max_output_tokens", limits.max_output_tokens, used.output_tokens
+            )
 
     # -- one response's calls ------------------------------------------------------------
 
@@ -644,11 +650,15 @@ class _Turns:
 
     async def execute(self, slot: CallSlot, *, timed: bool) -> ToolResult:
         """Run one call; ``timed=False`` when the caller holds its timeout itself."""
-        trace = self.trace
-        if trace is None:
-            return await self.execute_call(slot, timed)
         entry = slot.entry
         assert entry is not None
+        trace = self.trace
+        if trace is None:
+            if entry.execute_with_context is None:  # the usual call: one coroutine less
+                return await execute_call(
+                    entry, slot.run_call, self.session.limits, None, timed=timed
+                )
+            return await self.execute_call(slot, timed)
         span = slot.span = trace.tool_call(slot.run_call, entry.meta)
         activation = span.activate()
         try:
@@ -687,17 +697,18 @@ class _Turns:
         if span is not None:
             span.end(result, error)
 
-    async def review(
-        self, batch: ToolBatch, unreviewed: deque[CallSlot], arrived: CallSlot
-    ) -> list[ToolCallFinished]:
-        """Finalize what can be now that ``arrived`` ran: post-hooks see results in call
-        order. Returns the events of what was finalized; raises ``_Aborted``."""
+    @staticmethod
+    def final(batch: ToolBatch, slot: CallSlot) -> ToolCallFinished:
+        """Without post-hooks, nothing reviews a result: it is final the moment it comes."""
+        result = slot.result
+        assert result is not None
+        batch.finalize(slot, result, ToolCallOutcome.RAN)
+        return ToolCallFinished(slot.call, result, ToolCallOutcome.RAN)
+
+    async def review(self, batch: ToolBatch, unreviewed: deque[CallSlot]) -> list[ToolCallFinished]:
+        """The post-hooks see the results that came, in call order: finalize those whose
+        earlier calls were reviewed. Returns their events; raises ``_Aborted``."""
         hooks = self.session.post_hooks
-        if not hooks:
-            # Nothing reviews results, so each one is final the moment it comes.
-            assert arrived.result is not None
-            batch.finalize(arrived, arrived.result, ToolCallOutcome.RAN)
-            return [ToolCallFinished(arrived.call, arrived.result, ToolCallOutcome.RAN)]
         finished: list[ToolCallFinished] = []
         while unreviewed and unreviewed[0].state is SlotState.RAN:
             slot = unreviewed.popleft()
@@ -717,6 +728,7 @@ class _Turns:
     ) -> AsyncGenerator[RunEvent, None]:
         """Run ``wave``'s calls as tasks, at most ``max_concurrent_calls`` at a time."""
         send, receive = self.open_channel()
+        post_hooks = self.session.post_hooks
         limit = min(self.session.limits.max_concurrent_calls, len(wave))
         # The first calls start at once: they are announced here. The runners share one
         # queue, so calls start in call order whichever runner the backend runs first.
@@ -747,8 +759,11 @@ class _Turns:
                 raise what  # KeyboardInterrupt, SystemExit...: the run stops, the error goes on
             assert isinstance(what, ToolResult)
             batch.ran(slot, what)
-            for finished in await self.review(batch, unreviewed, slot):
-                yield finished
+            if not post_hooks:
+                yield self.final(batch, slot)
+            else:
+                for finished in await self.review(batch, unreviewed):
+                    yield finished
 
     async def start_runners(
         self, queue: deque[CallSlot], limit: int, send: MemoryObjectSendStream[Any]
@@ -779,36 +794,44 @@ class _Turns:
             self.runners -= 1
 
     async def run_calls(self, queue: deque[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+        """Run the calls of ``queue`` until none is left or the batch stops."""
         timeout = self.session.limits.tool_timeout
         while queue and not self.stopping:
-            slot = queue.popleft()
-            if slot.state is not SlotState.RUNNING:  # it waited for a free runner
-                slot.state = SlotState.RUNNING
-                _send(send, (slot.index, _STARTED))
-            # One scope per call: its deadline is the call's timeout, and cancelling it
-            # is how the loop stops the batch.
-            deadline = math.inf if timeout is None else anyio.current_time() + timeout
-            result: object = None
-            with anyio.CancelScope(deadline=deadline) as scope:
+            # One scope for the calls this runner runs in a row (a scope costs more than a
+            # call that never waits): each call sets its deadline, the call's timeout.
+            # Cancelling the scope is how the loop stops the batch; a scope cancelled (by
+            # a timeout) ends, and the next call gets a new one.
+            slot: CallSlot | None = None
+            with anyio.CancelScope() as scope:
                 self.scopes.add(scope)
                 try:
-                    result = await self.execute(slot, timed=False)
-                except anyio.get_cancelled_exc_class():
-                    raise
-                except BaseException as exc:  # not an Exception: execute_call turned those
-                    if self.escaped is None:
-                        self.escaped = exc
-                    _send(send, (slot.index, exc))
-                    return
+                    while queue and not self.stopping and not scope.cancel_called:
+                        slot = queue.popleft()
+                        if slot.state is not SlotState.RUNNING:  # it waited for a free runner
+                            slot.state = SlotState.RUNNING
+                            _send(send, (slot.index, _STARTED))
+                        if timeout is not None:
+                            scope.deadline = anyio.current_time() + timeout
+                        try:
+                            result = await self.execute(slot, timed=False)
+                        except anyio.get_cancelled_exc_class():
+                            raise
+                        except BaseException as exc:  # not an Exception: execute_call turned those
+                            if self.escaped is None:
+                                self.escaped = exc
+                            _send(send, (slot.index, exc))
+                            return
+                        _send(send, (slot.index, result))
                 finally:
                     self.scopes.discard(scope)
-            if scope.cancelled_caught:
+            if scope.cancelled_caught:  # it ended the call of `slot`
                 if self.stopping:
                     return
                 assert timeout is not None
+                assert slot is not None
                 result = timed_out(slot.run_call, timeout)
                 self.end_span(slot, result, None)
-            _send(send, (slot.index, result))
+                _send(send, (slot.index, result))
 
     def stop(
         self,
@@ -932,7 +955,7 @@ class _Response:
         self.calls: dict[int, ToolUseStart] = {}
         self.fragments: dict[int, list[str]] = {}
         self.ids: set[str] = set()
-        self.stopped: set[int] = set()
+        self.stopped: dict[int, ToolCall] = {}  # the calls whose ToolUseStop came
         self.completion: Completion | None = None
 
     def feed(self, event: LlmEvent) -> RunEvent | None:
@@ -986,11 +1009,10 @@ class _Response:
                 )
             if index in self.stopped:
                 return None
-            self.stopped.add(index)
             start = self.calls[index]
-            return ToolCallReady(
-                index, ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
-            )
+            call = ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
+            self.stopped[index] = call
+            return ToolCallReady(index, call)
         if isinstance(event, Completion):
             self.completion = event
             return None
@@ -1007,8 +1029,10 @@ class _Response:
         completion = self.completion
         if completion is None:
             raise LlmClientError("LlmClient's stream ended without a Completion event")
+        stopped = self.stopped
         calls = tuple(
-            ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
+            stopped.get(index)
+            or ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
             for index, start in self.calls.items()
         )
         return AssistantMessage(
