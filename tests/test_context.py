@@ -135,20 +135,59 @@ class TestInjection:
 
     @pytest.mark.anyio
     async def test_outside_a_run_the_context_is_empty(self):
-        """Called directly (call_tool), a context tool gets no deps and no call id."""
+        """Called directly (call_tool), a context tool gets no deps, call id or key."""
 
         @tool_registry
         class Bare:
             @tool
             async def probe(self, ctx: ToolContext) -> str:
                 """Show the context."""
-                return f"{ctx.call_id!r} {ctx.deps!r} {ctx.tool_name}"
+                return f"{ctx.call_id!r} {ctx.deps!r} {ctx.tool_name} {ctx.idempotency_key!r}"
 
         from llm_worker import ToolServer
 
         server = ToolServer()
         server.register_tools(tool_definitions(Bare()))
-        assert await server.handle().call_tool("probe", "{}") == "'' None probe"
+        assert await server.handle().call_tool("probe", "{}") == "'' None probe ''"
+
+    @pytest.mark.anyio
+    async def test_the_idempotency_key_names_the_call_in_its_conversation_across_a_reload(
+        self,
+    ):
+        """``idempotency_key`` is "{request}/{call_id}": the same call id in two responses
+        gets two keys, and a paused call keeps its key through save and load."""
+
+        @tool_registry
+        class Keys:
+            def __init__(self) -> None:
+                self.keys: list[str] = []
+
+            @tool
+            async def note(self, ctx: ToolContext) -> str:
+                """Remember the key."""
+                self.keys.append(ctx.idempotency_key)
+                return "ok"
+
+        client = ScriptedClient(
+            [calls(("note", {})), calls(("note", {})), "done", calls(("note", {})), "done"]
+        )
+        first = Keys()
+        worker = Worker(client)
+        worker.register_tools(tool_definitions(first))
+        await worker.run("one")
+        assert first.keys == ["1/call_0_0", "2/call_1_0"]
+
+        worker.add_pre_tool_call_hook(lambda ctx: Pause())
+        assert await worker.run("two") is WorkerResult.PAUSED
+        saved = worker.state.to_json()
+        from llm_worker import RunState
+
+        second = Keys()
+        later = Worker(client)
+        later.register_tools(tool_definitions(second))
+        later.load_state(RunState.from_json(saved))
+        await later.resume(Approve())
+        assert second.keys == ["4/call_3_0"]
 
     @pytest.mark.anyio
     async def test_hooks_see_the_deps_and_a_resume_takes_them_again(self):

@@ -115,3 +115,12 @@ class TestPublicModule:
         assert f"{type(error).__module__}.{type(error).__qualname__}" == (
             "llm_worker.ToolNotFoundError"
         )
+
+
+def test_every_public_name_is_in_the_guides_index() -> None:
+    """docs/index.md's table says where each public name is documented: none is missing."""
+    from pathlib import Path
+
+    index = (Path(__file__).resolve().parent.parent / "docs" / "index.md").read_text()
+    missing = [name for name in llm_worker.__all__ if f"`{name}`" not in index]
+    assert missing == []

@@ -35,7 +35,15 @@ from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 from strategies import CountingDefinition
 
-from llm_worker import Description, LlmToolDefinition, ToolMeta, tool, tool_metas, tool_registry
+from llm_worker import (
+    Description,
+    LlmToolDefinition,
+    ToolAnnotations,
+    ToolMeta,
+    tool,
+    tool_metas,
+    tool_registry,
+)
 from llm_worker._formats import _FORMATTERS, FORMATS, export_tools
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
@@ -286,6 +294,31 @@ class TestExportTools:
         """A ToolMeta exports like its LlmToolDefinition."""
         meta = ToolMeta(name="ping", description="Ping.")
         assert export_tools([meta], "mcp") == export_tools([meta.to_llm_definition()], "mcp")
+
+    def test_mcp_carries_what_a_tool_meta_says_for_hosts(self):
+        """mcp: a ToolMeta's title, said annotations and outputSchema join its entry; the
+        provider formats (and its LlmToolDefinition) carry none of them."""
+        meta = ToolMeta(
+            name="wipe",
+            description="Wipe a disk.",
+            title="Wipe",
+            annotations=ToolAnnotations(destructive=True, idempotent=False),
+            output_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}},
+        )
+        [entry] = export_tools([meta], "mcp")
+        assert entry == {
+            "name": "wipe",
+            "title": "Wipe",
+            "description": "Wipe a disk.",
+            "inputSchema": {"type": "object", "properties": {}},
+            "annotations": {"destructiveHint": True, "idempotentHint": False},
+            "outputSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+        }
+        assert export_tools([meta.to_llm_definition()], "mcp") == [
+            {key: entry[key] for key in ("name", "description", "inputSchema")}
+        ]
+        for fmt in ("neutral", "openai", "openai-responses", "anthropic", "gemini"):
+            assert export_tools([meta], fmt) == export_tools([meta.to_llm_definition()], fmt)
 
     def test_neutral_is_to_dict(self):
         """neutral: each tool is LlmToolDefinition.to_dict()."""

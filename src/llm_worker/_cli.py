@@ -389,10 +389,10 @@ def render_schema(targets: Sequence[str], format: str, *, strict: bool = False) 
     Raises ``_UsageError`` for a bad target, a tool name defined twice, or a
     schema the format cannot express.
     """
-    metas = _collect(targets)
-    definitions = [meta.to_llm_definition() for meta in sorted(metas, key=lambda m: m.name)]
+    # The metas themselves: the mcp format carries their title, annotations and outputSchema.
+    metas = sorted(_collect(targets), key=lambda m: m.name)
     try:
-        tools = export_tools(definitions, cast("FormatName", format), strict=strict)
+        tools = export_tools(metas, cast("FormatName", format), strict=strict)
     except ValueError as exc:
         raise _UsageError(_one_line(str(exc))) from exc
     return json.dumps(tools, sort_keys=True, indent=2, ensure_ascii=False) + "\n"

@@ -39,21 +39,35 @@ class ToolContext(Generic[DepsT]):
 
     ``deps`` is what the run was given (``worker.run(..., deps=...)``); a call
     made outside a run (``ToolServerHandle.call_tool``) gets ``None``.
-    ``call_id`` is the model's id for the call (``""`` outside a run).
+    ``call_id`` is the model's id for the call (``""`` outside a run); it is
+    unique only within one response. ``idempotency_key`` names the call within
+    its conversation: a Worker gives ``"{request}/{call_id}"`` (the conversation's
+    request number of the response that made the call, which a saved and loaded
+    run state keeps), a durable run ``"{workflow_id}/{request}/{call_id}"``;
+    ``""`` outside a run. A tool whose effect must not repeat when a call runs
+    again (after a crash) records it under this key.
     """
 
-    __slots__ = ("_sink", "call_id", "deps", "tool_name")
+    __slots__ = ("_sink", "call_id", "deps", "idempotency_key", "tool_name")
 
     call_id: str
     tool_name: str
     deps: DepsT
+    idempotency_key: str
 
     def __init__(
-        self, *, call_id: str, tool_name: str, deps: DepsT, sink: ProgressSink | None = None
+        self,
+        *,
+        call_id: str,
+        tool_name: str,
+        deps: DepsT,
+        sink: ProgressSink | None = None,
+        idempotency_key: str = "",
     ) -> None:
         self.call_id = call_id
         self.tool_name = tool_name
         self.deps = deps
+        self.idempotency_key = idempotency_key
         self._sink = sink
 
     def report_progress(

@@ -17,7 +17,9 @@ openai-responses   ``{"type": "function", "name", "description", "parameters",
 anthropic          ``{"name", "description", "input_schema"}`` (Messages API ``tools``)
 gemini             ``{"name", "description"[, "parameters"]}``: a ``FunctionDeclaration``
                    whose ``parameters`` is Gemini's OpenAPI-subset ``Schema``
-mcp                ``{"name", "description", "inputSchema"}`` (an MCP ``tools/list`` entry)
+mcp                ``{"name", "description", "inputSchema"}`` (an MCP ``tools/list`` entry);
+                   from a ``ToolMeta``, also its ``title``, ``annotations`` (the hints
+                   it says) and ``outputSchema``, where it has them
 =================  =====================================================================
 
 OpenAI strict mode (``strict=True``, only for ``openai`` and ``openai-responses``)
@@ -40,7 +42,7 @@ from functools import lru_cache
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
 from ._gemini_schema import GeminiSchemaError, gemini_schema
-from ._meta import LlmToolDefinition, ToolMeta
+from ._meta import LlmToolDefinition, ToolAnnotations, ToolMeta
 from ._strict_schema import StrictSchemaError, strict_schema
 from ._tool_names import TOOL_NAME_RULE, is_valid_tool_name, provider_safe_names
 
@@ -102,6 +104,38 @@ def _gemini(name: str, description: str, schema: JsonSchema, strict: bool) -> di
 
 def _mcp(name: str, description: str, schema: JsonSchema, strict: bool) -> dict[str, Any]:
     return {"name": name, "description": description, "inputSchema": schema}
+
+
+# MCP's names for the ToolAnnotations fields.
+_MCP_HINTS = {
+    "read_only": "readOnlyHint",
+    "destructive": "destructiveHint",
+    "idempotent": "idempotentHint",
+    "open_world": "openWorldHint",
+}
+
+
+def _mcp_extras(meta: ToolMeta) -> dict[str, Any]:
+    """What a ``ToolMeta`` tells MCP hosts besides the schema: only what it says."""
+    extras: dict[str, Any] = {}
+    if meta.title is not None:
+        extras["title"] = meta.title
+    hints = _mcp_hints(meta.annotations)
+    if hints:
+        extras["annotations"] = hints
+    output_schema = meta.output_schema
+    if output_schema is not None:
+        extras["outputSchema"] = output_schema
+    return extras
+
+
+def _mcp_hints(annotations: ToolAnnotations) -> dict[str, bool]:
+    """The MCP tool annotations (``readOnlyHint``...) of ``annotations``, the said ones only."""
+    return {
+        hint: value
+        for field, hint in _MCP_HINTS.items()
+        if (value := getattr(annotations, field)) is not None
+    }
 
 
 _Formatter = Callable[[str, str, JsonSchema, bool], dict[str, Any]]
@@ -168,7 +202,10 @@ def export_tools(
         except (StrictSchemaError, GeminiSchemaError) as exc:
             problems.extend(f"{spec.name}: {problem}" for problem in exc.problems)
             continue
-        tools.append(formatter(spec.name, spec.description, json.loads(text), strict))
+        tool = formatter(spec.name, spec.description, json.loads(text), strict)
+        if format == "mcp" and isinstance(spec, ToolMeta):
+            tool.update(_mcp_extras(spec))
+        tools.append(tool)
     if problems:
         lines = "\n".join(f"  {problem}" for problem in problems)
         what = "strict OpenAI" if strict else "Gemini"

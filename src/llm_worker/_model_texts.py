@@ -23,20 +23,33 @@ from ._safe_text import safe_text
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
+    from ._content import MediaPart
+
 __all__ = [
     "ABORTED",
+    "APPROVAL_CANCELLED",
+    "APPROVAL_DECLINED",
+    "APPROVAL_FAILED",
+    "APPROVAL_POLICY_FAILED",
+    "APPROVAL_UNAVAILABLE",
     "CANCELLED",
     "DENIED",
+    "DURABLE_CALL_FAILED",
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
+    "MCP_BAD_CONTENT",
     "MCP_CONNECTION_LOST",
     "MCP_ERROR",
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
+    "MEDIA_ATTACHED",
     "MEDIA_DROPPED",
+    "MEDIA_NOT_SENT",
+    "MEDIA_OF_RESULT",
     "NOT_ALLOWED",
     "NOT_JSON_NUMBER",
     "NOT_RUN",
+    "NOT_STRUCTURED",
     "NOT_TEXT",
     "OUTPUT_ACCEPTED",
     "OUTPUT_INVALID",
@@ -51,6 +64,7 @@ __all__ = [
     "WITHHELD",
     "call_text",
     "describe_validation_error",
+    "media_label",
     "shown_name",
     "truncation_note",
 ]
@@ -67,6 +81,21 @@ ABORTED = "Tool call '{name}' did not run: the run was aborted ({reason})"
 CANCELLED = "Tool call '{name}' was cancelled before it finished"
 STOPPED = "Tool call '{name}' was cancelled before it finished: {why}"
 NOT_RUN = "Tool call '{name}' did not run: the run stopped with an error"
+# A served tool that needs a person's approval, asked for through MCP elicitation.
+APPROVAL_DECLINED = "Tool call '{name}' was denied; it did not run: the user declined it"
+APPROVAL_CANCELLED = (
+    "Tool call '{name}' was denied; it did not run: the user dismissed the request for approval"
+)
+APPROVAL_UNAVAILABLE = (
+    "Tool call '{name}' did not run: it needs a user's approval, which this MCP client "
+    "cannot ask for (it does not support elicitation)"
+)
+APPROVAL_FAILED = (
+    "Tool call '{name}' did not run: it needs a user's approval, and asking for it failed ({why})"
+)
+APPROVAL_POLICY_FAILED = (
+    "Internal error: could not tell whether tool call '{name}' needs approval ({kind})"
+)
 
 # -- calls that ran, but whose own result the model does not get ---------------------------
 
@@ -80,6 +109,10 @@ NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
 MEDIA_DROPPED = (
     "[{media_type} of {size} bytes from tool '{name}' dropped: over the limit of {limit} "
     "bytes for media in one result]"
+)
+# A served tool with an output schema whose result is not the JSON object it describes.
+NOT_STRUCTURED = (
+    "Internal error: tool '{name}' returned a result its output schema does not describe ({why})"
 )
 # The message of the InternalToolError a generated tool raises for a result it cannot serialise.
 UNSERIALIZABLE = "tool '{name}' returned {kind}, which could not be turned into text ({error})"
@@ -112,12 +145,40 @@ def call_text(template: str, name: str, **fields: object) -> str:
     return template.format(name=shown_name(name), **fields)
 
 
+# -- media of a tool result, as a provider client sends it (llm_worker.providers) ------------
+
+# In place of a media part the provider's API cannot take in a tool result ({media}: a
+# media_label).
+MEDIA_NOT_SENT = "[{media} not shown: this API cannot take {media_type} in a tool result]"
+# In a text-only tool message (Chat Completions...), for the media sent after it.
+MEDIA_ATTACHED = "[attached in the next user message: {media}]"
+# Heads those media in that user message.
+MEDIA_OF_RESULT = "[attachments of the result of tool call {call_id}:]"
+
+
+def media_label(part: MediaPart) -> str:
+    """How a note names a media part: ``'q3.pdf' (application/pdf, 5120 bytes)``,
+    ``image/png (812 bytes)``, ``image/png at https://...``."""
+    if part.url is not None:
+        where = f"{part.name!r} ({part.media_type})" if part.name else part.media_type
+        return f"{where} at {part.url}"
+    if part.name:
+        return f"{part.name!r} ({part.media_type}, {part.size} bytes)"
+    return f"{part.media_type} ({part.size} bytes)"
+
+
 # -- MCP tools (the text after "Execution failed: " or "Internal error: ") -------------------
 
 MCP_ERROR = "MCP error: {message}"
 MCP_CONNECTION_LOST = "lost the connection to the MCP server ({kind})"
 MCP_UNEXPECTED = "calling MCP tool '{name}' failed unexpectedly ({kind})"
 MCP_NO_MESSAGE = "MCP tool '{name}' reported an error (no message)"
+MCP_BAD_CONTENT = "MCP tool '{name}' sent {what} that cannot be read: {problem}"
+
+# -- durable runs (the text after "Execution failed: ") ---------------------------------------
+
+# A tool call's activity that Temporal gave up on (its retries ran out, or it timed out).
+DURABLE_CALL_FAILED = "tool '{name}' did not complete: {why}"
 
 # -- arguments over a limit (the text after "Invalid argument: ") ----------------------------
 

@@ -11,9 +11,10 @@ the decorators and the Worker import it only when a schema is asked for.
 from __future__ import annotations
 
 import functools
+import types
 import typing
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, create_model
 
@@ -82,9 +83,10 @@ def _build_shape(output_type: Any) -> OutputShape:
 
 
 def tool_output_schema(returns: Any) -> dict[str, Any] | None:
-    """The ``outputSchema`` of a tool method returning ``returns``: ``None`` for text, for rich
-    results, for no annotation, and for types pydantic cannot describe."""
-    if returns in _NOT_STRUCTURED or _mentions_content(returns):
+    """The ``outputSchema`` of a tool method returning ``returns``: ``None`` for text (any type
+    that may be a ``str``), for rich results, for no annotation, and for types pydantic cannot
+    describe."""
+    if returns in _NOT_STRUCTURED or _mentions_content(returns) or _may_be_text(returns):
         return None
     try:
         return output_shape(returns).schema
@@ -98,6 +100,22 @@ def _mentions_content(tp: Any) -> bool:
     if isinstance(tp, (str, typing.ForwardRef)):
         return True  # an annotation left unresolved: nothing to say about it
     return any(_mentions_content(arg) for arg in get_args(tp) if arg is not Ellipsis)
+
+
+def _may_be_text(tp: Any) -> bool:
+    """Whether a value of ``tp`` may be a ``str`` (``str | None``, a ``StrEnum``...): a tool's
+    result text is then the string itself, not its JSON, and tells no structured value."""
+    if isinstance(tp, type):
+        return issubclass(tp, str)
+    origin = get_origin(tp)
+    if origin is Literal:
+        return any(isinstance(arg, str) for arg in get_args(tp))
+    if origin is Annotated:
+        return _may_be_text(get_args(tp)[0])
+    if origin is Union or origin is types.UnionType:
+        return any(_may_be_text(arg) for arg in get_args(tp))
+    aliased = getattr(tp, "__supertype__", None) or getattr(tp, "__value__", None)
+    return aliased is not None and _may_be_text(aliased)  # a NewType, a `type X = ...` alias
 
 
 def _type_name(tp: Any) -> str:

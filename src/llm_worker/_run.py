@@ -684,7 +684,11 @@ class _Turns:
         reports = self.progress_reports()
         call_id = slot.call.id
         name = entry.meta.name
-        context = ToolContext(call_id=call_id, tool_name=name, deps=self.deps, sink=reports)
+        # Calls run before the next request: the conversation's count is this response's number.
+        key = f"{self.session.tally.requests}/{call_id}"
+        context = ToolContext(
+            call_id=call_id, tool_name=name, deps=self.deps, sink=reports, idempotency_key=key
+        )
         reports.start(call_id)
         try:
             return await execute_call(entry, slot.run_call, limits, context, timed=timed)

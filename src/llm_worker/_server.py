@@ -32,6 +32,7 @@ __all__ = [
     "entry_of",
     "make_entries",
     "sorted_definitions",
+    "sorted_metas",
 ]
 
 
@@ -274,6 +275,12 @@ def entry_of(handle: ToolServerHandle, name: str) -> ToolEntry | None:
 def sorted_definitions(handle: ToolServerHandle) -> tuple[LlmToolDefinition, ...]:
     """``tool_definitions_sorted()`` without the copy: for the Worker's every request."""
     return _sorted_definitions(handle._map)
+
+
+def sorted_metas(handle: ToolServerHandle) -> list[ToolMeta]:
+    """Every tool's whole ``ToolMeta``, sorted by name: what MCP lists (title, annotations...)."""
+    tools = handle._map.tools  # a snapshot: the published dict is never mutated
+    return [tools[name].meta for name in sorted(tools)]
 
 
 def _text_of(result: str | ToolReturn) -> str:

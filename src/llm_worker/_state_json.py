@@ -1,8 +1,10 @@
 """The JSON format of a ``RunState`` (version 1): its shape, and reading and writing it.
 
-Imported only by ``RunState.to_json`` and ``from_json``, so ``import llm_worker``
-does not build the validator. Reading checks the shape strictly (pydantic
-names the first bad fields); ``RunState`` then checks the conversation.
+Imported only by ``RunState.to_json`` and ``from_json`` (and ``llm_worker.temporal``,
+which sends messages between a workflow and its activities in the same format),
+so ``import llm_worker`` does not build the validator. Reading checks the shape
+strictly (pydantic names the first bad fields); ``RunState`` then checks the
+conversation.
 """
 
 from __future__ import annotations
@@ -30,7 +32,18 @@ from ._conversation import (
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
 
-__all__ = ["FORMAT_VERSION", "CallStatus", "dump_state", "load_state"]
+__all__ = [
+    "FORMAT_VERSION",
+    "CallStatus",
+    "dump_call",
+    "dump_message",
+    "dump_result",
+    "dump_state",
+    "dump_usage",
+    "load_state",
+    "parse_message",
+    "parse_result",
+]
 
 FORMAT_VERSION = 1
 _FORMAT = "llm-worker.run-state"
@@ -158,6 +171,10 @@ class _StateJson(TypedDict):
 
 
 _ADAPTER = TypeAdapter(_StateJson)
+_RESULT_ADAPTER = TypeAdapter(_ResultJson)
+_MESSAGE_ADAPTER: TypeAdapter[_UserJson | _AssistantJson | _ToolResultJson] = TypeAdapter(
+    _MessageJson
+)
 
 
 def load_state(text: str | bytes) -> dict[str, Any]:
@@ -202,7 +219,7 @@ def dump_state(
         "format": _FORMAT,
         "version": FORMAT_VERSION,
         "fingerprint": fingerprint,
-        "history": [_dump_message(message) for message in history],
+        "history": [dump_message(message) for message in history],
         "paused": None
         if paused is None
         else {"turns": turns, "calls": [_dump_paused(*call) for call in paused]},
@@ -216,6 +233,24 @@ def dump_state(
     return json.dumps(document, ensure_ascii=False, allow_nan=False)
 
 
+def parse_message(data: object) -> Message:
+    """One history item from its JSON data (as ``dump_message`` wrote it), checked strictly."""
+    try:
+        checked = _MESSAGE_ADAPTER.validate_python(data, strict=True)
+    except ValidationError as exc:
+        raise RunStateError(f"Not a valid message: {_describe(exc)}") from exc
+    return _load_message(checked)
+
+
+def parse_result(data: object) -> ToolResult:
+    """A ``ToolResult`` from its JSON data (as ``dump_result`` wrote it), checked strictly."""
+    try:
+        checked = _RESULT_ADAPTER.validate_python(data, strict=True)
+    except ValidationError as exc:
+        raise RunStateError(f"Not a valid tool result: {_describe(exc)}") from exc
+    return _load_result(checked)
+
+
 def _describe(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
     shown = [
@@ -226,17 +261,17 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(shown) + more
 
 
-def _dump_message(message: Message) -> dict[str, Any]:
+def dump_message(message: Message) -> dict[str, Any]:
     if isinstance(message, UserMessage):
         return {"type": "user", "text": message.text}
     if isinstance(message, ToolResult):
-        return {"type": "tool_result", **_dump_result(message)}
+        return {"type": "tool_result", **dump_result(message)}
     return {
         "type": "assistant",
         "text": message.text,
-        "tool_calls": [_dump_call(call) for call in message.tool_calls],
+        "tool_calls": [dump_call(call) for call in message.tool_calls],
         "stop_reason": message.stop_reason,
-        "usage": None if message.usage is None else _dump_usage(message.usage),
+        "usage": None if message.usage is None else dump_usage(message.usage),
         "provider_items": [
             {"provider": item.provider, "kind": item.kind, "data": item.data}
             for item in message.provider_items
@@ -244,11 +279,11 @@ def _dump_message(message: Message) -> dict[str, Any]:
     }
 
 
-def _dump_call(call: ToolCall) -> dict[str, Any]:
+def dump_call(call: ToolCall) -> dict[str, Any]:
     return {"id": call.id, "name": call.name, "input_json": call.input_json}
 
 
-def _dump_result(result: ToolResult) -> dict[str, Any]:
+def dump_result(result: ToolResult) -> dict[str, Any]:
     data: dict[str, Any] = {
         "call_id": result.call_id,
         "content": result.content,
@@ -275,7 +310,7 @@ def _dump_part(part: ContentPart) -> dict[str, Any]:
     }
 
 
-def _dump_usage(usage: Usage | RunUsage) -> dict[str, Any]:
+def dump_usage(usage: Usage | RunUsage) -> dict[str, Any]:
     return {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
@@ -285,7 +320,7 @@ def _dump_usage(usage: Usage | RunUsage) -> dict[str, Any]:
 
 
 def _dump_run_usage(usage: RunUsage) -> dict[str, Any]:
-    return {"requests": usage.requests, "tool_calls": usage.tool_calls, **_dump_usage(usage)}
+    return {"requests": usage.requests, "tool_calls": usage.tool_calls, **dump_usage(usage)}
 
 
 def _dump_paused(
@@ -296,10 +331,10 @@ def _dump_paused(
     outcome: ToolCallOutcome | None,
 ) -> dict[str, Any]:
     return {
-        "call": _dump_call(call),
+        "call": dump_call(call),
         "status": status,
         "reason": reason,
-        "result": None if result is None else _dump_result(result),
+        "result": None if result is None else dump_result(result),
         "outcome": None if outcome is None else outcome.value,
     }
 

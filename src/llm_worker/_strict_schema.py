@@ -13,6 +13,8 @@ are in ``docs/export.md`` ("OpenAI strict mode"); in short:
   value (``const``); one with a default below the top level keeps its type (the
   model sends a value; the default is noted); any other becomes nullable, and
   that ``null`` means "not given": ``drop_introduced_nulls`` takes it out again.
+  (With ``introduce_nulls=False``, for a structured answer, every optional
+  property is required as it is.)
 - Only the documented keywords stay. Constraints strict mode cannot express
   become notes in the description; what it cannot express at all (a value of
   any type, keys not named in advance, items of any type, a reference that
@@ -75,16 +77,23 @@ class StrictSchemaError(Exception):
         self.problems = problems
 
 
-def strict_schema(schema: Mapping[str, Any]) -> JsonSchema:
-    """``schema`` rewritten for OpenAI strict mode (new dicts), or ``StrictSchemaError``."""
-    return _Rewriter(dict(schema)).run()
+def strict_schema(schema: Mapping[str, Any], *, introduce_nulls: bool = True) -> JsonSchema:
+    """``schema`` rewritten for OpenAI strict mode (new dicts), or ``StrictSchemaError``.
+
+    ``introduce_nulls=False`` is for a value read as it comes (a structured final
+    answer), where no ``drop_introduced_nulls`` runs: an optional property is then
+    required as it is, never made nullable, so the model always sends a value of
+    its own type.
+    """
+    return _Rewriter(dict(schema), introduce_nulls=introduce_nulls).run()
 
 
 class _Rewriter:
     """One rewrite: the root, then each referenced ``$defs`` entry once, from a work list."""
 
-    def __init__(self, root: JsonSchema) -> None:
+    def __init__(self, root: JsonSchema, *, introduce_nulls: bool = True) -> None:
         self.refs = Refs(root)
+        self.introduce_nulls = introduce_nulls
         self.problems: list[str] = []
         self.names: dict[str, str] = {}  # ref -> name in the output's $defs
         self.queue: list[str] = []
@@ -365,7 +374,11 @@ class _Rewriter:
                 if name in required:
                     raise
                 continue  # nothing fits: the property can only be left out
-            if name not in required and _introduces_null(sub, self.refs, top=top):
+            if (
+                self.introduce_nulls
+                and name not in required
+                and _introduces_null(sub, self.refs, top=top)
+            ):
                 strict = _nullable(strict)
             rewritten[name] = strict
         result["properties"] = rewritten

@@ -8,16 +8,25 @@ package named ``mcp`` it would hide the SDK.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Annotated, Literal
 
+import anyio
 from pydantic import BaseModel
 
 from llm_worker import (
+    DataPart,
     Description,
     ExecutionFailedError,
+    MediaPart,
+    TextPart,
     Tool,
+    ToolAnnotations,
+    ToolCallContext,
+    ToolContext,
     ToolMeta,
+    ToolReturn,
     ToolServer,
     ToolServerHandle,
     tool,
@@ -107,6 +116,86 @@ def handle_factory() -> ToolServerHandle:
 def printing_factory() -> ToolServer:
     print("hello from the factory")
     return factory()
+
+
+# -- Rich results, annotations, structured results, approval, progress. -----------------------
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt "
+PDF = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n%%EOF"
+MP4 = b"\x00\x00\x00\x18ftypmp42"
+
+# Every kind of part, in the order `chart` returns them.
+CHART_PARTS = [
+    TextPart("The chart:"),
+    MediaPart("image/png", data=PNG),
+    MediaPart("audio/wav", data=WAV),
+    MediaPart("application/pdf", data=PDF, name="report q3.pdf"),
+    MediaPart("video/mp4", data=MP4),
+    MediaPart("image/png", url="https://example.com/chart.png"),
+    DataPart.of({"points": [1, 2, 3]}),
+]
+
+
+class Stats(BaseModel):
+    count: int
+    mean: float
+
+
+def overwrites(ctx: ToolCallContext) -> bool:
+    """An approval policy: only a call that would overwrite something needs approval."""
+    return json.loads(ctx.call.input_json).get("overwrite") is True
+
+
+@tool_registry
+class Gallery:
+    """Tools with rich and structured results, annotations, approval and progress."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+        self.copied: list[str] = []
+
+    @tool(title="Quarterly chart", annotations=ToolAnnotations(read_only=True, idempotent=True))
+    async def chart(self) -> ToolReturn:
+        """Draw the quarterly chart."""
+        return ToolReturn(CHART_PARTS, metadata={"rows": 3, "secret": "for the app only"})
+
+    @tool
+    async def stats(self, values: list[float]) -> Stats:
+        """Count and average some numbers."""
+        return Stats(count=len(values), mean=sum(values) / len(values))
+
+    @tool
+    async def count(self, text: str) -> int:
+        """Count the words of a text."""
+        return len(text.split())
+
+    @tool(annotations=ToolAnnotations(destructive=True, open_world=False), requires_approval=True)
+    async def delete(self, path: str) -> str:
+        """Delete a file."""
+        self.deleted.append(path)
+        return f"deleted {path}"
+
+    @tool(requires_approval=overwrites)
+    async def copy(self, path: str, overwrite: bool = False) -> str:
+        """Copy a file."""
+        self.copied.append(path)
+        return f"copied {path}"
+
+    @tool
+    async def crunch(self, ctx: ToolContext, steps: int) -> str:
+        """Crunch numbers, reporting each step."""
+        for step in range(1, steps + 1):
+            ctx.report_progress(step, steps, f"step {step}")
+            await anyio.sleep(0.01)
+        return f"crunched {steps}"
+
+
+def rich_factory() -> ToolServer:
+    """The server of the rich-result, approval and progress tests."""
+    server = ToolServer()
+    server.register_tools(tool_definitions(Gallery()))
+    return server
 
 
 # -- Factories `llm-worker mcp serve` must refuse. -------------------------------------------

@@ -17,6 +17,8 @@ import mcp.types as types
 from mcp import Client, ClientSession
 from mcp.server import Server
 
+from llm_worker import ToolServerHandle, export_tools
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 APPS = "tests.mcp.mcp_apps"  # the module name a server process (cwd: ROOT) imports
@@ -70,6 +72,12 @@ CALL_IDS = [
 def dump_tools(result: types.ListToolsResult) -> list[dict[str, Any]]:
     """The listed tools as the JSON a client received (what `export_tools` would write)."""
     return [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in result.tools]
+
+
+def exported(handle: ToolServerHandle) -> list[dict[str, Any]]:
+    """``export_tools`` of every tool's ToolMeta, sorted by name: what tools/list must give."""
+    metas = [handle.get_tool(d.name)[0] for d in handle.tool_definitions_sorted()]  # type: ignore[index]
+    return export_tools(metas, "mcp")
 
 
 def text_of(result: types.CallToolResult) -> str:

@@ -20,11 +20,15 @@ from mcp.server import Server
 from mcp_support import connect
 
 from llm_worker import (
+    DataPart,
     ExecutionFailedError,
     InternalToolError,
     InvalidArgumentError,
+    MediaPart,
+    TextPart,
     ToolMeta,
     ToolResult,
+    ToolReturn,
     ToolServer,
     Worker,
     WorkerResult,
@@ -125,7 +129,12 @@ class TestMcpToolDefinitions:
             definitions = await mcp_tool_definitions(session)
         metas = [definition()[0] for definition in definitions]
         assert metas == [
-            ToolMeta(name=t.name, description=t.description or "", input_schema=t.input_schema)
+            ToolMeta(
+                name=t.name,
+                description=t.description or "",
+                input_schema=t.input_schema,
+                output_schema=t.output_schema,
+            )
             for t in listed
         ]
         assert metas[0] == ToolMeta(
@@ -244,26 +253,37 @@ class TestMcpTool:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(
-        ("name", "text"),
+        ("name", "returned"),
         [
             (
                 "media",
-                "Here:\n"
-                "[image (image/png) not shown]\n"
-                "[audio (audio/wav) not shown]\n"
-                "[resource link: report <file:///tmp/report.pdf>]\n"
-                "[resource <file:///notes.txt>]\nnote text\n"
-                "[binary resource <file:///data.bin> (application/octet-stream) not shown]",
+                ToolReturn(
+                    [
+                        TextPart("Here:"),
+                        MediaPart("image/png", data=b"\x89PNG\r\n\x1a\n"),
+                        MediaPart("audio/wav", data=b"RIFF"),
+                        TextPart("[resource link: report <file:///tmp/report.pdf>]"),
+                        TextPart("[resource <file:///notes.txt>]\nnote text"),
+                        MediaPart("application/octet-stream", data=b"\0\1\2", name="data.bin"),
+                    ]
+                ),
             ),
-            ("structured", '{"total": 3, "ok": true}'),
+            (
+                "structured",
+                ToolReturn(
+                    [DataPart('{"total":3,"ok":true}')],
+                    {"structured_content": {"total": 3, "ok": True}},
+                ),
+            ),
             ("empty", ""),
         ],
     )
-    async def test_result_as_text(self, name, text):
-        """Every content block becomes text or a short note; structured-only content is JSON."""
+    async def test_result_as_parts(self, name, returned):
+        """Every content block becomes a part (media decoded, a link the model's provider
+        cannot fetch a note); structured-only content is a DataPart, and in the metadata."""
         async with connect(remote()) as session:
             tools = await remote_tools(session)
-            assert await tools[name][1].execute("{}") == text
+            assert await tools[name][1].execute("{}") == returned
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(
@@ -300,7 +320,7 @@ class TestMcpTool:
         """A transport that fails under the call raises ExecutionFailedError naming the failure."""
 
         class BrokenSession:
-            async def call_tool(self, name: str, arguments: Any) -> Any:
+            async def call_tool(self, name: str, arguments: Any, **options: Any) -> Any:
                 raise error
 
         with pytest.raises(ExecutionFailedError) as info:
@@ -379,7 +399,12 @@ class TestWorkerWithMcpTools:
         assert notes.notes == ["ask about points"]
         assert [m for m in worker.history if isinstance(m, ToolResult)] == [
             ToolResult("a", "noted (1)", False),
-            ToolResult("b", '{"x":2,"y":4}', False),
+            ToolResult(
+                "b",
+                '{"x":2,"y":4}',
+                parts=(TextPart('{"x":2,"y":4}'),),
+                metadata={"structured_content": {"x": 2, "y": 4}},
+            ),
             ToolResult("c", f"Execution failed: {INVALID_ECHO}", True),
             ToolResult(
                 "d",
@@ -435,8 +460,12 @@ class TestWorkerWithMcpTools:
             )
             await worker.run("add")
         assert [m for m in worker.history if isinstance(m, ToolResult)] == [
-            ToolResult("1", "3", False),
-            ToolResult("2", "30", False),
+            ToolResult(
+                "1", "3", parts=(TextPart("3"),), metadata={"structured_content": {"result": 3}}
+            ),
+            ToolResult(
+                "2", "30", parts=(TextPart("30"),), metadata={"structured_content": {"result": 30}}
+            ),
         ]
 
 

@@ -26,14 +26,13 @@ from mcp_support import (
     ROOT,
     SERVE,
     dump_tools,
+    exported,
     free_port,
     process_exists,
     server_env,
     text_of,
     wait_until_listening,
 )
-
-from llm_worker import export_tools
 
 # The SDK's streamable-HTTP client leaves httpx2/httpcore2 response iterators
 # unexhausted when a session closes; trio (not asyncio) warns when it finalizes
@@ -111,7 +110,7 @@ class TestServedTools:
         """tools/list over HTTP equals export_tools(..., "mcp") of the same registry."""
         async with session_for(http_server.url) as session:
             listed = dump_tools(await session.list_tools())
-        assert listed == export_tools(mcp_apps.factory().handle().tool_definitions_sorted(), "mcp")
+        assert listed == exported(mcp_apps.factory().handle())
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(("name", "arguments", "text", "is_error"), CALLS, ids=CALL_IDS)

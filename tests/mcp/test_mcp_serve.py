@@ -14,7 +14,7 @@ import anyio
 import mcp_apps
 import pytest
 from mcp.server import Server
-from mcp_support import CALL_IDS, CALLS, connect, dump_tools, text_of
+from mcp_support import CALL_IDS, CALLS, connect, dump_tools, exported, text_of
 from starlette.applications import Starlette
 
 import llm_worker
@@ -22,12 +22,14 @@ from llm_worker import (
     ToolContext,
     ToolMeta,
     ToolServer,
-    export_tools,
     tool,
     tool_definitions,
     tool_registry,
 )
 from llm_worker.mcp import create_http_app, create_server, serve_async
+
+# The structured content of the calls of CALLS that have some: tools with an outputSchema.
+STRUCTURED = {("add", False): {"result": 42}, ("centroid", False): {"x": 2, "y": 1}}
 
 
 class TestCreateServer:
@@ -37,11 +39,20 @@ class TestCreateServer:
 
     @pytest.mark.anyio
     async def test_lists_exactly_our_mcp_export(self):
-        """tools/list gives exactly export_tools(tool_definitions_sorted(), "mcp")."""
+        """tools/list gives exactly export_tools of every ToolMeta, sorted by name: with the
+        outputSchema of each tool that has one."""
         handle = mcp_apps.handle_factory()
         async with connect(create_server(handle)) as session:
             listed = dump_tools(await session.list_tools())
-        assert listed == export_tools(handle.tool_definitions_sorted(), "mcp")
+        assert listed == exported(handle)
+        schemas = {tool["name"]: tool.get("outputSchema") for tool in listed}
+        assert schemas["add"] == {
+            "type": "object",
+            "properties": {"result": {"type": "integer"}},
+            "required": ["result"],
+            "x-llm-worker-wrapped": True,
+        }
+        assert schemas["echo"] is None
         assert [tool["name"] for tool in listed] == [
             "add",
             "broken",
@@ -67,11 +78,13 @@ class TestCreateServer:
     @pytest.mark.anyio
     @pytest.mark.parametrize(("name", "arguments", "text", "is_error"), CALLS, ids=CALL_IDS)
     async def test_call(self, name, arguments, text, is_error):
-        """tools/call returns the tool's text; every failure is an isError result with our text."""
+        """tools/call returns the tool's text; every failure is an isError result with our text.
+        A tool with an outputSchema also gives structuredContent (the SDK client checked it
+        against the schema), wrapped for a result that is not an object; an error never."""
         async with connect(create_server(mcp_apps.factory())) as session:
             result = await session.call_tool(name, arguments)
         assert (text_of(result), result.is_error) == (text, is_error)
-        assert result.structured_content is None
+        assert result.structured_content == STRUCTURED.get((name, is_error))
 
     @pytest.mark.anyio
     async def test_no_arguments_means_an_empty_object(self):

@@ -25,13 +25,13 @@ from mcp_support import (
     ROOT,
     SERVE,
     dump_tools,
+    exported,
     jsonrpc_lines,
     process_exists,
     server_env,
     text_of,
 )
 
-from llm_worker import export_tools
 from llm_worker._cli import render_schema
 
 
@@ -67,7 +67,7 @@ class TestServedTools:
     async def test_lists_exactly_our_mcp_export(self, served):
         """tools/list over stdio equals export_tools(..., "mcp") of the same registry."""
         listed = dump_tools(await served.session.list_tools())
-        expected = export_tools(mcp_apps.factory().handle().tool_definitions_sorted(), "mcp")
+        expected = exported(mcp_apps.factory().handle())
         assert listed == expected
 
     @pytest.mark.anyio

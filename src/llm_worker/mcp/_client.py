@@ -5,7 +5,9 @@ and returns one ``ToolDefinition`` per tool. Registering them in a ``Worker``
 puts the remote tools next to local ones; each call is forwarded over the
 session. A tool whose name model providers refuse (``files.read``, spaces,
 over 64 characters) gets a local name by the rule of ``_tool_names``; its
-calls still go out under the server's name.
+calls still go out under the server's name. Its ``ToolMeta`` keeps the
+server's ``title``, ``annotations`` (``readOnlyHint`` becomes ``read_only``...)
+and ``outputSchema``, for hooks and approval policies; models are sent none of them.
 
 What a call of a remote tool does:
 
@@ -19,15 +21,17 @@ not JSON; of duplicate keys the last wins)
 a ``null`` OpenAI strict mode introduced   left out (``drop_introduced_nulls``): it means
                                            "not given", which the server's schema says
                                            by leaving the argument out
-the server's result                        its content as text: text blocks joined by
-                                           newlines, an embedded text resource with its
-                                           text, other blocks (images, audio, binary
-                                           resources, resource links) as a short
-                                           ``[...]`` note; no content but structured
-                                           content: that, as JSON
-the result has ``isError: true``           ``ExecutionFailedError`` with that text,
+the server's result                        its text blocks joined by newlines (a
+                                           ``str``); with anything more (images, audio,
+                                           resources, structured content, content for
+                                           the user only) a ``ToolReturn`` of parts and
+                                           metadata, as ``_content`` maps them
+the server reports progress                ``execute_with_context`` (what a ``Worker``
+                                           calls) passes it on: ``ToolCallProgress``
+the result has ``isError: true``           ``ExecutionFailedError`` with its text,
                                            made safe like a local exception's (paths,
                                            reprs, secrets scrubbed; 500 characters)
+media data that is not base64              ``ExecutionFailedError`` naming the block
 an MCP error response, a timeout or a      ``ExecutionFailedError("MCP error: ...")``
 closed connection (``mcp.MCPError``)       with the error's message
 the connection is gone (stream closed or   ``ExecutionFailedError("lost the connection
@@ -45,18 +49,21 @@ is logged), rather than offered to fail every call.
 
 from __future__ import annotations
 
-import json
 import logging
+from contextlib import suppress
 from typing import Any, TypeAlias
 
 import anyio
 import mcp.types as types
 from mcp import Client, ClientSession, MCPError
+from mcp.shared.dispatcher import ProgressFnT
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import final
 
+from .._content import ToolReturn
+from .._context import ToolContext
 from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError
-from .._meta import ToolMeta
+from .._meta import ToolAnnotations, ToolMeta
 from .._model_texts import (
     MCP_CONNECTION_LOST,
     MCP_ERROR,
@@ -69,6 +76,7 @@ from .._strict_json import non_finite_problem
 from .._strict_schema import drop_introduced_nulls
 from .._tool_names import provider_safe_names
 from .._types import Tool, ToolDefinition
+from ._content import error_text, tool_return
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
 
@@ -154,14 +162,22 @@ class McpToolDefinition:
                 f"(execution.taskSupport: required); llm-worker calls tools directly"
             )
         local = provider_safe_names([prefix + tool.name])[0] if name is None else name
+        hints = tool.annotations
         self._meta = ToolMeta(
-            name=local, description=tool.description or "", input_schema=tool.input_schema
+            name=local,
+            description=tool.description or "",
+            input_schema=tool.input_schema,
+            # MCP's order for a display name: the tool's title, then its annotations' title.
+            title=tool.title or (None if hints is None else hints.title),
+            annotations=None if hints is None else _annotations(hints),
+            output_schema=tool.output_schema,  # an object schema: the SDK refuses others
         )
         self._tool = McpTool(session, tool.name, input_schema=self._meta.input_schema)
 
     @property
     def meta(self) -> ToolMeta:
-        """The tool's metadata: the local name, the description and the input schema."""
+        """The tool's metadata: the local name, the description and the input schema, and the
+        server's title, annotations and output schema."""
         return self._meta
 
     @property
@@ -197,14 +213,34 @@ class McpTool:
         self.remote_name = remote_name
         self._input_schema = input_schema
 
-    async def execute(self, input_json: str) -> str:
-        """Send ``tools/call`` with these arguments; the result's text, or a ``ToolError``."""
+    async def execute(self, input_json: str) -> str | ToolReturn:
+        """Send ``tools/call`` with these arguments: the result's text, or its parts and
+        metadata (see the module's table), or a ``ToolError``."""
+        return await self._call(input_json, None)
+
+    async def execute_with_context(
+        self, input_json: str, context: ToolContext[Any]
+    ) -> str | ToolReturn:
+        """``execute``, reporting the server's progress notifications through ``context``."""
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            with suppress(ValueError):  # numbers that are not finite are no progress
+                context.report_progress(progress, total, message)
+
+        return await self._call(input_json, on_progress)
+
+    async def _call(self, input_json: str, on_progress: ProgressFnT | None) -> str | ToolReturn:
         arguments = _parse_arguments(input_json)
         if self._input_schema is not None and "null" in input_json:
             arguments = drop_introduced_nulls(self._input_schema, arguments)
         name = self.remote_name
         try:
-            result = await self.session.call_tool(name, arguments)
+            if on_progress is None:
+                result = await self.session.call_tool(name, arguments)
+            else:
+                result = await self.session.call_tool(
+                    name, arguments, progress_callback=on_progress
+                )
         except MCPError as exc:
             raise ExecutionFailedError(MCP_ERROR.format(message=model_safe_text(exc))) from exc
         except _CONNECTION_ERRORS as exc:
@@ -216,9 +252,9 @@ class McpTool:
             ) from exc
         if result.is_error:
             # The server's words, scrubbed and capped as a local exception's would be.
-            message = safe_text(result_text(result))
+            message = safe_text(error_text(result))
             raise ExecutionFailedError(message or MCP_NO_MESSAGE.format(name=name))
-        return result_text(result)
+        return tool_return(result, name)
 
     def __repr__(self) -> str:
         return f"<McpTool {self.remote_name!r} session=<{type(self.session).__name__}>>"
@@ -237,28 +273,13 @@ def _parse_arguments(input_json: str) -> dict[str, Any]:
     return arguments
 
 
-def result_text(result: types.CallToolResult) -> str:
-    """The text a model reads for an MCP tool result (see the module's table)."""
-    parts = [_block_text(block) for block in result.content]
-    if not parts and result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False)
-    return "\n".join(parts)
-
-
-def _block_text(block: types.ContentBlock) -> str:
-    if isinstance(block, types.TextContent):
-        return block.text
-    if isinstance(block, (types.ImageContent, types.AudioContent)):
-        return f"[{block.type} ({block.mime_type}) not shown]"
-    if isinstance(block, types.ResourceLink):
-        return f"[resource link: {block.name} <{block.uri}>]"
-    if isinstance(block, types.EmbeddedResource):
-        resource = block.resource
-        if isinstance(resource, types.TextResourceContents):
-            return f"[resource <{resource.uri}>]\n{resource.text}"
-        mime = f" ({resource.mime_type})" if resource.mime_type else ""
-        return f"[binary resource <{resource.uri}>{mime} not shown]"
-    return f"[{getattr(block, 'type', 'unknown')} content not shown]"
+def _annotations(hints: types.ToolAnnotations) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only=hints.read_only_hint,
+        destructive=hints.destructive_hint,
+        idempotent=hints.idempotent_hint,
+        open_world=hints.open_world_hint,
+    )
 
 
 async def _list_tools(session: McpConnection) -> list[types.Tool]:

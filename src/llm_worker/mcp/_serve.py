@@ -7,11 +7,16 @@ signature, and we must serve ours.
 =================  ===================================================================
 MCP request        what the server does
 =================  ===================================================================
-``tools/list``     ``handle.tool_definitions_sorted()`` through ``export_tools(..., "mcp")``:
-                   the same name, description and ``inputSchema`` as
-                   ``llm-worker schema --format mcp``, sorted by name, in one page.
-``tools/call``     the tool's ``execute(json.dumps(arguments))``; the text the tool
-                   returns is one text content block.
+``tools/list``     every tool's ``ToolMeta`` through ``export_tools(..., "mcp")``: the
+                   same name, description and ``inputSchema`` as
+                   ``llm-worker schema --format mcp``, and its ``title``,
+                   ``annotations`` (``readOnlyHint``... only those it says) and
+                   ``outputSchema``; sorted by name, in one page.
+``tools/call``     a call that needs approval is first asked of the host
+                   (``_approval``); then the call runs as in a ``Worker``
+                   (``execute_call``), and its result becomes content blocks, with
+                   ``structuredContent`` for a tool with an ``outputSchema``
+                   (``_content``); progress reports become ``notifications/progress``.
 =================  ===================================================================
 
 A failed call is a result, not a protocol error, so the model reads what went
@@ -20,6 +25,7 @@ wrong and can try again (``isError: true``, one text block):
 - a ``ToolError`` from the tool: its text, ``Invalid argument: ...``,
   ``Execution failed: ...``;
 - an unknown name: ``Tool 'x' not found``;
+- a call the host's user did not approve, or could not be asked about;
 - any other exception: ``Internal error: tool 'x' failed unexpectedly (KeyError)``,
   with the traceback logged (logger ``llm_worker``), never sent; so do
   ``SystemExit``, ``KeyboardInterrupt`` and any other ``BaseException`` a tool
@@ -57,7 +63,9 @@ from .._execution import execute_call
 from .._formats import export_tools
 from .._model_texts import UNEXPECTED, call_text
 from .._safe_text import valid_unicode
-from .._server import ToolEntry, ToolServer, ToolServerHandle, entry_of
+from .._server import ToolEntry, ToolServer, ToolServerHandle, entry_of, sorted_metas
+from ._approval import Approvals
+from ._content import call_tool_result
 from ._http_access import BearerTokenAuth, transport_security, warn_if_exposed
 
 __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
@@ -89,6 +97,7 @@ def create_server(
     every request, so tools registered later are listed too.
     """
     handle = _handle_of(tools)
+    approvals = Approvals()
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -97,8 +106,8 @@ def create_server(
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        return await call_mcp_tool(handle, params.name, params.arguments, ctx)
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return await call_mcp_tool(handle, params, ctx, approvals=approvals)
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         entry = handle.get_tool(tool_name)
@@ -116,34 +125,38 @@ def create_server(
 
 def list_mcp_tools(handle: ToolServerHandle) -> list[types.Tool]:
     """Every tool of ``handle`` as an MCP ``Tool``, sorted by name: exactly our ``mcp`` export."""
-    return [types.Tool.model_validate(tool) for tool in _exported(handle)]
-
-
-def _exported(handle: ToolServerHandle) -> list[dict[str, Any]]:
-    return export_tools(handle.tool_definitions_sorted(), "mcp")
+    return [types.Tool.model_validate(tool) for tool in export_tools(sorted_metas(handle), "mcp")]
 
 
 async def call_mcp_tool(
     handle: ToolServerHandle,
-    name: str,
-    arguments: Mapping[str, Any] | None,
+    params: types.CallToolRequestParams,
     request: ServerRequestContext[Any] | None = None,
-) -> types.CallToolResult:
+    *,
+    approvals: Approvals,
+) -> types.CallToolResult | types.InputRequiredResult:
     """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result.
 
     Even ``SystemExit`` and ``KeyboardInterrupt`` raised by the tool (argparse
     exits on bad arguments): one call must not take the server, and every other
-    client, down with it. Only cancellation propagates. A tool that takes a
-    ``ToolContext`` gets the request's id as its call id; its progress reports
-    become ``notifications/progress`` when the client sent a progress token.
+    client, down with it. Only cancellation propagates. A call that needs
+    approval runs only once ``approvals`` had the host's user approve it. A tool
+    that takes a ``ToolContext`` gets the request's id as its call id; its
+    progress reports become ``notifications/progress`` when the client asked
+    for them.
     """
+    name = params.name
     entry = entry_of(handle, name)
     if entry is None:
-        return _result(str(ToolNotFoundError(name)), is_error=True)
-    input_json = json.dumps(dict(arguments or {}), ensure_ascii=False)
+        return _error(str(ToolNotFoundError(name)))
+    arguments = dict(params.arguments or {})
+    input_json = json.dumps(arguments, ensure_ascii=False)
     call_id = "" if request is None or request.request_id is None else str(request.request_id)
     call = ToolCall(call_id, name, input_json)
     try:
+        refused = await approvals.check(entry, call, arguments, request, params)
+        if refused is not None:
+            return refused
         if entry.execute_with_context is None:
             result = await execute_call(entry, call, None, None)
         else:
@@ -152,18 +165,15 @@ async def call_mcp_tool(
         if _is_cancellation(exc):
             raise
         logger.error("Tool %r raised %s", name, type(exc).__name__, exc_info=exc)
-        text = call_text(UNEXPECTED, name, kind=type(exc).__name__)
-        return _result(text, is_error=True)
-    return _result(result.content, is_error=result.is_error)
+        return _error(call_text(UNEXPECTED, name, kind=type(exc).__name__))
+    return call_tool_result(result, name, entry.meta.output_schema)
 
 
 async def _call_with_context(
     entry: ToolEntry, call: ToolCall, request: ServerRequestContext[Any] | None
 ) -> ToolResult:
-    """Run a context-taking tool, forwarding its progress to the client that asked for it."""
-    meta: Mapping[str, Any] = (request.meta if request is not None else None) or {}
-    token = meta.get("progress_token")
-    if request is None or token is None:
+    """Run a context-taking tool, forwarding its progress to the client, if it asked for it."""
+    if request is None:
         context = ToolContext(call_id=call.id, tool_name=call.name, deps=None)
         return await execute_call(entry, call, None, context)
     # The reports wake whichever event is current; the forwarder makes a new one before
@@ -172,17 +182,16 @@ async def _call_with_context(
     reports = ProgressReports(lambda: wake[0].set())
     context = ToolContext(call_id=call.id, tool_name=call.name, deps=None, sink=reports)
     session = request.session
-    related_id = None if request.request_id is None else str(request.request_id)
 
     async def forward() -> None:
         while True:
             await wake[0].wait()
             wake[0] = anyio.Event()
             for _, progress, total, message in reports.drain():
+                # On the request's own channel, in either protocol era; nothing is sent unless
+                # the client asked for progress (a progress token, or a 2026-era callback).
                 with contextlib.suppress(Exception):  # a client gone mid-call
-                    await session.send_progress_notification(
-                        token, progress, total, message, related_request_id=related_id
-                    )
+                    await session.report_progress(progress, total, message)
 
     reports.start(call.id)
     result: ToolResult | None = None
@@ -207,11 +216,10 @@ def _is_cancellation(exc: BaseException) -> bool:
     )
 
 
-def _result(text: str, *, is_error: bool) -> types.CallToolResult:
-    # A lone surrogate (a file name that is not UTF-8, from os.listdir) cannot go on the wire.
-    return types.CallToolResult(
-        content=[types.TextContent(text=valid_unicode(text))], is_error=is_error
-    )
+def _error(text: str) -> types.CallToolResult:
+    # A lone surrogate (in a tool name a client sent) cannot go on the wire.
+    block = types.TextContent(text=valid_unicode(text))
+    return types.CallToolResult(content=[block], is_error=True)
 
 
 def create_http_app(

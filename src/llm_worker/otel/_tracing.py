@@ -83,9 +83,9 @@ class OpenTelemetry:
     result: these can hold personal data, so they are left out by default.
     ``agent_name`` names the agent in span names and attributes.
 
-    The model and provider come from the worker's client: its ``model`` and
-    ``provider`` attributes when it has them (the built-in provider clients
-    do), and the server from its SDK client's ``base_url``.
+    The provider, model and server come from the worker's client: its
+    ``provider``, ``model`` and ``base_url`` attributes when it has them (the
+    built-in provider clients do).
     """
 
     __slots__ = ("_agent", "_agent_name", "_capture", "_instruments", "_tool_measures", "_tracer")
@@ -394,10 +394,8 @@ class _Attached:
 
 def _client_attributes(client: object) -> dict[str, Any]:
     """Provider, model and server of ``client``, as far as it tells them."""
+    # The built-in provider clients have all three; a client of the user's may not.
     provider = getattr(client, "provider", None)
-    if not isinstance(provider, str):
-        # The built-in provider clients name theirs in a class attribute.
-        provider = getattr(type(client), "_provider", None)
     if not isinstance(provider, str):
         provider = type(client).__name__
     attributes: dict[str, Any] = {sc.PROVIDER_NAME: provider}
@@ -405,8 +403,6 @@ def _client_attributes(client: object) -> dict[str, Any]:
     if isinstance(model, str):
         attributes[sc.REQUEST_MODEL] = model
     base_url = getattr(client, "base_url", None)
-    if base_url is None:  # the built-in clients' SDK client has it
-        base_url = getattr(getattr(client, "client", None), "base_url", None)
     if base_url is not None:
         attributes.update(_server_attributes(str(base_url)))
     return attributes

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from typing_extensions import Self
 
-from .._client import LlmEvent, LlmRequest
+from .._client import LlmEvent, LlmRequest, OutputFormat
 from .._conversation import AssistantMessage, Message, ProviderItem
 from .._exceptions import ProviderError
 from .._formats import FormatName, export_tools
@@ -34,6 +34,7 @@ __all__ = [
     "connection_failed",
     "error_field",
     "is_retryable_status",
+    "output_schema",
     "own_items",
     "proxied_message",
     "stream_ended",
@@ -133,6 +134,15 @@ def compact_json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+def output_schema(output_format: OutputFormat) -> dict[str, Any]:
+    """A structured answer's JSON Schema as a provider is sent it (a fresh copy): without the
+    worker's own ``x-`` keywords at its root, which no provider reads."""
+    schema = output_format.schema
+    for key in [key for key in schema if key.startswith("x-")]:
+        del schema[key]
+    return schema
+
+
 def own_items(message: AssistantMessage, provider: str) -> list[ProviderItem]:
     """The message's provider items that ``provider`` made, in order (another's are dropped)."""
     return [item for item in message.provider_items if item.provider == provider]
@@ -228,19 +238,29 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
 
     - ``_make_client(...)``: the SDK client, from the connection settings;
     - ``_open_stream(request, tools)``: send the request, return the streamed response;
-    - ``_reader()``: a new ``StreamReader`` for one response;
+    - ``_reader(request)``: a new ``StreamReader`` for one response to ``request``;
     - ``_provider_error(exc)``: an SDK exception as a ``ProviderError``;
 
     and, for an SDK client that is not like ``SdkClient``, ``_base_url()`` and
     ``_close_client()``.
+
+    ``provider``, ``model`` and ``base_url`` say what the client talks to (tracing reads
+    them); ``supports_output_format`` that it sends structured output natively.
     """
 
     _provider: ClassVar[str]  # ProviderError.provider: "openai"
+    # gen_ai.provider.name of the OpenTelemetry GenAI conventions: "openai", "gcp.gemini".
+    _gen_ai_provider: ClassVar[str]
     _format: ClassVar[FormatName]  # how the tools are sent (see export_tools)
     _sdk_client_name: ClassVar[str]  # named when client= comes with settings: "AsyncOpenAI"
     # The exceptions _provider_error() maps: the SDK's base exception (and any other the
     # SDK lets through).
     _sdk_error: ClassVar[type[Exception] | tuple[type[Exception], ...]]
+
+    supports_output_format: bool = True
+    """Every provider client sends a run's structured answer in its API's own field
+    (``LlmRequest.output_format``). Set it to ``False`` on a client (a server or model that
+    refuses that field) and the worker asks through its ``final_result`` tool instead."""
 
     def __init__(
         self,
@@ -274,7 +294,7 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
                 api_key=api_key, base_url=base_url, max_retries=max_retries, timeout=timeout
             )
             self._owns_client = True
-        self.model = model
+        self._model = model
         self.extra_body: dict[str, object] = dict(extra_body or {})
         self._tools_for: tuple[LlmToolDefinition, ...] | None = None
         self._tools: list[dict[str, Any]] = []
@@ -297,8 +317,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         """Send ``request`` (with the converted ``tools``) and return the streamed response."""
 
     @abstractmethod
-    def _reader(self) -> StreamReader[_ChunkT]:
-        """A new reader, for one response."""
+    def _reader(self, request: LlmRequest) -> StreamReader[_ChunkT]:
+        """A new reader, for one response to ``request``."""
 
     @abstractmethod
     def _provider_error(self, exc: Exception) -> ProviderError:
@@ -308,6 +328,22 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
     def client(self) -> _SdkT:
         """The SDK client requests go through."""
         return self._client
+
+    @property
+    def model(self) -> str:
+        """The model name sent with every request."""
+        return self._model
+
+    @property
+    def provider(self) -> str:
+        """What this client talks to, as the OpenTelemetry GenAI conventions name it
+        (``gen_ai.provider.name``): ``"openai"``, ``"anthropic"``, ``"gcp.gemini"``..."""
+        return self._gen_ai_provider
+
+    @property
+    def base_url(self) -> str | None:
+        """Where the SDK client sends requests (``None`` if it does not say)."""
+        return self._base_url() or None
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
@@ -321,7 +357,7 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
             response = await self._open_stream(request, tools)
         except self._sdk_error as exc:
             raise self._provider_error(exc) from exc
-        reader = self._reader()
+        reader = self._reader(request)
         try:
             while True:
                 try:
@@ -373,4 +409,4 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         await self.aclose()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} model={self.model!r} base_url={self._base_url()!r}>"
+        return f"<{type(self).__name__} model={self._model!r} base_url={self._base_url()!r}>"

@@ -17,7 +17,13 @@ How the conversation is sent:
   the error result it got for that call). An assistant message with no content is left
   out: the API rejects empty content;
 - consecutive ``ToolResult``\\s → one ``{"role": "user", "content": [...]}`` with a
-  ``tool_result`` block per result (``tool_use_id``, ``content``, ``is_error``).
+  ``tool_result`` block per result (``tool_use_id``, ``content``, ``is_error``):
+  ``content`` is the result's text, or, for a result with media, its parts in order
+  as blocks (``tool_result_content``: text, ``image`` and ``document`` blocks, and a
+  note for audio, video and other media a tool result cannot hold).
+
+A run's structured answer (``request.output_format``) goes as ``output_config``
+(``claude_output_config``).
 
 What a message keeps: when a response has blocks that text and tool calls cannot say
 (``thinking`` with its ``signature``, ``redacted_thinking``, ``server_tool_use``,
@@ -59,10 +65,11 @@ starts; a failure after the first byte is never retried.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 try:
     import anthropic
@@ -76,6 +83,7 @@ from .._client import (
     Completion,
     LlmEvent,
     LlmRequest,
+    OutputFormat,
     ProviderItemDone,
     ReasoningDelta,
     TextDelta,
@@ -83,6 +91,7 @@ from .._client import (
     ToolUseStart,
     ToolUseStop,
 )
+from .._content import MediaPart
 from .._conversation import AssistantMessage, Message, ProviderItem, ToolResult, Usage, UserMessage
 from .._exceptions import ProviderError
 from ._common import (
@@ -94,20 +103,26 @@ from ._common import (
     connection_failed,
     error_field,
     is_retryable_status,
+    output_schema,
     own_items,
     stream_ended,
 )
+from ._parts import base64_of, has_media, mime_type, not_sent, plain_text, text_of_part
 
 if TYPE_CHECKING:
     from anthropic import Omit
     from anthropic.types import (
+        Base64PDFSourceParam,
         ContentBlockParam,
+        DocumentBlockParam,
         MessageParam,
+        OutputConfigParam,
         RawMessageStreamEvent,
         ToolChoiceParam,
         ToolParam,
         ToolResultBlockParam,
     )
+    from anthropic.types.tool_result_block_param import Content as ToolResultContent
 
 __all__ = ["AnthropicClient"]
 
@@ -132,6 +147,9 @@ ERROR_STATUS: Mapping[str, int] = {
 PARAGRAPH = "\n\n"
 """What goes between two text blocks that a block of another kind separates."""
 
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types a ``tool_result`` takes (base64 or URL)."""
+
 
 class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStreamEvent"]):
     """An ``LlmClient`` on Anthropic's Messages API (``POST /v1/messages``, streamed).
@@ -149,6 +167,7 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
     """
 
     _provider = PROVIDER
+    _gen_ai_provider = "anthropic"
     _format = "anthropic"
     _sdk_client_name = "AsyncAnthropic"
     _sdk_error = anthropic.AnthropicError
@@ -176,6 +195,7 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
         )
         self.max_tokens = max_tokens
         self._history: HistoryPrefix[_Converted] = HistoryPrefix()
+        self._output: tuple[OutputFormat, OutputConfigParam] | None = None
 
     def _make_client(
         self,
@@ -195,6 +215,13 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
     async def _open_stream(
         self, request: LlmRequest, tools: list[dict[str, Any]]
     ) -> anthropic.AsyncStream[RawMessageStreamEvent]:
+        output_config = self._output_config(request.output_format)
+        extra_body = self.extra_body or None
+        given = self.extra_body.get("output_config")
+        if isinstance(output_config, dict) and isinstance(given, Mapping):
+            # extra_body's own output_config (its effort...) would replace ours: merge them.
+            merged = {**cast("Mapping[str, object]", given), **output_config}
+            extra_body = {**self.extra_body, "output_config": merged}
         return await self._client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
@@ -202,15 +229,39 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             system=request.system_prompt if request.system_prompt else anthropic.omit,
             tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
             tool_choice=claude_tool_choice(request) if tools else anthropic.omit,
+            output_config=output_config,
             stream=True,
-            extra_body=self.extra_body or None,
+            extra_body=extra_body,
         )
 
-    def _reader(self) -> _EventReader:
+    def _output_config(self, output_format: OutputFormat | None) -> OutputConfigParam | Omit:
+        # A run sends the same format with every request: convert it once.
+        if output_format is None:
+            return anthropic.omit
+        if self._output is None or self._output[0] != output_format:
+            self._output = (output_format, claude_output_config(output_format))
+        return self._output[1]
+
+    def _reader(self, request: LlmRequest) -> _EventReader:
         return _EventReader()
 
     def _provider_error(self, exc: Exception) -> ProviderError:
         return provider_error(cast(anthropic.AnthropicError, exc))
+
+
+def claude_output_config(output_format: OutputFormat) -> OutputConfigParam:
+    """A structured answer's schema as ``output_config``: ``{"format": {"type":
+    "json_schema", "schema": ...}}``.
+
+    The schema is rewritten as the SDK's own ``messages.parse`` does
+    (``anthropic.transform_schema``): every object closed (``additionalProperties:
+    false``), keywords the API does not take (``minimum``, ``maxLength``...) moved
+    into the description. A schema that rewrite cannot read goes as it is.
+    """
+    schema = output_schema(output_format)
+    with contextlib.suppress(ValueError, TypeError, KeyError):  # the API says what it refuses
+        schema = anthropic.transform_schema(schema)
+    return {"format": {"type": "json_schema", "schema": schema}}
 
 
 def claude_tool_choice(request: LlmRequest) -> ToolChoiceParam | Omit:
@@ -258,6 +309,61 @@ def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
     return content
 
 
+def tool_result_content(result: ToolResult) -> list[ToolResultContent]:
+    """A rich result's ``content`` blocks, in the order of its parts: text (and data as its
+    JSON), ``image`` and ``document`` blocks, and a note for media the API cannot take."""
+    blocks: list[ToolResultContent] = []
+    for part in result.parts:
+        if isinstance(part, MediaPart):
+            block = media_block(part)
+            if block is not None:
+                blocks.append(block)
+                continue
+            text = not_sent(part)
+        else:
+            text = text_of_part(part)
+        if text:  # the API refuses empty text blocks
+            blocks.append({"type": "text", "text": text})
+    return blocks
+
+
+def media_block(part: MediaPart) -> ToolResultContent | None:
+    """An ``image`` or ``document`` block for ``part``; ``None`` if a tool result cannot hold it.
+
+    Images of ``IMAGE_TYPES`` and PDFs go as base64 or as their URL; a ``text/*``
+    document's bytes as a plain-text document. Audio, video and other documents cannot.
+    """
+    media_type = mime_type(part)
+    if media_type in IMAGE_TYPES:
+        if part.url is not None:
+            return {"type": "image", "source": {"type": "url", "url": part.url}}
+        image_type = cast(
+            "Literal['image/jpeg', 'image/png', 'image/gif', 'image/webp']", media_type
+        )
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": image_type, "data": base64_of(part)},
+        }
+    document: DocumentBlockParam
+    if media_type == "application/pdf":
+        if part.url is not None:
+            document = {"type": "document", "source": {"type": "url", "url": part.url}}
+        else:
+            source = {"type": "base64", "media_type": "application/pdf", "data": base64_of(part)}
+            document = {"type": "document", "source": cast("Base64PDFSourceParam", source)}
+    else:
+        text = plain_text(part)
+        if text is None:
+            return None
+        document = {
+            "type": "document",
+            "source": {"type": "text", "media_type": "text/plain", "data": text},
+        }
+    if part.name:
+        document["title"] = part.name
+    return document
+
+
 @dataclass(frozen=True)
 class _Converted:
     """Where a conversion ended: the messages so far, and the tool results not yet sent."""
@@ -282,7 +388,9 @@ def claude_messages(
                 {
                     "type": "tool_result",
                     "tool_use_id": message.call_id,
-                    "content": message.content,
+                    "content": tool_result_content(message)
+                    if has_media(message)
+                    else message.content,
                     "is_error": message.is_error,
                 }
             )

@@ -30,7 +30,13 @@ How the conversation is sent (``contents``, and ``config``):
 - consecutive ``ToolResult``\\s → one ``{"role": "user", "parts": [...]}`` with a
   ``function_response`` part per result: the call's ``name`` and ``id`` (when Gemini
   gave the call one) and ``response`` ``{"output": content}``, or ``{"error":
-  content}`` for a failed call.
+  content}`` for a failed call. A result's images, PDFs and text files go in the
+  response's ``parts`` (``FUNCTION_RESPONSE_TYPES``; bytes as ``inline_data``, a URL as
+  ``file_data``); its other media (audio, video...) in a user turn after the
+  responses (``add_media``).
+
+A run's structured answer (``request.output_format``) → ``config.response_mime_type``
+``"application/json"`` and ``config.response_json_schema``.
 
 What a message keeps: unless a response is plain text and function calls (each with
 Gemini's own ``id``, no thought signature), every part of it becomes one
@@ -105,8 +111,10 @@ from .._client import (
     ToolUseStart,
     ToolUseStop,
 )
+from .._content import MediaPart
 from .._conversation import AssistantMessage, Message, ProviderItem, ToolResult, Usage, UserMessage
 from .._exceptions import ProviderError
+from .._model_texts import MEDIA_OF_RESULT
 from ._common import (
     TIMED_OUT,
     HistoryPrefix,
@@ -115,9 +123,11 @@ from ._common import (
     compact_json,
     connection_failed,
     is_retryable_status,
+    output_schema,
     own_items,
     stream_ended,
 )
+from ._parts import attached_note, has_media, mime_type
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
@@ -136,6 +146,11 @@ PARAGRAPH = "\n\n"
 """What goes between two pieces of text that a part of another kind separates."""
 
 _FUNCTION_CALLING_MODES = {"required": "ANY", "none": "NONE"}
+
+FUNCTION_RESPONSE_TYPES = frozenset(
+    {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
+)
+"""The media types Gemini takes in a function response's ``parts`` (Gemini 3 models)."""
 
 
 class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
@@ -158,6 +173,7 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
     """
 
     _provider = PROVIDER
+    _gen_ai_provider = "gcp.gemini"
     _format = "gemini"
     _sdk_client_name = "genai"
     _sdk_error = (
@@ -267,6 +283,9 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
             tool_config = gemini_tool_config(request)
             if tool_config is not None:
                 config["tool_config"] = tool_config
+        if request.output_format is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = output_schema(request.output_format)
         if self.max_tokens is not None:
             config["max_output_tokens"] = self.max_tokens
         if self.temperature is not None:
@@ -275,8 +294,13 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
             config["http_options"] = {"extra_body": dict(self.extra_body)}
         return cast("types.GenerateContentConfigDict", config)
 
-    def _reader(self) -> _ChunkReader:
+    def _reader(self, request: LlmRequest) -> _ChunkReader:
         return _ChunkReader()
+
+    @property
+    def provider(self) -> str:
+        """``"gcp.vertex_ai"`` on Vertex AI, else ``"gcp.gemini"`` (the OpenTelemetry names)."""
+        return "gcp.vertex_ai" if self._client.vertexai else self._gen_ai_provider
 
     def _provider_error(self, exc: Exception) -> ProviderError:
         return provider_error(exc)
@@ -390,6 +414,7 @@ class _Converted:
     names: dict[str, str]  # call id -> tool name: a function response names its function
     unnamed: frozenset[str]  # calls Gemini gave no id: their responses carry none either
     responses: list[types.PartDict]
+    attachments: list[types.PartDict]  # media of those responses for a user turn after them
 
 
 def gemini_contents(
@@ -404,6 +429,7 @@ def gemini_contents(
     names = dict(state.names) if state is not None else {}
     unnamed = set(state.unnamed) if state is not None else set[str]()
     responses = list(state.responses) if state is not None else []
+    attachments = list(state.attachments) if state is not None else []
     for message in messages[start:] if start else messages:
         if isinstance(message, ToolResult):
             key = "error" if message.is_error else "output"
@@ -413,11 +439,16 @@ def gemini_contents(
             }
             if message.call_id not in unnamed:
                 response["id"] = message.call_id
+            if has_media(message):
+                add_media(message, response, attachments)
             responses.append({"function_response": response})
             continue
         if responses:
             out.append({"role": "user", "parts": responses})
             responses = []
+            if attachments:  # after the responses: the function calls' turn must end first
+                out.append({"role": "user", "parts": attachments})
+                attachments = []
         if isinstance(message, UserMessage):
             out.append({"role": "user", "parts": [{"text": message.text}]})
         elif isinstance(message, AssistantMessage):
@@ -430,10 +461,54 @@ def gemini_contents(
         else:
             raise TypeError(f"not a history item: {message!r}")
     if prefix is not None:
-        prefix.keep(messages, _Converted(out, names, frozenset(unnamed), responses))
+        prefix.keep(messages, _Converted(out, names, frozenset(unnamed), responses, attachments))
     if responses:
+        if attachments:
+            return [
+                *out,
+                {"role": "user", "parts": responses},
+                {"role": "user", "parts": attachments},
+            ]
         return [*out, {"role": "user", "parts": responses}]
     return list(out)
+
+
+def add_media(
+    result: ToolResult, response: types.FunctionResponseDict, attachments: list[types.PartDict]
+) -> None:
+    """A rich result's media, in order: those of ``FUNCTION_RESPONSE_TYPES`` in the function
+    response's ``parts``; the others (audio, video, other documents) in ``attachments``,
+    the parts of a user turn after the turn's responses, headed by a line naming the call,
+    with a note in the response's text saying where they went.
+
+    Bytes go as ``inline_data``, a URL as ``file_data`` (``file_uri``).
+    """
+    parts: list[types.FunctionResponsePartDict] = []
+    later: list[MediaPart] = []
+    for part in result.parts:
+        if not isinstance(part, MediaPart):
+            continue
+        media_type = mime_type(part)
+        if media_type in FUNCTION_RESPONSE_TYPES:
+            if part.data is not None:
+                parts.append({"inline_data": {"mime_type": media_type, "data": part.data}})
+            else:
+                parts.append({"file_data": {"file_uri": part.url, "mime_type": media_type}})
+        else:
+            later.append(part)
+    if parts:
+        response["parts"] = parts
+    if not later:
+        return
+    attachments.append({"text": MEDIA_OF_RESULT.format(call_id=result.call_id)})
+    for part in later:
+        if part.data is not None:
+            attachments.append({"inline_data": {"mime_type": mime_type(part), "data": part.data}})
+        else:
+            attachments.append({"file_data": {"file_uri": part.url, "mime_type": mime_type(part)}})
+    note = attached_note(later)
+    text = f"{result.content}\n{note}" if result.content else note
+    response["response"] = {"error" if result.is_error else "output": text}
 
 
 @dataclass

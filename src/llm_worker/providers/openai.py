@@ -16,7 +16,9 @@ OpenAI-compatible servers implement. How the conversation is sent (``messages``)
   with tool calls ``{"role": "assistant", "content": text or None, "tool_calls": [{"id",
   "type": "function", "function": {"name", "arguments": input_json or "{}"}}]}``;
 - ``ToolResult(call_id, content)`` → ``{"role": "tool", "tool_call_id": call_id,
-  "content": content}``.
+  "content": content}``. Tool messages are text only: for a result with media, the
+  message has its text and a note naming them, and the media go in one ``user``
+  message after the turn's tool messages (``chat_tool_message``, ``chat_media_part``).
 
 How its stream is read: ``delta.content`` (and ``delta.refusal``) → ``TextDelta``;
 ``delta.reasoning_content`` / ``delta.reasoning`` (vLLM, DeepSeek, OpenRouter...) →
@@ -39,7 +41,9 @@ back with it. The system prompt is ``instructions``; a ``UserMessage`` is ``{"ro
 "user", "content": text}``; an ``AssistantMessage`` is its reasoning items (below),
 then ``{"role": "assistant", "content": text}`` (if it has text), then one ``{"type":
 "function_call", "call_id", "name", "arguments"}`` per call; a ``ToolResult`` is
-``{"type": "function_call_output", "call_id", "output"}``. Its stream:
+``{"type": "function_call_output", "call_id", "output"}``, whose ``output`` is the
+result's text, or for a result with media its parts as ``input_text`` /
+``input_image`` / ``input_file`` items (``function_output``). Its stream:
 ``response.output_text.delta`` → ``TextDelta``; ``response.reasoning_summary_text.delta``
 and ``response.reasoning_text.delta`` → ``ReasoningDelta``; ``response.output_item.done``
 of a ``reasoning`` item → ``ProviderItem("openai", "reasoning", <the item as JSON>)``;
@@ -55,6 +59,12 @@ A kept reasoning item goes back as it came, in front of its message's text and c
 under it; ``encrypted_content`` carries the reasoning); an item with no
 ``encrypted_content`` then cannot be read back and is left out. With
 ``extra_body={"store": True}`` items keep their ids. ``OpenAIChatClient`` drops them.
+
+A run's structured answer (``request.output_format``) goes as ``response_format``
+(Chat Completions) or ``text.format`` (Responses), a ``json_schema``, strict when the
+schema has a strict form (``json_schema_format``). With ``strict=True``, the nulls strict
+mode introduces into tool arguments are taken out of each call's arguments before the
+worker gets them, which then come as one fragment once the call is complete.
 
 Neither API has an error flag on a tool result: a failed call's content already says
 so ("Invalid argument: ...", "Execution failed: ...", "Tool 'x' not found"...).
@@ -74,7 +84,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 try:
     import openai
@@ -87,6 +97,7 @@ from .._client import (
     Completion,
     LlmEvent,
     LlmRequest,
+    OutputFormat,
     ProviderItemDone,
     ReasoningDelta,
     TextDelta,
@@ -94,6 +105,7 @@ from .._client import (
     ToolUseStart,
     ToolUseStop,
 )
+from .._content import MediaPart
 from .._conversation import (
     AssistantMessage,
     Message,
@@ -105,6 +117,8 @@ from .._conversation import (
 from .._exceptions import ProviderError
 from .._formats import export_tools
 from .._meta import LlmToolDefinition
+from .._model_texts import MEDIA_OF_RESULT
+from .._strict_schema import StrictSchemaError, drop_introduced_nulls, strict_schema
 from ._common import (
     TIMED_OUT,
     HistoryPrefix,
@@ -115,25 +129,43 @@ from ._common import (
     connection_failed,
     error_field,
     is_retryable_status,
+    output_schema,
     own_items,
     proxied_message,
     stream_ended,
+)
+from ._parts import (
+    attached_note,
+    base64_of,
+    data_url,
+    file_name,
+    has_media,
+    mime_type,
+    not_sent,
+    plain_text,
+    text_of_part,
 )
 
 if TYPE_CHECKING:
     from openai import Omit
     from openai.types.chat import (
         ChatCompletionChunk,
+        ChatCompletionContentPartParam,
         ChatCompletionFunctionToolParam,
         ChatCompletionMessageFunctionToolCallParam,
         ChatCompletionMessageParam,
         ChatCompletionToolChoiceOptionParam,
+        ChatCompletionToolMessageParam,
     )
+    from openai.types.chat.completion_create_params import ResponseFormat
     from openai.types.completion_usage import CompletionUsage
     from openai.types.responses import (
         FunctionToolParam,
+        ResponseFunctionCallOutputItemParam,
+        ResponseInputFileContentParam,
         ResponseInputItemParam,
         ResponseStreamEvent,
+        ResponseTextConfigParam,
         ResponseUsage,
     )
     from openai.types.responses.response_create_params import ToolChoice as ToolChoiceParam
@@ -155,16 +187,30 @@ INCOMPLETE_REASONS: Mapping[str, str] = {"max_output_tokens": "max_tokens"}
 RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
 """Error codes of a failed response (or an ``error`` event) that a retry may fix."""
 
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""The image types both APIs take (as a data URL or a URL)."""
+
+AUDIO_FORMATS: Mapping[str, Literal["wav", "mp3"]] = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+"""The audio types Chat Completions takes (``input_audio``, base64), and their ``format``."""
+
 _ChunkT = TypeVar("_ChunkT")
 _ItemT = TypeVar("_ItemT")
 
 
 @dataclass(frozen=True)
 class _Converted(Generic[_ItemT]):
-    """A converted history's items, and whether ``store`` was on (ids go back then)."""
+    """A converted history's items, whether ``store`` was on (ids go back then), and (Chat
+    Completions) the media of the last tool results, for the user message after them."""
 
     items: list[_ItemT]
     stored: bool = False
+    attachments: Sequence[ChatCompletionContentPartParam] = ()
 
 
 class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT], Generic[_ChunkT, _ItemT]):
@@ -172,6 +218,7 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT], Generic[_ChunkT
     history converted for the last request (``_ItemT``: one item of the request's list)."""
 
     _provider = PROVIDER
+    _gen_ai_provider = "openai"
     _sdk_client_name = "AsyncOpenAI"
     _sdk_error = openai.OpenAIError
 
@@ -202,6 +249,17 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT], Generic[_ChunkT
         self.max_tokens = max_tokens
         self.temperature = temperature
         self._history: HistoryPrefix[_Converted[_ItemT]] = HistoryPrefix()
+        self._output: tuple[OutputFormat, _JsonSchema] | None = None
+
+    def _json_schema(self, output_format: OutputFormat) -> _JsonSchema:
+        # A run sends the same format with every request: rewrite it once.
+        if self._output is None or self._output[0] != output_format:
+            self._output = (output_format, json_schema_format(output_format))
+        return self._output[1]
+
+    def _null_dropper(self, request: LlmRequest) -> _NullDropper | None:
+        """What takes the nulls strict mode introduced out of the arguments (strict only)."""
+        return _NullDropper(request.tools) if self.strict and request.tools else None
 
     def _make_client(
         self,
@@ -236,7 +294,9 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk", "ChatCompletionMessa
 
     ``strict=True`` sends every tool with ``"strict": true`` and its schema rewritten
     for OpenAI's strict mode (``export_tools(..., "openai", strict=True)``; a schema
-    that has no strict form raises ``ValueError`` from the first request).
+    that has no strict form raises ``ValueError`` from the first request), and takes
+    the nulls that rewrite introduces (``null`` for "not given") out of each call's
+    arguments (``drop_introduced_nulls``), so a tool never reads one.
     ``max_tokens`` is sent as ``max_completion_tokens``, ``temperature`` as is, and
     ``extra_body`` is merged into every request body (for server-specific fields,
     or ``{"max_tokens": n}`` for servers that predate ``max_completion_tokens``).
@@ -254,13 +314,27 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk", "ChatCompletionMessa
             tool_choice=chat_tool_choice(request) if tools else openai.omit,
             stream=True,
             stream_options={"include_usage": True},
+            response_format=self._response_format(request.output_format),
             max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
             temperature=openai.omit if self.temperature is None else self.temperature,
             extra_body=self.extra_body or None,
         )
 
-    def _reader(self) -> _ChunkReader:
-        return _ChunkReader()
+    def _response_format(self, output_format: OutputFormat | None) -> ResponseFormat | Omit:
+        if output_format is None:
+            return openai.omit
+        schema = self._json_schema(output_format)
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": schema.name,
+                "schema": schema.schema,
+                "strict": schema.strict,
+            },
+        }
+
+    def _reader(self, request: LlmRequest) -> _ChunkReader:
+        return _ChunkReader(self._null_dropper(request))
 
 
 class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent", "ResponseInputItemParam"]):
@@ -289,13 +363,52 @@ class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent", "ResponseInputI
             stream=True,
             store=False,
             include=["reasoning.encrypted_content"],
+            text=self._text_format(request.output_format),
             max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
             temperature=openai.omit if self.temperature is None else self.temperature,
             extra_body=self.extra_body or None,
         )
 
-    def _reader(self) -> _ResponseEventReader:
-        return _ResponseEventReader()
+    def _text_format(self, output_format: OutputFormat | None) -> ResponseTextConfigParam | Omit:
+        if output_format is None:
+            return openai.omit
+        schema = self._json_schema(output_format)
+        return {
+            "format": {
+                "type": "json_schema",
+                "name": schema.name,
+                "schema": schema.schema,
+                "strict": schema.strict,
+            }
+        }
+
+    def _reader(self, request: LlmRequest) -> _ResponseEventReader:
+        return _ResponseEventReader(self._null_dropper(request))
+
+
+@dataclass(frozen=True)
+class _JsonSchema:
+    """A structured answer's schema as both APIs send it (``json_schema``)."""
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool
+
+
+def json_schema_format(output_format: OutputFormat) -> _JsonSchema:
+    """The schema of a structured answer, strict when it has a strict form.
+
+    Strict (``"strict": true``, the answer always matches) with the schema rewritten
+    for strict mode, its optional properties required as they are
+    (``strict_schema(..., introduce_nulls=False)``: the answer is validated as it
+    comes, so a null must not stand for "not given"); else the schema as it is,
+    with ``"strict": false``.
+    """
+    schema = output_schema(output_format)
+    try:
+        return _JsonSchema(output_format.name, strict_schema(schema, introduce_nulls=False), True)
+    except StrictSchemaError:
+        return _JsonSchema(output_format.name, schema, False)
 
 
 def chat_messages(
@@ -309,13 +422,21 @@ def chat_messages(
     """
     start, done = prefix.resume(messages) if prefix is not None else (0, None)
     out: list[ChatCompletionMessageParam] = list(done.items) if done is not None else []
+    attachments = list(done.attachments) if done is not None else []
     for message in messages[start:] if start else messages:
+        if isinstance(message, ToolResult):
+            if has_media(message):
+                out.append(chat_tool_message(message, attachments))
+            else:
+                out.append(
+                    {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+                )
+            continue
+        if attachments:  # the media of the tool results before, after the last of them
+            out.append({"role": "user", "content": attachments})
+            attachments = []
         if isinstance(message, UserMessage):
             out.append({"role": "user", "content": message.text})
-        elif isinstance(message, ToolResult):
-            out.append(
-                {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
-            )
         elif isinstance(message, AssistantMessage):
             if not message.tool_calls:
                 out.append({"role": "assistant", "content": message.text})
@@ -332,10 +453,64 @@ def chat_messages(
         else:
             raise TypeError(f"not a history item: {message!r}")
     if prefix is not None:
-        prefix.keep(messages, _Converted(out))
+        prefix.keep(messages, _Converted(out, attachments=attachments))
+    if attachments:
+        out = [*out, {"role": "user", "content": attachments}]
     if system_prompt:
         return [{"role": "system", "content": system_prompt}, *out]
     return list(out)
+
+
+def chat_tool_message(
+    result: ToolResult, attachments: list[ChatCompletionContentPartParam]
+) -> ChatCompletionToolMessageParam:
+    """A rich result's ``tool`` message (text only, as the API has it), its media added to
+    ``attachments``, the parts of the user message that follows the turn's results.
+
+    The tool message has the result's text, then a note naming the media sent after it
+    (and one for each media part the API cannot take); the user message has, per
+    result, a line naming its call and then its media (``chat_media_part``).
+    """
+    sent: list[MediaPart] = []
+    notes: list[str] = []
+    media: list[ChatCompletionContentPartParam] = []
+    for part in result.parts:
+        if not isinstance(part, MediaPart):
+            continue
+        converted = chat_media_part(part)
+        if converted is None:
+            notes.append(not_sent(part))
+        else:
+            sent.append(part)
+            media.append(converted)
+    if sent:
+        notes.append(attached_note(sent))
+        attachments.append({"type": "text", "text": MEDIA_OF_RESULT.format(call_id=result.call_id)})
+        attachments.extend(media)
+    text = "\n".join([result.content, *notes] if result.content else notes)
+    return {"role": "tool", "tool_call_id": result.call_id, "content": text}
+
+
+def chat_media_part(part: MediaPart) -> ChatCompletionContentPartParam | None:
+    """A media part as a user message's content part; ``None`` if the API cannot take it.
+
+    Images of ``IMAGE_TYPES`` → ``image_url`` (a data URL, or the URL); a PDF's bytes →
+    ``file`` (``file_data`` as a data URL, ``filename``); a ``text/*`` document's bytes →
+    its text; WAV and MP3 bytes → ``input_audio``. Not: video, other documents and
+    audio, and documents or audio given by URL.
+    """
+    media_type = mime_type(part)
+    if media_type in IMAGE_TYPES:
+        return {"type": "image_url", "image_url": {"url": data_url(part)}}
+    if part.data is None:
+        return None
+    if media_type == "application/pdf":
+        return {"type": "file", "file": {"file_data": data_url(part), "filename": file_name(part)}}
+    audio = AUDIO_FORMATS.get(media_type)
+    if audio is not None:
+        return {"type": "input_audio", "input_audio": {"data": base64_of(part), "format": audio}}
+    text = plain_text(part)
+    return {"type": "text", "text": text} if text is not None else None
 
 
 def assistant_input(
@@ -393,7 +568,7 @@ def responses_input(
                 {
                     "type": "function_call_output",
                     "call_id": message.call_id,
-                    "output": message.content,
+                    "output": function_output(message) if has_media(message) else message.content,
                 }
             )
         elif isinstance(message, AssistantMessage):
@@ -403,6 +578,44 @@ def responses_input(
     if prefix is not None:
         prefix.keep(messages, _Converted(out, stored))
     return list(out)
+
+
+def function_output(result: ToolResult) -> list[ResponseFunctionCallOutputItemParam]:
+    """A rich result's ``output`` items, in the order of its parts: ``input_text`` (text, and
+    data as its JSON), ``input_image``, ``input_file``, and a note for media the API cannot
+    take in a function call's output."""
+    items: list[ResponseFunctionCallOutputItemParam] = []
+    for part in result.parts:
+        if isinstance(part, MediaPart):
+            item = responses_media_item(part)
+            if item is not None:
+                items.append(item)
+                continue
+            text = not_sent(part)
+        else:
+            text = text_of_part(part)
+        if text:
+            items.append({"type": "input_text", "text": text})
+    return items
+
+
+def responses_media_item(part: MediaPart) -> ResponseFunctionCallOutputItemParam | None:
+    """A media part as a function call's output item; ``None`` if the API cannot take it.
+
+    Images of ``IMAGE_TYPES`` → ``input_image`` (a data URL, or the URL); any document →
+    ``input_file`` (``file_data`` as a data URL with its ``filename``, or ``file_url``).
+    Not: audio, video, images of other types.
+    """
+    if mime_type(part) in IMAGE_TYPES:
+        return {"type": "input_image", "image_url": data_url(part)}
+    if part.kind != "document":
+        return None
+    if part.url is not None:
+        item: ResponseInputFileContentParam = {"type": "input_file", "file_url": part.url}
+        if part.name:
+            item["filename"] = part.name
+        return item
+    return {"type": "input_file", "file_data": data_url(part), "filename": file_name(part)}
 
 
 def chat_tool_choice(request: LlmRequest) -> ChatCompletionToolChoiceOptionParam | Omit:
@@ -447,11 +660,44 @@ def _arguments(input_json: str) -> str:
     return input_json if input_json.strip() else "{}"
 
 
-class _ChunkReader:
-    """Turns ``chat.completion.chunk``s into events; only choice 0 is read."""
+class _NullDropper:
+    """Takes the nulls strict mode introduced out of a call's arguments, with the tool's own
+    schema (``drop_introduced_nulls``), so a tool never reads a null it does not allow."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_tools",)
+
+    def __init__(self, tools: Sequence[LlmToolDefinition]) -> None:
+        self._tools = tools
+
+    def arguments(self, name: str, text: str) -> str:
+        """The arguments ``text`` of a call of ``name``, without the introduced nulls."""
+        if "null" not in text:  # nothing to drop: the usual case costs one scan
+            return text
+        definition = next((tool for tool in self._tools if tool.name == name), None)
+        if definition is None:
+            return text
+        try:
+            value: object = json.loads(text)
+        except ValueError:
+            return text  # the worker reports arguments that are not JSON
+        if not isinstance(value, dict):
+            return text
+        arguments = cast("dict[str, Any]", value)
+        kept = drop_introduced_nulls(definition.input_schema, arguments)
+        return text if kept == arguments else json.dumps(kept, ensure_ascii=False)
+
+
+class _ChunkReader:
+    """Turns ``chat.completion.chunk``s into events; only choice 0 is read.
+
+    With a ``_NullDropper`` (strict mode), a call's arguments are held until the call is
+    complete and then sent as one fragment, without the nulls strict mode introduced.
+    """
+
+    def __init__(self, nulls: _NullDropper | None = None) -> None:
         self.arguments: dict[int, list[str]] = {}  # started calls: index -> fragments
+        self.names: dict[int, str] = {}
+        self.nulls = nulls
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
@@ -477,13 +723,27 @@ class _ChunkReader:
                     fragments = self.arguments[call.index] = []
                     call_id = call.id or f"call_{chunk.id}_{call.index}"
                     name = (function.name if function is not None else None) or ""
+                    self.names[call.index] = name
                     events.append(ToolUseStart(call.index, call_id, name))
                 if function is not None and function.arguments:
                     fragments.append(function.arguments)
-                    events.append(ToolInputDelta(call.index, function.arguments))
+                    if self.nulls is None:
+                        events.append(ToolInputDelta(call.index, function.arguments))
             if choice.finish_reason is not None and self.finish_reason is None:
                 self.finish_reason = choice.finish_reason
-                events.extend(ToolUseStop(index) for index in self.arguments)
+                events.extend(self.stops())
+        return events
+
+    def stops(self) -> list[LlmEvent]:
+        """A ``ToolUseStop`` for every started call (after its held arguments, if any)."""
+        if self.nulls is None:
+            return [ToolUseStop(index) for index in self.arguments]
+        events: list[LlmEvent] = []
+        for index, fragments in self.arguments.items():
+            text = self.nulls.arguments(self.names[index], "".join(fragments))
+            if text:
+                events.append(ToolInputDelta(index, text))
+            events.append(ToolUseStop(index))
         return events
 
     def end(self) -> list[LlmEvent]:
@@ -494,8 +754,7 @@ class _ChunkReader:
         # came, or if every call's arguments are whole; else the answer may be cut short.
         if self.usage is None and not (self.arguments and self._calls_whole()):
             raise stream_ended(PROVIDER)
-        stops: list[LlmEvent] = [ToolUseStop(index) for index in self.arguments]
-        return [*stops, Completion("tool_use" if self.arguments else "end_turn", self.usage)]
+        return [*self.stops(), Completion("tool_use" if self.arguments else "end_turn", self.usage)]
 
     def _calls_whole(self) -> bool:
         for fragments in self.arguments.values():
@@ -519,11 +778,17 @@ def _reasoning_text(delta: object) -> str | None:
 
 
 class _ResponseEventReader:
-    """Turns Responses stream events into events; output items are told apart by index."""
+    """Turns Responses stream events into events; output items are told apart by index.
 
-    def __init__(self) -> None:
+    With a ``_NullDropper`` (strict mode), a call's arguments are held until its item is
+    done and then sent as one fragment, without the nulls strict mode introduced.
+    """
+
+    def __init__(self, nulls: _NullDropper | None = None) -> None:
         # Open function calls: output_index -> whether argument deltas came.
         self.open_calls: dict[int, bool] = {}
+        self.held: dict[int, list[str]] = {}  # strict mode: output_index -> fragments
+        self.nulls = nulls
         self.called = False
         self.result: Completion | None = None
 
@@ -534,6 +799,9 @@ class _ResponseEventReader:
             if event.output_index not in self.open_calls or not event.delta:
                 return []
             self.open_calls[event.output_index] = True
+            if self.nulls is not None:
+                self.held.setdefault(event.output_index, []).append(event.delta)
+                return []
             return [ToolInputDelta(event.output_index, event.delta)]
         if (
             event.type == "response.reasoning_summary_text.delta"
@@ -558,9 +826,14 @@ class _ResponseEventReader:
             if item.type != "function_call" or event.output_index not in self.open_calls:
                 return []
             streamed = self.open_calls.pop(event.output_index)
-            # A server that sends the arguments only with the finished item.
             head: list[LlmEvent] = []
-            if not streamed and item.arguments:
+            if self.nulls is not None:
+                held = "".join(self.held.pop(event.output_index, ()))
+                text = self.nulls.arguments(item.name, item.arguments or held)
+                if text:
+                    head.append(ToolInputDelta(event.output_index, text))
+            elif not streamed and item.arguments:
+                # A server that sends the arguments only with the finished item.
                 head.append(ToolInputDelta(event.output_index, item.arguments))
             return [*head, ToolUseStop(event.output_index)]
         if event.type == "response.completed":

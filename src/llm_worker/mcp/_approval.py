@@ -1,0 +1,193 @@
+"""A served call that needs a person's approval: asked of the host through MCP elicitation.
+
+A tool's ``requires_approval`` (``True``, or a function of the call's
+``ToolCallContext``) says which calls need it. Such a call runs only once the
+host's user approved it; it is never run unapproved:
+
+================================================  =====================================
+the client                                        what happens
+================================================  =====================================
+declared ``elicitation`` (form mode), handshake   ``elicitation/create`` is sent while
+era (stdio, stateful HTTP)                        the call waits for the answer
+declared ``elicitation``, 2026-07-28 era (no      the call answers ``input_required``
+server-to-client requests)                        with the same question; the client's
+                                                  retry carries the answer, and a
+                                                  ``requestState`` binding it to this
+                                                  tool and these arguments
+did not declare it                                an ``isError`` refusal: the call needs
+                                                  an approval the host cannot give
+================================================  =====================================
+
+The question names the tool and its arguments and asks for one boolean,
+``approve``. Only ``accept`` with ``approve: true`` runs the call; ``decline``,
+``accept`` with ``approve: false``, and ``cancel`` are ``isError`` results the
+model reads (``_model_texts``), and so is a policy that fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import mcp.types as types
+from mcp.server import ServerRequestContext
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._conversation import ToolCall
+from .._exceptions import HookError
+from .._hooks import ToolCallContext, needs_approval
+from .._model_texts import (
+    APPROVAL_CANCELLED,
+    APPROVAL_DECLINED,
+    APPROVAL_FAILED,
+    APPROVAL_POLICY_FAILED,
+    APPROVAL_UNAVAILABLE,
+    call_text,
+)
+from .._safe_text import model_safe_text
+from .._server import ToolEntry
+
+__all__ = ["APPROVAL_SCHEMA", "Approvals", "approval_question"]
+
+logger = logging.getLogger("llm_worker.mcp")
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Approve",
+            "description": "Run this tool call",
+            "default": True,
+        }
+    },
+    "required": ["approve"],
+}
+"""What the host asks its user for: one boolean (a checkbox, ticked to begin with)."""
+
+_INPUT_KEY = "approval"  # the key of our question in an input_required result
+_MAX_ARGUMENTS_SHOWN = 2000
+
+Refusal = types.CallToolResult
+"""Why a call did not run (``isError``), as the client gets it."""
+
+
+class Approvals:
+    """Decides, per served call, whether it may run now; asks the host when it needs to.
+
+    Holds the key that binds a 2026-07-28 client's answer to the call it answers
+    (a fresh one per server: answers do not outlive the process).
+    """
+
+    __slots__ = ("_key",)
+
+    def __init__(self) -> None:
+        self._key = secrets.token_bytes(32)
+
+    async def check(
+        self,
+        entry: ToolEntry,
+        call: ToolCall,
+        arguments: Mapping[str, Any],
+        request: ServerRequestContext[Any] | None,
+        params: types.CallToolRequestParams | None,
+    ) -> Refusal | types.InputRequiredResult | None:
+        """``None`` if ``call`` may run; else what to answer instead: a refusal, or (for a
+        2026-07-28 client) the question."""
+        policy = entry.requires_approval
+        if policy is False:
+            return None
+        try:
+            needed = await needs_approval(policy, ToolCallContext(call, entry.meta, entry.tool))
+        except HookError as exc:
+            logger.error("The approval policy of tool %r failed: %s", call.name, exc, exc_info=exc)
+            kind = type(exc.__cause__ or exc).__name__
+            return _refusal(call_text(APPROVAL_POLICY_FAILED, call.name, kind=kind))
+        if not needed:
+            return None
+        if request is None or not _asks_forms(request.session.client_capabilities):
+            return _refusal(call_text(APPROVAL_UNAVAILABLE, call.name))
+        question = approval_question(entry, arguments)
+        if request.session.can_send_request:
+            return await _ask(request, question, call.name)
+        if request.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return _refusal(call_text(APPROVAL_UNAVAILABLE, call.name))
+        # No server-to-client requests (2026-07-28): the question is the result, and the
+        # client's retry of this call carries the answer.
+        state = self._state(call.name, arguments)
+        answer = _answer(params, state)
+        if answer is None:
+            ask = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(
+                    message=question, requested_schema=APPROVAL_SCHEMA
+                )
+            )
+            return types.InputRequiredResult(input_requests={_INPUT_KEY: ask}, request_state=state)
+        return _decided(answer, call.name)
+
+    def _state(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """The ``requestState`` of the question about this call: a MAC of its tool and
+        arguments, so an answer approves only the call it was asked about."""
+        text = json.dumps([name, arguments], sort_keys=True, ensure_ascii=False)
+        digest = hmac.new(self._key, text.encode("utf-8", "surrogatepass"), hashlib.sha256)
+        return digest.hexdigest()
+
+
+def approval_question(entry: ToolEntry, arguments: Mapping[str, Any]) -> str:
+    """What the host's user is asked: the tool (its title too, if it has one) and the
+    arguments, as JSON (cut short past 2000 characters)."""
+    meta = entry.meta
+    tool = f"'{meta.name}'" if meta.title is None else f"{meta.title} ('{meta.name}')"
+    shown = json.dumps(dict(arguments), indent=2, ensure_ascii=False)
+    if len(shown) > _MAX_ARGUMENTS_SHOWN:
+        shown = shown[: _MAX_ARGUMENTS_SHOWN - 1] + "…"
+    return f"Allow the tool {tool} to run with these arguments?\n{shown}"
+
+
+async def _ask(request: ServerRequestContext[Any], question: str, name: str) -> Refusal | None:
+    """Send the client ``elicitation/create`` and wait for its user's answer."""
+    try:
+        answer = await request.session.elicit_form(
+            question, APPROVAL_SCHEMA, related_request_id=request.request_id
+        )
+    except Exception as exc:  # an MCP error, a client gone, an answer that is not one
+        logger.info("Asking to approve %r failed: %r", name, exc)
+        why = f"{type(exc).__name__}: {model_safe_text(exc)}"
+        return _refusal(call_text(APPROVAL_FAILED, name, why=why))
+    return _decided(answer, name)
+
+
+def _asks_forms(capabilities: types.ClientCapabilities | None) -> bool:
+    """Whether the client takes form elicitations (``elicitation: {}`` means forms)."""
+    elicitation = None if capabilities is None else capabilities.elicitation
+    if elicitation is None:
+        return False
+    return elicitation.form is not None or elicitation.url is None
+
+
+def _answer(params: types.CallToolRequestParams | None, state: str) -> types.ElicitResult | None:
+    """The answer a retry carries to the question about this very call, if it carries one."""
+    if params is None or params.input_responses is None or params.request_state is None:
+        return None
+    if not hmac.compare_digest(params.request_state.encode("utf-8", "replace"), state.encode()):
+        return None  # another call's question, or none of ours: ask about this one
+    answer = params.input_responses.get(_INPUT_KEY)
+    return answer if isinstance(answer, types.ElicitResult) else None
+
+
+def _decided(answer: types.ElicitResult, name: str) -> Refusal | None:
+    content = answer.content
+    if answer.action == "accept" and content is not None and content.get("approve") is True:
+        return None
+    logger.info("The user did not approve tool call %r (%s)", name, answer.action)
+    template = APPROVAL_CANCELLED if answer.action == "cancel" else APPROVAL_DECLINED
+    return _refusal(call_text(template, name))
+
+
+def _refusal(text: str) -> Refusal:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)

@@ -1,0 +1,270 @@
+"""Our result parts as MCP content blocks (serve), and MCP content blocks as parts (use).
+
+Serve: a ``ToolResult`` becomes a ``CallToolResult``. A text-only result is one
+text block; a rich one is a block per part, in order:
+
+================================  ====================================================
+part                              content block
+================================  ====================================================
+``TextPart``                      ``TextContent``
+``DataPart``                      ``TextContent`` of its JSON
+``MediaPart`` image, with data    ``ImageContent`` (the bytes in base64)
+``MediaPart`` audio, with data    ``AudioContent``
+``MediaPart`` video or document,  ``EmbeddedResource`` with ``BlobResourceContents`` at
+with data                         ``llm-worker://media/<sha256 of the bytes>/<name>``
+                                  (nothing after the last ``/`` when it has no name)
+``MediaPart`` with a url          ``ResourceLink`` (``uri`` the url, ``name`` the
+                                  part's name or the url, ``mimeType``)
+================================  ====================================================
+
+A tool with an ``output_schema`` also gets ``structuredContent``: its JSON value
+(the only ``DataPart`` of a rich result, else its text), as ``{"result": value}``
+when the schema is a wrapped one; an ``isError`` result never has it. The
+metadata is never sent.
+
+Use: a ``CallToolResult`` becomes what the model reads (``tool_return``):
+
+=====================================  ===============================================
+content block                          part
+=====================================  ===============================================
+``TextContent``                        ``TextPart``
+``ImageContent``, ``AudioContent``     ``MediaPart`` with the decoded bytes
+``EmbeddedResource``, text             ``TextPart``: ``[resource <uri>]`` and the text
+``EmbeddedResource``, blob             ``MediaPart`` with the decoded bytes (named after
+                                       the uri's last segment; ``application/octet-
+                                       stream`` if the server gave no type)
+``ResourceLink`` to http(s) with a     ``MediaPart`` by url
+``mimeType``
+any other ``ResourceLink``             ``TextPart``: ``[resource link: name <uri>]``
+a block for the user only              not for the model: kept in the metadata
+(``audience`` has ``"user"``, not      (``"user_content"``, each block as MCP JSON)
+``"assistant"``)
+=====================================  ===============================================
+
+``structuredContent`` is kept in the metadata (``"structured_content"``) and,
+when no block is for the model, is what it reads (a ``DataPart``). A result of
+plain text blocks, with nothing for the metadata, stays a ``str``. Data that is
+not base64 is an ``ExecutionFailedError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from typing import Any, NoReturn, cast
+from urllib.parse import quote, unquote, urlsplit
+
+import mcp.types as types
+
+from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
+from .._conversation import ToolResult
+from .._exceptions import ExecutionFailedError
+from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, call_text
+from .._output_schema import WRAPPED
+from .._safe_text import valid_unicode
+
+__all__ = ["call_tool_result", "error_text", "tool_return"]
+
+MEDIA_URI = "llm-worker://media/{digest}/{name}"
+"""Where an embedded media part says it is: its bytes' SHA-256, then its name (if any)."""
+
+_DEFAULT_BLOB_TYPE = "application/octet-stream"
+_LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
+
+
+# -- serve: a ToolResult as a CallToolResult ------------------------------------------------
+
+
+def call_tool_result(
+    result: ToolResult, name: str, output_schema: dict[str, Any] | None
+) -> types.CallToolResult:
+    """``result`` (of a call of tool ``name``) as MCP content, and its structured content
+    when the tool has an ``output_schema``. A value the schema cannot describe (not JSON,
+    not an object) is an ``isError`` result saying so."""
+    content: list[types.ContentBlock]
+    if result.parts:
+        content = [_block(part) for part in result.parts]
+    else:
+        # A lone surrogate (a file name that is not UTF-8, from os.listdir) cannot go on the wire.
+        content = [types.TextContent(text=valid_unicode(result.content))]
+    if output_schema is None or result.is_error:
+        return types.CallToolResult(content=content, is_error=result.is_error)
+    try:
+        structured = _structured(result, wrapped=output_schema.get(WRAPPED) is True)
+    except ValueError as exc:
+        text = call_text(NOT_STRUCTURED, name, why=str(exc))
+        return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+    return types.CallToolResult(content=content, structured_content=structured)
+
+
+def _block(part: ContentPart) -> types.ContentBlock:
+    if isinstance(part, TextPart):
+        return types.TextContent(text=valid_unicode(part.text))
+    if isinstance(part, DataPart):
+        return types.TextContent(text=part.json_text)
+    # A name or url may hold a lone surrogate (a file name from os.listdir): not on the wire.
+    name = None if part.name is None else valid_unicode(part.name)
+    media_type = valid_unicode(part.media_type)
+    if part.data is None:
+        assert part.url is not None  # a MediaPart has one or the other
+        url = valid_unicode(part.url)
+        return types.ResourceLink(name=name or url, uri=url, mime_type=media_type)
+    data = base64.b64encode(part.data).decode("ascii")
+    if part.kind == "image":
+        return types.ImageContent(data=data, mime_type=media_type)
+    if part.kind == "audio":
+        return types.AudioContent(data=data, mime_type=media_type)
+    uri = MEDIA_URI.format(
+        digest=hashlib.sha256(part.data).hexdigest(), name=quote(name or "", safe="")
+    )
+    return types.EmbeddedResource(
+        resource=types.BlobResourceContents(uri=uri, mime_type=media_type, blob=data)
+    )
+
+
+def _structured(result: ToolResult, *, wrapped: bool) -> Any:
+    data = [part for part in result.parts if isinstance(part, DataPart)]
+    if len(data) > 1:
+        raise ValueError(f"{len(data)} data parts, not one")
+    text = data[0].json_text if data else result.content
+    try:
+        value = json.loads(text, parse_constant=_not_json)
+    except ValueError:
+        raise ValueError("not JSON") from None
+    if wrapped:
+        return {"result": value}
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return cast("dict[str, Any]", value)
+
+
+def _not_json(constant: str) -> NoReturn:
+    raise ValueError(f"{constant} is not JSON")
+
+
+# -- use: a CallToolResult as what the model reads ------------------------------------------
+
+
+def tool_return(result: types.CallToolResult, name: str) -> str | ToolReturn:
+    """What the model reads of a (successful) result of MCP tool ``name``: see the table."""
+    content = result.content
+    structured = result.structured_content
+    if structured is None:
+        texts = _plain_texts(content)
+        if texts is not None:
+            return "\n".join(texts)  # the common case, as cheap as ever
+    parts: list[ContentPart] = []
+    for_user: list[dict[str, Any]] = []
+    for block in content:
+        if _for_user_only(block):
+            for_user.append(block.model_dump(mode="json", by_alias=True, exclude_none=True))
+        else:
+            parts.append(_part(block, name))
+    metadata: dict[str, Any] = {}
+    if for_user:
+        metadata["user_content"] = for_user
+    if structured is not None:
+        metadata["structured_content"] = structured
+        if not parts:
+            parts.append(DataPart.of(structured))
+    if not metadata and all(isinstance(part, TextPart) for part in parts):
+        return "\n".join(part.text for part in parts if isinstance(part, TextPart))
+    return ToolReturn(parts, metadata or None)
+
+
+def _plain_texts(content: list[types.ContentBlock]) -> list[str] | None:
+    """The texts of ``content`` if it is nothing but text blocks with no annotations."""
+    texts: list[str] = []
+    for block in content:
+        if type(block) is not types.TextContent or block.annotations is not None:
+            return None
+        texts.append(block.text)
+    return texts
+
+
+def error_text(result: types.CallToolResult) -> str:
+    """The text of an ``isError`` result the model reads: its text blocks for the model."""
+    lines: list[str] = []
+    for block in result.content:
+        if _for_user_only(block):
+            continue
+        if isinstance(block, types.TextContent):
+            lines.append(block.text)
+        elif isinstance(block, types.EmbeddedResource) and isinstance(
+            block.resource, types.TextResourceContents
+        ):
+            lines.append(block.resource.text)
+    return "\n".join(lines)
+
+
+def _for_user_only(block: types.ContentBlock) -> bool:
+    annotations = block.annotations
+    audience = None if annotations is None else annotations.audience
+    return audience is not None and "user" in audience and "assistant" not in audience
+
+
+def _part(block: types.ContentBlock, name: str) -> ContentPart:
+    if isinstance(block, types.TextContent):
+        return TextPart(block.text)
+    if isinstance(block, (types.ImageContent, types.AudioContent)):
+        what = f"{'an image' if block.type == 'image' else 'audio'} ({block.mime_type})"
+        return _media(name, what, block.mime_type, data=block.data)
+    if isinstance(block, types.EmbeddedResource):
+        resource = block.resource
+        if isinstance(resource, types.TextResourceContents):
+            return TextPart(f"[resource <{resource.uri}>]\n{resource.text}")
+        media_type = resource.mime_type or _DEFAULT_BLOB_TYPE
+        what = f"the resource <{resource.uri}>"
+        file_name = _file_name(resource.uri)
+        return _media(name, what, media_type, data=resource.blob, file_name=file_name)
+    if isinstance(block, types.ResourceLink):
+        if block.mime_type is not None and urlsplit(block.uri).scheme in _LINKED_SCHEMES:
+            # A link named by its own address (as our server names one) has no name.
+            link_name = None if block.name == block.uri else block.name
+            what = f"a link to <{block.uri}>"
+            return _media(name, what, block.mime_type, url=block.uri, file_name=link_name)
+        return TextPart(f"[resource link: {block.name} <{block.uri}>]")
+    return TextPart(f"[{getattr(block, 'type', 'unknown')} content not shown]")
+
+
+def _media(
+    name: str,
+    what: str,
+    media_type: str,
+    *,
+    data: str | None = None,
+    url: str | None = None,
+    file_name: str | None = None,
+) -> MediaPart:
+    raw = None
+    if data is not None:
+        try:
+            raw = _decode(data)
+        except ValueError:  # binascii.Error, or text that is not ASCII
+            raise _unreadable(name, what, "its data is not base64") from None
+    try:
+        return MediaPart(media_type, data=raw, url=url, name=file_name)
+    except ValueError:
+        raise _unreadable(name, what, f"{media_type!r} is not a MIME type") from None
+
+
+def _unreadable(name: str, what: str, problem: str) -> ExecutionFailedError:
+    return ExecutionFailedError(call_text(MCP_BAD_CONTENT, name, what=what, problem=problem))
+
+
+def _decode(data: str) -> bytes:
+    """Base64, strictly; line breaks and spaces (as MIME base64 has) are let through."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except ValueError:
+        compact = "".join(data.split())
+        if compact == data:
+            raise
+        return base64.b64decode(compact, validate=True)
+
+
+def _file_name(uri: str) -> str | None:
+    """The last segment of ``uri``'s path, if it has one: ``file:///data/q3.pdf`` → ``q3.pdf``."""
+    last = urlsplit(uri).path.rpartition("/")[2]
+    return unquote(last) or None

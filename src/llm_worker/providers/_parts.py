@@ -1,0 +1,89 @@
+"""Rich tool results for the provider clients: a result's media, written the way APIs take them.
+
+A ``ToolResult`` whose parts hold no media is sent as its text (``content``),
+exactly as a text result: only media change a request. Each client decides
+what its API takes in a tool result and where the rest goes (docs/providers.md,
+"Rich tool results"); this module has what they share: which parts are
+media, their MIME type, base64 and data URLs, file names, and the notes a
+model reads in place of media it cannot be sent.
+
+Nothing here imports a provider SDK.
+"""
+
+from __future__ import annotations
+
+import base64
+import mimetypes
+from collections.abc import Sequence
+
+from .._content import ContentPart, MediaPart, TextPart
+from .._conversation import ToolResult
+from .._model_texts import MEDIA_ATTACHED, MEDIA_NOT_SENT, media_label
+
+__all__ = [
+    "attached_note",
+    "base64_of",
+    "data_url",
+    "file_name",
+    "has_media",
+    "mime_type",
+    "not_sent",
+    "plain_text",
+    "text_of_part",
+]
+
+
+def has_media(result: ToolResult) -> bool:
+    """Whether ``result`` holds a media part (a text result, or text and data, holds none)."""
+    return bool(result.parts) and any(isinstance(part, MediaPart) for part in result.parts)
+
+
+def text_of_part(part: ContentPart) -> str:
+    """A text or data part's text (a data part's JSON); ``""`` for media."""
+    if isinstance(part, TextPart):
+        return part.text
+    if isinstance(part, MediaPart):
+        return ""
+    return part.json_text
+
+
+def mime_type(part: MediaPart) -> str:
+    """The part's MIME type without parameters, lower-cased: ``"image/png"``."""
+    return part.media_type.split(";", 1)[0].strip().lower()
+
+
+def base64_of(part: MediaPart) -> str:
+    """The part's bytes in base64 (``""`` for a URL part)."""
+    return base64.b64encode(part.data).decode("ascii") if part.data is not None else ""
+
+
+def data_url(part: MediaPart) -> str:
+    """Where the part is: its URL, or its bytes as a ``data:`` URL."""
+    if part.url is not None:
+        return part.url
+    return f"data:{mime_type(part)};base64,{base64_of(part)}"
+
+
+def file_name(part: MediaPart) -> str:
+    """The part's file name, or one made from its kind and type: ``document.pdf``."""
+    if part.name:
+        return part.name
+    extension = mimetypes.guess_extension(mime_type(part)) or ""
+    return f"{part.kind}{extension}"
+
+
+def plain_text(part: MediaPart) -> str | None:
+    """A ``text/*`` document's bytes as text (UTF-8; ``None`` for other parts and URLs)."""
+    if part.data is None or not mime_type(part).startswith("text/"):
+        return None
+    return part.data.decode("utf-8", "replace")
+
+
+def not_sent(part: MediaPart) -> str:
+    """What the model reads in place of a media part its API cannot take in a tool result."""
+    return MEDIA_NOT_SENT.format(media=media_label(part), media_type=part.media_type)
+
+
+def attached_note(parts: Sequence[MediaPart]) -> str:
+    """What a text-only tool message says of its media, sent in the next user message."""
+    return MEDIA_ATTACHED.format(media=", ".join(media_label(part) for part in parts))

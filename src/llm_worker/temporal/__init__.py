@@ -1,0 +1,41 @@
+"""Durable runs on Temporal: a Worker's conversation as a workflow (extra ``llm-worker[temporal]``).
+
+The workflow runs the same turn loop as a process; each model request and each
+tool call is a Temporal activity, retried by Temporal's policies and recorded
+in the workflow's history, so a run survives crashes and its tools can run on
+other machines. See docs/durable.md.
+
+    DurableWorker           the definition both sides are built from: prompt, tools, hooks
+    ActivityConfig          task queue, timeouts and retry policy of the activities
+    ConversationWorkflow    the workflow base class: run, the decide update, the queries
+    ConversationStart       the workflow's input; ConversationOutcome, its result
+    Conversation            a handle on a run: start, pending, decide, events, result
+    LlmWorkerPlugin         passes llm_worker through Temporal's workflow sandbox
+"""
+
+from __future__ import annotations
+
+try:
+    import temporalio  # noqa: F401  # pyright: ignore[reportUnusedImport]
+except ImportError as exc:  # pragma: no cover - exercised without the extra
+    raise ImportError(
+        "llm_worker.temporal needs the temporal extra: pip install 'llm-worker[temporal]'"
+    ) from exc
+
+from ._config import ActivityConfig
+from ._conversation import Conversation, ConversationResult, EventPage
+from ._durable import DurableWorker
+from ._plugin import LlmWorkerPlugin
+from ._workflow import ConversationOutcome, ConversationStart, ConversationWorkflow
+
+__all__ = [
+    "ActivityConfig",
+    "Conversation",
+    "ConversationOutcome",
+    "ConversationResult",
+    "ConversationStart",
+    "ConversationWorkflow",
+    "DurableWorker",
+    "EventPage",
+    "LlmWorkerPlugin",
+]

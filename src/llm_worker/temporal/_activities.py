@@ -1,0 +1,154 @@
+"""The activities: the real model request and the real tool call, on an activity worker.
+
+``model_request_activity(name, client)`` streams one request through the
+user's own ``LlmClient`` and returns the whole response as events.
+``tool_call_activity(name, handle, limits, deps)`` runs one call on the
+user's own tools exactly as a process's Worker would (input limits, the
+tool's timeout, the result cap, a ``ToolError`` as the result the model
+reads). Both run outside the workflow, so they may do anything: I/O, clocks,
+threads.
+
+What fails an activity (so that Temporal retries it, per the retry policy):
+a ``ProviderError`` (``retryable=False`` makes it final at once), or anything
+else the model client raises; for a tool call, only what is not a result:
+the worker process dying, a timeout, a tool this activity worker does not
+have (final at once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+import anyio
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .._client import LlmClient, LlmEvent, LlmRequest
+from .._context import ToolContext
+from .._conversation import ToolCall
+from .._exceptions import LlmClientError, ProviderError
+from .._execution import execute_call
+from .._limits import Limits
+from .._server import ToolServerHandle, entry_of
+from .._state_json import dump_result
+from ._deps import DepsCodec
+from ._wire import coalesce, dump_events, load_request
+
+__all__ = ["model_request_activity", "tool_call_activity"]
+
+JsonDict = dict[str, Any]
+_T = TypeVar("_T")
+
+
+def model_request_activity(
+    name: str, client: LlmClient
+) -> Callable[[JsonDict], Awaitable[list[JsonDict]]]:
+    """The activity ``name``: one model request through ``client``."""
+
+    @activity.defn(name=name)
+    async def model_request(request: JsonDict) -> list[JsonDict]:
+        try:
+            events = await _beating(_Progress(), _read(client, load_request(request)))
+        except ProviderError as exc:
+            raise ApplicationError(
+                str(exc),
+                {
+                    "provider": exc.provider,
+                    "message": exc.message,
+                    "status": exc.status,
+                    "retryable": exc.retryable,
+                },
+                type="ProviderError",
+                non_retryable=not exc.retryable,
+            ) from exc
+        except LlmClientError as exc:  # a client that breaks the protocol does so every time
+            raise ApplicationError(str(exc), type="LlmClientError", non_retryable=True) from exc
+        return dump_events(coalesce(events))
+
+    return model_request
+
+
+def tool_call_activity(
+    name: str, handle: ToolServerHandle, limits: Limits, deps: DepsCodec
+) -> Callable[[JsonDict], Awaitable[JsonDict]]:
+    """The activity ``name``: one call of one of ``handle``'s tools, within ``limits``."""
+
+    @activity.defn(name=name)
+    async def tool_call(call: JsonDict) -> JsonDict:
+        tool = str(call["tool"])
+        entry = entry_of(handle, tool)
+        if entry is None:
+            info = activity.info()
+            raise ApplicationError(
+                f"tool {tool!r} is not among the tools of the activity worker on task queue "
+                f"{info.task_queue!r} (give its definition to DurableWorker.activities(tools=...) "
+                f"there)",
+                type="ToolNotFoundError",
+                non_retryable=True,
+            )
+        run_call = ToolCall(str(call["call_id"]), tool, str(call["input_json"]))
+        progress = _Progress()
+        context = ToolContext(
+            call_id=run_call.id,
+            tool_name=tool,
+            deps=deps.load(call.get("deps")),
+            sink=progress,
+            idempotency_key=str(call["idempotency_key"]),
+        )
+        return dump_result(await _beating(progress, execute_call(entry, run_call, limits, context)))
+
+    return tool_call
+
+
+class _Progress:
+    """A tool's progress reports: the latest one goes with the next heartbeat."""
+
+    __slots__ = ("latest",)
+
+    def __init__(self) -> None:
+        self.latest: JsonDict | None = None
+
+    def report(
+        self, call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        # One assignment: safe from a plain-def tool's thread.
+        self.latest = {"call_id": call_id, "progress": progress, "total": total, "message": message}
+
+
+async def _read(client: LlmClient, request: LlmRequest) -> list[LlmEvent]:
+    return [event async for event in client.stream(request)]
+
+
+async def _beating(progress: _Progress, work: Awaitable[_T]) -> _T:
+    """``work``'s result; meanwhile a heartbeat every third of the heartbeat timeout, if any.
+
+    So a live worker's long call (a slow tool, a model that thinks for minutes before
+    its first token) is never taken for a dead one, and a dead one's is soon retried.
+    """
+    timeout: timedelta | None = activity.info().heartbeat_timeout
+    if not timeout:
+        return await work
+    done: list[_T] = []
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(_heartbeat, progress, timeout.total_seconds() / 3)
+        try:
+            done.append(await work)
+        except Exception as exc:  # raised as it is, not in the task group's ExceptionGroup
+            failure = exc
+        group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    return done[0]
+
+
+async def _heartbeat(progress: _Progress, interval: float) -> None:
+    while True:
+        latest = progress.latest
+        if latest is None:
+            activity.heartbeat()
+        else:
+            activity.heartbeat(latest)
+        await anyio.sleep(interval)

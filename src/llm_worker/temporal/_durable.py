@@ -1,0 +1,287 @@
+"""``DurableWorker``: a Worker's definition that both sides of a durable run are built from.
+
+The workflow side needs what the turn loop decides with: the system prompt,
+the tools' metas and options (``requires_approval``, ``sequential``), the
+hooks, the limits. The activity side needs what does the work: the real
+``LlmClient`` and the real tools. One ``DurableWorker``, defined at module level
+in code both sides import, holds the first and names the activities; the
+activity side adds the second with ``activities(model=..., tools=...)``.
+
+(A ``DurableWorker`` is an llm_worker ``Worker`` made durable, not a Temporal
+worker: the Temporal worker is the process that polls a task queue and runs
+workflows and activities.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from datetime import timedelta
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
+
+from .._client import LlmClient
+from .._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
+from .._limits import Limits
+from .._meta import ToolMeta
+from .._registry import is_tool_registry, registered_tools
+from .._server import ToolServer
+from .._types import ToolDefinition
+from .._worker import Worker
+from ._activities import model_request_activity, tool_call_activity
+from ._config import MODEL_REQUEST_TIMEOUT, TOOL_TIMEOUT_GRACE, ActivityConfig
+from ._deps import DepsCodec
+from ._stand_ins import ActivityModel, ActivityTool
+
+__all__ = ["DurableWorker"]
+
+DepsT = TypeVar("DepsT", default=None)
+
+
+@dataclasses.dataclass(frozen=True)
+class _DurableTool:
+    meta: ToolMeta
+    requires_approval: ApprovalPolicy
+    sequential: bool
+    activity: ActivityConfig | None
+
+
+class DurableWorker(Generic[DepsT]):
+    """A ``Worker`` whose every model request and tool call is a Temporal activity.
+
+    >>> tracker = DurableWorker("tracker", system_prompt="You triage issues.")
+    >>> tracker.register_tools(IssueTracker)          # the @tool_registry class
+    >>> tracker.add_pre_tool_call_hook(audit)         # hooks run in the workflow
+
+    ``name`` names its activities (``"{name}.model_request"``,
+    ``"{name}.tool_call"``), so it must be the same on every machine and unique
+    among the DurableWorkers of one Temporal namespace. The keywords are the
+    ``Worker``'s; ``limits.tool_timeout`` becomes each tool call activity's
+    start-to-close timeout (plus ``TOOL_TIMEOUT_GRACE``). ``model_activity`` and
+    ``tool_activity`` set the activities' task queues, timeouts and retry
+    policies. Hooks and approval policies run in the workflow and must be
+    deterministic (see docs/durable.md).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        system_prompt: str | None = None,
+        max_turns: int = 10,
+        limits: Limits | None = None,
+        deps_type: type[DepsT] | None = None,
+        model_activity: ActivityConfig | None = None,
+        tool_activity: ActivityConfig | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("DurableWorker needs a name (it names its activities)")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        if limits is not None and not isinstance(limits, Limits):
+            raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
+        self.name = name
+        self.system_prompt = system_prompt
+        self.max_turns = max_turns
+        self.limits = limits or Limits()
+        self.model_activity = model_activity or ActivityConfig()
+        self.tool_activity = tool_activity or ActivityConfig()
+        self._deps = DepsCodec(deps_type)
+        self._tools: dict[str, _DurableTool] = {}
+        self._pre_hooks: list[PreToolCallHook] = []
+        self._post_hooks: list[PostToolCallHook] = []
+        self._check_timeout(self.tool_activity, "tool_activity")
+
+    @property
+    def deps_type(self) -> type[DepsT] | None:
+        """The type of the deps its runs take (``None``: JSON data)."""
+        return self._deps.deps_type
+
+    @property
+    def model_activity_name(self) -> str:
+        """The name of its model request activity."""
+        return f"{self.name}.model_request"
+
+    @property
+    def tool_activity_name(self) -> str:
+        """The name of its tool call activity."""
+        return f"{self.name}.tool_call"
+
+    @property
+    def tool_metas(self) -> tuple[ToolMeta, ...]:
+        """The metas of its tools, in registration order."""
+        return tuple(tool.meta for tool in self._tools.values())
+
+    # -- what the workflow decides with ----------------------------------------------
+
+    def register_tools(
+        self,
+        tools: type | Iterable[ToolMeta],
+        *,
+        requires_approval: ApprovalPolicy | None = None,
+        sequential: bool | None = None,
+        activity: ActivityConfig | None = None,
+    ) -> None:
+        """Register the tools the model may call: a ``@tool_registry`` class, or ``ToolMeta``s.
+
+        A registry class gives every tool of it, with its ``@tool(requires_approval=...,
+        sequential=...)``; no instance is made (the instances live on the activity
+        side). The keywords override those for the whole batch, as
+        ``Worker.register_tools`` does; ``activity`` sets the batch's activity options
+        over ``tool_activity`` (a ``task_queue`` of its own runs them elsewhere).
+        All or none: a name already taken raises ``ValueError``.
+        """
+        batch: dict[str, _DurableTool] = {}
+        for meta, own_policy, own_sequential in _tool_sources(tools):
+            if meta.name in batch or meta.name in self._tools:
+                raise ValueError(f"DurableWorker {self.name!r} already has a tool {meta.name!r}")
+            batch[meta.name] = _DurableTool(
+                meta,
+                own_policy if requires_approval is None else requires_approval,
+                own_sequential if sequential is None else sequential,
+                activity,
+            )
+        if activity is not None:
+            self._check_timeout(activity.over(self.tool_activity), "activity")
+        self._tools.update(batch)
+
+    def add_pre_tool_call_hook(self, hook: PreToolCallHook) -> PreToolCallHook:
+        """Run ``hook`` (in the workflow) before each tool call. Returns ``hook``."""
+        self._pre_hooks.append(hook)
+        return hook
+
+    def add_post_tool_call_hook(self, hook: PostToolCallHook) -> PostToolCallHook:
+        """Run ``hook`` (in the workflow) after each tool call. Returns ``hook``."""
+        self._post_hooks.append(hook)
+        return hook
+
+    def workflow_worker(self) -> Worker[DepsT]:
+        """The ``Worker`` a workflow runs: activity-backed model and tools. Workflow code only.
+
+        Its limits are this worker's with ``tool_timeout=None``: a call's timeout
+        is its activity's, so the workflow sets no timer per call.
+        """
+        worker: Worker[DepsT] = Worker(
+            ActivityModel(self.model_activity_name, self.model_activity, MODEL_REQUEST_TIMEOUT),
+            system_prompt=self.system_prompt,
+            max_turns=self.max_turns,
+            limits=dataclasses.replace(self.limits, tool_timeout=None),
+            deps_type=self.deps_type,
+        )
+        default_timeout = self._default_tool_timeout()
+        for tool in self._tools.values():
+            config = (
+                self.tool_activity
+                if tool.activity is None
+                else tool.activity.over(self.tool_activity)
+            )
+            stand_in = ActivityTool(
+                self.tool_activity_name, tool.meta, config, default_timeout, self._deps.dump
+            )
+            worker.register_tool(
+                _definition(tool.meta, stand_in),
+                requires_approval=tool.requires_approval,
+                sequential=tool.sequential,
+            )
+        for pre in self._pre_hooks:
+            worker.add_pre_tool_call_hook(pre)
+        for post in self._post_hooks:
+            worker.add_post_tool_call_hook(post)
+        return worker
+
+    def dump_deps(self, deps: DepsT | None) -> object:
+        """A run's deps as the JSON data the workflow's input and the tool calls carry."""
+        return self._deps.dump(deps)
+
+    def load_deps(self, data: object) -> DepsT | None:
+        """The deps ``dump_deps`` wrote: a ``deps_type`` instance again."""
+        loaded: DepsT | None = self._deps.load(data)
+        return loaded
+
+    # -- what the activities do the work with ----------------------------------------
+
+    def activities(
+        self, *, model: LlmClient | None = None, tools: Iterable[ToolDefinition] = ()
+    ) -> list[Callable[..., Any]]:
+        """The activities to give a Temporal worker (``Worker(..., activities=...)``).
+
+        ``model``: the real ``LlmClient`` (its model request activity). ``tools``:
+        the real tools (``tool_definitions(app)``...), all or some of the registered
+        ones (its tool call activity; a worker on another task queue gives its own).
+        """
+        made: list[Callable[..., Any]] = []
+        if model is not None:
+            made.append(model_request_activity(self.model_activity_name, model))
+        definitions = list(tools)
+        if definitions:
+            server = ToolServer()
+            server.register_tools(definitions)  # each factory is called once, here
+            handle = server.handle()
+            unknown = [
+                d.name for d in handle.tool_definitions_sorted() if d.name not in self._tools
+            ]
+            if unknown:
+                raise ValueError(
+                    f"DurableWorker {self.name!r} has no tool {unknown[0]!r}: register it "
+                    f"(register_tools) where the workflow can see it, or leave it out here"
+                )
+            made.append(
+                tool_call_activity(self.tool_activity_name, handle, self.limits, self._deps)
+            )
+        if not made:
+            raise ValueError("activities() needs model=..., tools=..., or both")
+        return made
+
+    # -- checks ----------------------------------------------------------------------
+
+    def _default_tool_timeout(self) -> timedelta | None:
+        timeout = self.limits.tool_timeout
+        return None if timeout is None else timedelta(seconds=timeout) + TOOL_TIMEOUT_GRACE
+
+    def _check_timeout(self, config: ActivityConfig, where: str) -> None:
+        if (
+            config.start_to_close_timeout is None
+            and config.schedule_to_close_timeout is None
+            and self.limits.tool_timeout is None
+        ):
+            raise ValueError(
+                f"DurableWorker {self.name!r}: a tool call activity needs a timeout, and "
+                f"limits.tool_timeout is None; give {where}=ActivityConfig("
+                f"start_to_close_timeout=...)"
+            )
+
+    def __repr__(self) -> str:
+        return f"<DurableWorker {self.name!r} tools={len(self._tools)}>"
+
+
+def _tool_sources(tools: type | Iterable[ToolMeta]) -> list[tuple[ToolMeta, ApprovalPolicy, bool]]:
+    """Each tool's meta and own options, from a registry class or a list of metas."""
+    if isinstance(tools, type):
+        if not is_tool_registry(tools):
+            raise TypeError(
+                f"register_tools() takes a @tool_registry class or ToolMetas; "
+                f"{tools.__qualname__} is not a @tool_registry class"
+            )
+        sources: list[tuple[ToolMeta, ApprovalPolicy, bool]] = []
+        for built in registered_tools(tools) or ():
+            # The generated tool class carries the @tool options a Worker reads.
+            policy: ApprovalPolicy = getattr(built.tool_class, "requires_approval", False)
+            sequential = getattr(built.tool_class, "sequential", False) is True
+            sources.append((built.meta(), policy, sequential))
+        return sources
+    metas = list(tools)
+    for meta in metas:
+        if not isinstance(meta, ToolMeta):
+            raise TypeError(
+                f"register_tools() takes a @tool_registry class or ToolMetas, not "
+                f"{type(meta).__name__}"
+            )
+    return [(meta, False, False) for meta in metas]
+
+
+def _definition(meta: ToolMeta, tool: ActivityTool) -> ToolDefinition:
+    def definition() -> tuple[ToolMeta, ActivityTool]:
+        return meta, tool
+
+    return definition

@@ -1,0 +1,160 @@
+"""What the workflow's ``Worker`` talks to: a model and tools whose every call is an activity.
+
+The workflow runs the same ``Worker`` turn loop as a process does; only its
+``LlmClient`` and its tools are stand-ins. ``ActivityModel.stream(request)``
+executes one model request activity (the real client, on an activity worker)
+and yields the response it returns. ``ActivityTool`` executes one tool call
+activity per call (the real tool, on an activity worker of its task queue).
+Temporal records each completion in the workflow's history, so on replay these
+return the recorded results and nothing runs again.
+
+Everything here runs inside the workflow: no I/O, no clock, no randomness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from typing import Any, cast
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+from .._client import LlmEvent, LlmRequest
+from .._context import ToolContext
+from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError, ToolError
+from .._meta import ToolMeta
+from .._model_texts import DURABLE_CALL_FAILED, call_text
+from ._config import ActivityConfig
+from ._wire import dump_request, load_events, load_result
+
+__all__ = ["ActivityModel", "ActivityTool"]
+
+
+class ActivityModel:
+    """An ``LlmClient`` whose ``stream(request)`` is one model request activity."""
+
+    __slots__ = ("_activity", "_options")
+
+    def __init__(self, activity: str, config: ActivityConfig, default_timeout: timedelta) -> None:
+        self._activity = activity
+        self._options = config.activity_options(default_timeout)
+
+    def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        """Run the request as an activity and yield the whole response's events."""
+        return self._stream(request)
+
+    async def _stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        try:
+            data = await workflow.execute_activity(
+                self._activity,
+                dump_request(request),
+                result_type=list,
+                summary=f"model request {len(request.messages)} messages",
+                **self._options,
+            )
+        except ActivityError as exc:
+            raise _model_error(exc) from None
+        for event in load_events(data):
+            yield event
+
+    def __repr__(self) -> str:
+        return f"<ActivityModel {self._activity!r}>"
+
+
+def _model_error(exc: ActivityError) -> Exception:
+    """The error a process's run would have raised, for a model activity that failed."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError):
+        if cause.type == "ProviderError" and cause.details:
+            details: object = cause.details[0]
+            if isinstance(details, dict):
+                fields = cast("dict[str, Any]", details)
+                status = fields.get("status")
+                return ProviderError(
+                    str(fields.get("provider", "?")),
+                    str(fields.get("message", cause.message)),
+                    status=status if isinstance(status, int) else None,
+                    retryable=fields.get("retryable") is True,
+                )
+        if cause.type == "LlmClientError":
+            return LlmClientError(cause.message)
+    return ProviderError("temporal", f"the model request activity failed: {_why(exc)}")
+
+
+class ActivityTool:
+    """A ``Tool`` whose every call is a tool call activity running the real tool.
+
+    ``execute_with_context`` sends the call's idempotency key, prefixed with the
+    workflow id (``"{workflow_id}/{request}/{call_id}"``), and the run's deps.
+    The result comes back as the model reads it; a call whose activity never
+    completed (retries used up, timed out) gets an ``Execution failed`` result.
+    """
+
+    __slots__ = ("_activity", "_dump_deps", "_options", "meta")
+
+    def __init__(
+        self,
+        activity: str,
+        meta: ToolMeta,
+        config: ActivityConfig,
+        default_timeout: timedelta | None,
+        dump_deps: Callable[[object], object],
+    ) -> None:
+        self._activity = activity
+        self.meta = meta
+        self._options = config.activity_options(default_timeout)
+        self._dump_deps = dump_deps
+
+    async def execute(self, input_json: str) -> str:
+        """A call outside a run (``ToolServerHandle.call_tool`` in workflow code)."""
+        return await self._call(input_json, "", "", None)
+
+    async def execute_with_context(self, input_json: str, context: ToolContext[Any]) -> str:
+        """A call of a run: what a process's Worker would do, as an activity."""
+        key = f"{workflow.info().workflow_id}/{context.idempotency_key}"
+        return await self._call(input_json, context.call_id, key, context.deps)
+
+    async def _call(self, input_json: str, call_id: str, key: str, deps: object) -> str:
+        name = self.meta.name
+        try:
+            data = await workflow.execute_activity(
+                self._activity,
+                {
+                    "tool": name,
+                    "call_id": call_id,
+                    "input_json": input_json,
+                    "idempotency_key": key,
+                    "deps": self._dump_deps(deps),
+                },
+                result_type=dict,
+                summary=name,
+                **self._options,
+            )
+        except ActivityError as exc:
+            raise ExecutionFailedError(
+                call_text(DURABLE_CALL_FAILED, name, why=_why(exc))
+            ) from None
+        result = load_result(data)
+        if result.is_error:
+            raise _Failed(result.content)  # the model reads the activity's text as it is
+        return result.content
+
+    def __repr__(self) -> str:
+        return f"<ActivityTool {self.meta.name!r}>"
+
+
+class _Failed(ToolError):
+    """A tool call's error result, as the activity wrote it (its text is already whole)."""
+
+    __slots__ = ()
+
+
+def _why(exc: ActivityError) -> str:
+    cause = exc.cause
+    if isinstance(cause, TimeoutError):
+        kind = "" if cause.type is None else f" ({cause.type.name.lower().replace('_', '-')})"
+        return f"its activity timed out{kind}"
+    if isinstance(cause, ApplicationError):
+        return cause.message
+    return str(cause or exc)

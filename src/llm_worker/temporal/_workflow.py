@@ -1,0 +1,244 @@
+"""``ConversationWorkflow``: one run of a conversation as a Temporal workflow.
+
+A subclass names its ``DurableWorker`` and marks ``run`` (Temporal wants the
+run method on the registered class itself)::
+
+    @workflow.defn
+    class TrackerWorkflow(ConversationWorkflow):
+        durable = tracker
+
+        @workflow.run
+        async def run(self, start: ConversationStart) -> ConversationOutcome:
+            return await super().run(start)
+
+``run`` drives the same turn loop a process does (``Worker.run_stream``) on the
+``DurableWorker``'s activity-backed worker, and records each event. When the run
+pauses for approvals it waits (for as long as it takes) for the ``decide``
+update, then resumes. The workflow's state is the worker's: the queries read
+``pending``, the ``history``, the run ``state`` and the ``events``.
+
+A run that ends with an error (an abort, a budget, a provider failing past its
+retry policy...) fails the workflow with an ``ApplicationError`` whose ``type``
+is the error's class name and whose first detail is the run state's JSON, so
+the conversation can go on in a new workflow (``ConversationStart(state=...)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from .._approvals import Decision
+from .._events import RunEvent
+from .._exceptions import WorkerError, WorkerStateError
+from .._run import RunStream
+from .._session import WorkerResult
+from .._state import RunState
+from .._worker import Worker
+from ._durable import DurableWorker
+from ._wire import dump_event, dump_history, dump_pending, load_decisions
+
+__all__ = ["EVENTS_PER_PAGE", "ConversationOutcome", "ConversationStart", "ConversationWorkflow"]
+
+EVENTS_PER_PAGE = 500
+"""The most events one ``events`` query answers with (a page: ask again from ``next``)."""
+
+
+@dataclass(frozen=True)
+class ConversationStart:
+    """The workflow's input: what the run starts from.
+
+    - ``user_input``: the message of a new run (``run()``); ``None`` continues
+      ``state`` instead: a paused state waits for decisions (``resume()``), any
+      other asks the model again (``retry()``).
+    - ``state``: a ``RunState.to_json()`` to continue (an earlier workflow's
+      ``ConversationOutcome.state``, or one saved by a process).
+    - ``deps``: the run's deps as JSON data (``DurableWorker.dump_deps(deps)``).
+    - ``allowed_tools``, ``tool_choice``: as ``run()`` takes them.
+    """
+
+    user_input: str | None = None
+    state: str | None = None
+    deps: Any = None
+    allowed_tools: list[str] | None = None
+    tool_choice: str = "auto"
+
+
+@dataclass(frozen=True)
+class ConversationOutcome:
+    """The workflow's result: the model's answer and the run state to continue from."""
+
+    text: str | None
+    state: str
+
+
+class ConversationWorkflow:
+    """Base class of a workflow that runs one conversation run of ``durable``."""
+
+    durable: ClassVar[DurableWorker[Any]]
+    """The ``DurableWorker`` this workflow runs; set it on the subclass."""
+
+    def __init__(self) -> None:
+        self._worker: Worker[Any] | None = None
+        self._deps: Any = None
+        self._status = "starting"
+        self._decisions: Mapping[str, Decision] | Decision | None = None
+        self._events: list[dict[str, Any]] = []
+        self._rest: str | None = None  # the run state where the run last stood still
+
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        """Run the conversation from ``start`` to the model's answer (decorate the override)."""
+        _share_anyio_backend()
+        try:
+            stream = self._begin(start)
+        except (WorkerError, TypeError, ValueError) as exc:
+            # A start that can never run (a bad state, deps of the wrong type) fails the
+            # workflow; raised as it is, it would fail every workflow task, forever.
+            self._status = "failed"
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        worker = self._worker
+        assert worker is not None
+        try:
+            while True:
+                if stream is not None:
+                    self._status = "running"
+                    async with stream:
+                        async for event in stream:
+                            self._record(event)
+                    self._rest = worker.state.to_json()
+                    if stream.result is WorkerResult.FINISHED:
+                        break
+                self._status = "paused"
+                await workflow.wait_condition(lambda: self._decisions is not None)
+                decisions, self._decisions = self._decisions, None
+                stream = worker.resume_stream(decisions, deps=self._deps)
+        except WorkerError as exc:
+            self._status = "failed"
+            self._rest = worker.state.to_json()
+            raise ApplicationError(
+                str(exc), self._rest, type=type(exc).__name__, non_retryable=True
+            ) from exc
+        self._status = "finished"
+        return ConversationOutcome(worker.final_text, self._rest)
+
+    def _begin(self, start: ConversationStart) -> RunStream[Any] | None:
+        """The worker, loaded with ``start``'s state, and the stream the run begins with."""
+        durable = type(self).durable
+        worker = durable.workflow_worker()
+        if start.state is not None:
+            worker.load_state(RunState.from_json(start.state))
+        deps = durable.load_deps(start.deps)
+        self._worker, self._deps = worker, deps
+        self._rest = worker.state.to_json()
+        if start.user_input is not None:
+            return worker.run_stream(
+                start.user_input,
+                deps=deps,
+                allowed_tools=start.allowed_tools,
+                tool_choice=start.tool_choice,
+            )
+        if worker.is_paused:
+            return None  # decisions first
+        return worker.retry_stream(deps=deps)
+
+    def _record(self, event: RunEvent) -> None:
+        data = dump_event(event)
+        if data is not None:
+            self._events.append({"seq": len(self._events), **data})
+
+    # -- decisions -------------------------------------------------------------------
+
+    @workflow.update
+    async def decide(self, decisions: dict[str, Any]) -> list[str]:
+        """Decide the pending calls (``{"calls": {id: decision}}`` or ``{"all": decision}``).
+
+        Checked by the validator with the rules of ``resume()``; a rejected update
+        leaves no trace in the workflow's history. Returns the decided call ids.
+        """
+        parsed = self._checked(decisions)
+        assert self._worker is not None
+        decided = [pending.call.id for pending in self._worker.pending]
+        self._decisions = parsed
+        self._events.append({"seq": len(self._events), "type": "decided", "decisions": decisions})
+        return decided
+
+    @decide.validator
+    def _validate_decisions(self, decisions: dict[str, Any]) -> None:
+        self._checked(decisions)
+
+    def _checked(self, decisions: dict[str, Any]) -> Mapping[str, Decision] | Decision:
+        worker = self._worker
+        try:
+            if worker is None or self._status != "paused":
+                raise _not_paused(self._status)
+            if self._decisions is not None:
+                raise WorkerStateError("The pending calls are decided already; the run resumes")
+            parsed = load_decisions(decisions)
+            # The very checks resume() makes (a stream refuses bad decisions when it is
+            # made, before it runs anything), so a rejected update changes nothing.
+            worker.resume_stream(parsed, deps=self._deps)
+        except (WorkerError, TypeError, ValueError) as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
+        return parsed
+
+    # -- queries ---------------------------------------------------------------------
+
+    @workflow.query
+    def status(self) -> str:
+        """``"starting"``, ``"running"``, ``"paused"``, ``"finished"`` or ``"failed"``."""
+        return self._status
+
+    @workflow.query
+    def pending(self) -> list[dict[str, Any]]:
+        """The calls waiting for a decision, in call order (as ``worker.pending``)."""
+        worker = self._worker
+        return [] if worker is None else [dump_pending(p) for p in worker.pending]
+
+    @workflow.query
+    def history(self) -> list[dict[str, Any]]:
+        """The conversation so far, each message as in the run state's JSON."""
+        worker = self._worker
+        return [] if worker is None else dump_history(worker.history)
+
+    @workflow.query
+    def state(self) -> str | None:
+        """The run state (``RunState.to_json()``) where the run last stood still.
+
+        That is the start, a pause, or the end; while calls run, the state before them.
+        """
+        return self._rest
+
+    @workflow.query
+    def events(self, after: int) -> dict[str, Any]:
+        """The feed for a UI: ``{"events": [...], "next": n, "status": ...}``, from ``after``.
+
+        Poll with the ``next`` of the previous answer. Each event has its ``seq``
+        (from 0) and ``type``: ``response_started``, ``text``, ``reasoning``,
+        ``tool_call_ready``, ``response_completed``, ``approval_requested``,
+        ``decided``, ``tool_call_running``, ``tool_call_finished``, and the run's
+        end, ``run_finished``, ``run_paused``, ``run_aborted`` or ``run_failed``.
+        """
+        start = max(0, after)
+        page = self._events[start : start + EVENTS_PER_PAGE]
+        return {"events": page, "next": start + len(page), "status": self._status}
+
+
+def _share_anyio_backend() -> None:
+    """Let the sandbox see anyio's asyncio backend as the process has it.
+
+    anyio imports its backend on first use with ``importlib.import_module``, which
+    the sandbox cannot pass through: it would run the backend's module again in
+    the sandbox, where its ``threading.Thread`` subclass is refused.
+    """
+    with workflow.unsafe.imports_passed_through():
+        import anyio._backends._asyncio  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+
+def _not_paused(status: str) -> WorkerStateError:
+    if status in ("finished", "failed"):
+        return WorkerStateError(f"Nothing to decide: the run has {status}")
+    return WorkerStateError(f"Nothing to decide now: the run is {status}, not paused")

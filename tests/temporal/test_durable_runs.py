@@ -1,0 +1,635 @@
+"""Durable runs against the local Temporal dev server: the run, approvals, failures, the feed.
+
+The Temporal worker runs in the test process here (the crash tests run it in
+subprocesses: test_crashes.py). Every run is compared with what a process's
+Worker does with the same model and tools.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+
+from llm_worker import (
+    Approve,
+    Deny,
+    ProviderError,
+    RunState,
+    ToolCall,
+    ToolResult,
+    Worker,
+    WorkerResult,
+    WorkerStateError,
+    tool_definitions,
+)
+from llm_worker.temporal import (
+    Conversation,
+)
+
+from .durable_apps import (
+    HOOKED,
+    LEDGER,
+    LIMITED,
+    SHORT,
+    SPLIT,
+    VAULT_QUEUE,
+    Deps,
+    FlakyModel,
+    HookedWorkflow,
+    Ledger,
+    LedgerWorkflow,
+    LimitedWorkflow,
+    PlanModel,
+    ShortWorkflow,
+    SplitWorkflow,
+    call,
+    plan,
+    read_journal,
+)
+from .support import (
+    activity_types,
+    count,
+    finished,
+    history_events,
+    temporal_worker,
+    wait_for_status,
+    workflow_id,
+)
+
+pytestmark = [pytest.mark.anyio, pytest.mark.temporal]
+
+THREE_TURNS = plan(
+    [
+        call("credit", "a", account="ada", amount=5),
+        call("credit", "b", account="bob", amount=7),
+        call("audit", "c", account="ada"),
+    ],
+    [call("credit", "a", account="ada", amount=1), call("refuse", "b", reason="closed today")],
+    answer="booked",
+)
+
+
+async def local_run(folder: Path, message: str) -> Worker[Deps]:
+    """The same run in this process: a Worker with the same model, tools and limits."""
+    worker: Worker[Deps] = Worker(
+        PlanModel(), system_prompt=LEDGER.system_prompt, limits=LEDGER.limits, deps_type=Deps
+    )
+    worker.register_tools(tool_definitions(Ledger(folder)))
+    assert await worker.run(message, deps=Deps("ada")) is WorkerResult.FINISHED
+    return worker
+
+
+class TestRun:
+    async def test_a_multi_turn_run_with_parallel_calls_ends_as_it_does_in_a_process(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """Three requests, five calls (three at once): the same state as a process's run,
+        each call executed once, one activity per request and per call."""
+        durable_folder, local_folder = tmp_path / "durable", tmp_path / "local"
+        durable_folder.mkdir()
+        local_folder.mkdir()
+        ledger = Ledger(durable_folder)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                THREE_TURNS,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            result = await finished(conversation)
+            events = await history_events(conversation.handle)
+        local = await local_run(local_folder, THREE_TURNS)
+
+        assert result.state == local.state  # history, usage, fingerprint: all of it
+        assert (
+            result.final_text
+            == local.final_text
+            == (
+                "booked: credited 5 to ada | credited 7 to bob | ada is in order | "
+                "credited 1 to ada | Execution failed: closed today"
+            )
+        )
+        runs = [(e["tool"], e["call_id"]) for e in read_journal(ledger.journal)]
+        assert sorted(runs) == sorted(
+            [("credit", "a"), ("credit", "b"), ("audit", None), ("credit", "a"), ("refuse", None)]
+        )
+        assert ledger.balances() == {"ada": 6, "bob": 7}
+        assert activity_types(events) == [
+            "ledger.model_request",
+            *["ledger.tool_call"] * 3,
+            "ledger.model_request",
+            *["ledger.tool_call"] * 2,
+            "ledger.model_request",
+        ]
+        # The first response's three calls were all scheduled before any of them completed.
+        kinds = [e.event_type for e in events]
+        first_tool_done = kinds.index(
+            EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED,
+            kinds.index(
+                EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+                kinds.index(EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) + 1,
+            ),
+        )
+        scheduled_before = kinds[:first_tool_done].count(
+            EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        )
+        assert scheduled_before == 4  # the first model request and the three calls
+
+    async def test_tools_get_an_idempotency_key_of_the_workflow_the_request_and_the_call(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """Call ids repeat across responses, keys do not: "{workflow_id}/{request}/{call_id}"."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        identifier = workflow_id()
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                THREE_TURNS,
+                id=identifier,
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await finished(conversation)
+        keys = sorted(e["key"] for e in read_journal(ledger.journal) if e["tool"] == "credit")
+        assert keys == [f"{identifier}/1/a", f"{identifier}/1/b", f"{identifier}/2/a"]
+        assert {e["user"] for e in read_journal(ledger.journal) if e["tool"] == "credit"} == {"ada"}
+
+    async def test_hooks_run_in_the_workflow_with_the_runs_deps(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A pre-hook's Skip (which reads the deps) keeps the call from running at all."""
+        ledger = Ledger(tmp_path)
+        activities = HOOKED.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        message = plan(
+            [
+                call("credit", "a", account="mallory", amount=9),
+                call("credit", "b", account="ada", amount=1),
+            ]
+        )
+        async with temporal_worker(
+            client, task_queue, workflows=[HookedWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                HookedWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("eve"),
+            )
+            result = await finished(conversation)
+        assert result.state.history[2] == ToolResult(
+            "a",
+            "Tool call 'credit' was skipped by the application; it did not run: "
+            "no credit for mallory (asked by eve)",
+            True,
+        )
+        assert [e["args"]["account"] for e in read_journal(ledger.journal)] == ["ada"]
+
+    async def test_a_tool_on_its_own_task_queue_runs_on_the_worker_of_that_queue(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """``ActivityConfig(task_queue=...)``: that tool's calls run only where its queue is."""
+        main, vault = Ledger(tmp_path, worker="main"), Ledger(tmp_path, worker="vault")
+        main_tools = [main.credit.definition(), main.audit.definition()]
+        message = plan(
+            [
+                call("credit", "a", account="ada", amount=3),
+                call("transfer_out", "b", account="ada", amount=2),
+            ]
+        )
+        async with (
+            temporal_worker(
+                client,
+                task_queue,
+                workflows=[SplitWorkflow],
+                activities=SPLIT.activities(model=PlanModel(), tools=main_tools),
+            ),
+            temporal_worker(
+                client,
+                VAULT_QUEUE,
+                activities=SPLIT.activities(tools=[vault.transfer_out.definition()]),
+            ),
+        ):
+            conversation = await Conversation.start(
+                client, SplitWorkflow, message, id=workflow_id(), task_queue=task_queue
+            )
+            await wait_for_status(conversation, "paused")
+            await conversation.decide(Approve())
+            await finished(conversation)
+        # The two calls ran together, each on the worker of its queue.
+        assert sorted((e["tool"], e["worker"]) for e in read_journal(main.journal)) == [
+            ("credit", "main"),
+            ("transfer_out", "vault"),
+        ]
+
+    async def test_the_next_run_of_the_conversation_starts_from_the_last_state(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A second workflow continues the first's state; request numbers (and keys) go on."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        identifier = workflow_id()
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            first = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("credit", "a", account="ada", amount=1)]),
+                id=identifier,
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            state = (await finished(first)).state
+            second = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("credit", "a", account="ada", amount=2)]),
+                id=identifier + "-2",
+                task_queue=task_queue,
+                deps=Deps("ada"),
+                state=state,
+            )
+            result = await finished(second)
+        assert result.state.usage.requests == 4
+        assert len(result.state.history) == 8
+        assert [e["key"] for e in read_journal(ledger.journal)] == [
+            f"{identifier}/1/a",
+            f"{identifier}-2/3/a",
+        ]
+
+
+class TestApprovals:
+    async def test_a_paused_run_waits_then_resumes_with_the_update_s_decisions(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """Queries show the pending calls; approve with other arguments, deny with a reason."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        message = plan(
+            [
+                call("credit", "c1", account="ada", amount=10),
+                call("transfer_out", "t1", account="ada", amount=4),
+                call("transfer_out", "t2", account="ada", amount=5),
+            ],
+            answer="settled",
+        )
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            pending = await conversation.pending()
+            assert [(p.call.id, p.meta.name, p.reason) for p in pending] == [
+                ("t1", "transfer_out", "requires approval"),
+                ("t2", "transfer_out", "requires approval"),
+            ]
+            assert read_journal(ledger.journal) == []  # nothing of the response ran
+            state = await conversation.state()
+            assert state is not None
+            assert state.pending_call_ids == ("t1", "t2")
+            decided = await conversation.decide(
+                {"t1": Approve({"account": "ada", "amount": 3}), "t2": Deny("one is enough")}
+            )
+            assert decided == ("t1", "t2")
+            result = await finished(conversation)
+        ran = sorted((e["tool"], e["args"]["amount"]) for e in read_journal(ledger.journal))
+        assert ran == [("credit", 10), ("transfer_out", 3)]  # with the approved arguments
+        assert result.state.history[4] == ToolResult(
+            "t2", "Tool call 'transfer_out' was denied; it did not run: one is enough", True
+        )
+        assert ledger.balances() == {"ada": 7}
+
+    async def test_decisions_resume_would_refuse_are_refused_and_leave_no_trace(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """The update's validator applies resume()'s rules, with resume()'s messages."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        message = plan(
+            [
+                call("transfer_out", "t1", account="ada", amount=1),
+                call("transfer_out", "t2", account="ada", amount=2),
+            ]
+        )
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            with pytest.raises(WorkerStateError) as missing:
+                await conversation.decide({"t1": Approve()})
+            assert str(missing.value) == (
+                "resume() needs a decision for each pending call; missing: 't2'"
+            )
+            with pytest.raises(WorkerStateError) as unknown:
+                await conversation.decide({"t1": Approve(), "t2": Approve(), "zz": Deny("x")})
+            assert str(unknown.value) == (
+                "resume() got decisions for calls that are not pending: 'zz' (pending: 't1', 't2')"
+            )
+            with pytest.raises(WorkflowUpdateFailedError) as malformed:  # by hand, no helper
+                await conversation.handle.execute_update("decide", {"calls": {"t1": "yes"}})
+            cause = malformed.value.cause
+            assert isinstance(cause, ApplicationError)
+            assert (cause.type, cause.message) == (
+                "ValueError",
+                'the decision for \'t1\' must be {"approve": true, "arguments": ...} or '
+                '{"approve": false, "reason": "..."}, not \'yes\'',
+            )
+            events = await history_events(conversation.handle)
+            assert count(events, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) == 0
+            await conversation.decide(Deny("not today"))
+            result = await finished(conversation)
+            with pytest.raises(WorkerStateError, match="Nothing to decide: the run has ended"):
+                await conversation.decide(Approve())
+        assert read_journal(ledger.journal) == []
+        assert result.final_text == (
+            "done: Tool call 'transfer_out' was denied; it did not run: not today | "
+            "Tool call 'transfer_out' was denied; it did not run: not today"
+        )
+
+    async def test_the_event_feed_shows_the_run_step_by_step_from_any_offset(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """``events(after)`` pages through numbered events: request, calls, pause, decision, end."""
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(tmp_path)))
+        message = plan([call("transfer_out", "t1", account="ada", amount=1)], answer="ok")
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            first = await conversation.events()
+            await conversation.decide(Approve())
+            await finished(conversation)
+            rest = await conversation.events(first.next)
+        assert first.status == "paused"
+        assert [e["type"] for e in first.events] == [
+            "response_started",
+            "text",
+            "tool_call_ready",
+            "response_completed",
+            "approval_requested",
+            "run_paused",
+        ]
+        assert rest.status == "finished"
+        assert [e["type"] for e in rest.events] == [
+            "decided",
+            "tool_call_running",
+            "tool_call_finished",
+            "response_started",
+            "text",
+            "response_completed",
+            "run_finished",
+        ]
+        assert [e["seq"] for e in (*first.events, *rest.events)] == list(range(rest.next))
+        assert rest.events[2]["result"] == {
+            "call_id": "t1",
+            "content": "sent 1 from ada",
+            "is_error": False,
+        }
+
+
+class TestProgress:
+    async def test_a_running_tool_s_progress_goes_with_its_heartbeats(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """``ctx.report_progress`` is the heartbeat's details: describe() shows it."""
+        ledger = Ledger(tmp_path)
+        ledger.block.touch()
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("reconcile", "r", account="ada")]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            details: list[object] = []
+            with anyio.fail_after(30):
+                while not details:
+                    description = await conversation.handle.describe()
+                    for pending in description.raw_description.pending_activities:
+                        if pending.heartbeat_details.payloads:
+                            details = await client.data_converter.decode(
+                                pending.heartbeat_details.payloads
+                            )
+                    await anyio.sleep(0.1)
+            ledger.block.unlink()
+            result = await finished(conversation)
+        assert details == [{"call_id": "r", "progress": 1.0, "total": 3, "message": "reading ada"}]
+        assert result.final_text == "done: ada reconciled"
+
+
+class TestFailures:
+    async def test_retryable_provider_errors_are_retried_by_the_policy(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """Two 529s, then an answer: three attempts of one model activity; the run goes on."""
+        model = FlakyModel([ProviderError("test", "overloaded", status=529, retryable=True)] * 2)
+        activities = LEDGER.activities(model=model, tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan(answer="hello"),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            result = await finished(conversation)
+            events = await history_events(conversation.handle)
+        assert result.final_text == "hello: "
+        assert model.attempts == 3
+        assert activity_types(events) == ["ledger.model_request"]
+        started = [
+            e.activity_task_started_event_attributes.attempt
+            for e in events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        ]
+        assert started == [3]  # Temporal records the attempt that completed
+
+    async def test_a_non_retryable_provider_error_fails_the_run_at_once(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A 401 is tried once; the workflow fails as ProviderError, with a state to retry from."""
+        model = FlakyModel([ProviderError("test", "bad key", status=401, retryable=False)])
+        activities = LEDGER.activities(model=model, tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan(answer="hello"),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation)
+            assert await conversation.status() == "failed"
+            # The conversation goes on in a new workflow: retry() from the saved state.
+            cause = failed.value.cause
+            assert isinstance(cause, ApplicationError)
+            state = RunState.from_json(cause.details[0])
+            again = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                None,
+                id=workflow_id(),
+                task_queue=task_queue,
+                state=state,
+                deps=Deps("ada"),
+            )
+            retried = await finished(again)
+        assert cause.type == "ProviderError"
+        assert cause.message == "test request failed (HTTP 401): bad key"
+        assert model.attempts == 2  # one for the failed workflow, one for the retry
+        assert len(state.history) == 1  # the user's message, and nothing half-received
+        assert retried.final_text == "hello: "
+
+    async def test_the_policy_s_maximum_attempts_ends_retrying(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """``RetryPolicy(maximum_attempts=2)``: two attempts, then the run fails."""
+        model = FlakyModel([ProviderError("test", "busy", status=503, retryable=True)] * 5)
+
+        async with temporal_worker(
+            client,
+            task_queue,
+            workflows=[LimitedWorkflow],
+            activities=LIMITED.activities(model=model),
+        ):
+            conversation = await Conversation.start(
+                client, LimitedWorkflow, plan(), id=workflow_id(), task_queue=task_queue
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation)
+        assert model.attempts == 2
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert (cause.type, cause.message) == (
+            "ProviderError",
+            "test request failed (HTTP 503): busy",
+        )
+
+    async def test_a_tool_s_error_is_its_result_not_an_activity_failure(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """``ExecutionFailedError`` reaches the model as its text, after one attempt."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("refuse", "r", reason="no")]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            result = await finished(conversation)
+            events = await history_events(conversation.handle)
+        assert result.state.history[2] == ToolResult("r", "Execution failed: no", True)
+        assert len(read_journal(ledger.journal)) == 1
+        assert count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED) == 0
+
+    async def test_a_tool_no_activity_worker_has_gets_an_error_result(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A tool left out of activities(tools=...) fails its call at once; the run goes on."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=[ledger.credit.definition()])
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("audit", "x", account="ada")]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            result = await finished(conversation)
+        message = result.state.history[2]
+        assert isinstance(message, ToolResult)
+        assert message.is_error
+        assert message.content.startswith(
+            "Execution failed: tool 'audit' did not complete: tool 'audit' is not among the "
+            "tools of the activity worker on task queue"
+        )
+
+    async def test_an_aborted_run_fails_the_workflow_with_a_valid_state(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """max_turns exceeded: ApplicationError type MaxTurnsExceededError; the state loads."""
+        ledger = Ledger(tmp_path)
+        async with temporal_worker(
+            client,
+            task_queue,
+            workflows=[ShortWorkflow],
+            activities=SHORT.activities(model=PlanModel(), tools=tool_definitions(ledger)),
+        ):
+            conversation = await Conversation.start(
+                client,
+                ShortWorkflow,
+                plan([call("audit", "x", account="ada")]),
+                id=workflow_id(),
+                task_queue=task_queue,
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation)
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "MaxTurnsExceededError"
+        state = RunState.from_json(cause.details[0])
+        assert state.history[1].tool_calls == (ToolCall("x", "audit", '{"account": "ada"}'),)
+        assert state.history[2] == ToolResult("x", "ada is in order")
+        assert json.loads(state.to_json())["usage"]["requests"] == 1

@@ -1,0 +1,86 @@
+"""Determinism: a recorded history replays on the workflow code (Temporal's ``Replayer``).
+
+The workflow runs the Worker's turn loop (anyio task groups, memory streams,
+cancel scopes, on Temporal's asyncio event loop) and the hooks; replaying a
+history re-runs all of it against the recorded events, and Temporal fails the
+replay at the first command that differs. So a replay that passes shows the
+loop is deterministic; a replay on changed code must fail, or the check proves
+nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowHistory
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from llm_worker import Approve, Deny, WorkerStateError, tool_definitions
+from llm_worker.temporal import Conversation, LlmWorkerPlugin
+
+from .durable_apps import (
+    LEDGER,
+    ChangedLedgerWorkflow,
+    Deps,
+    Ledger,
+    LedgerWorkflow,
+    PlanModel,
+    call,
+    plan,
+)
+from .support import finished, temporal_worker, wait_for_status, workflow_id
+
+pytestmark = [pytest.mark.anyio, pytest.mark.temporal]
+
+
+async def recorded_history(client: Client, task_queue: str, folder: Path) -> WorkflowHistory:
+    """The history of a run with parallel calls, a pause, a rejected and an accepted update."""
+    activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(folder)))
+    message = plan(
+        [call("credit", "a", account="ada", amount=1), call("audit", "b", account="ada")],
+        [
+            call("transfer_out", "t", account="ada", amount=1),
+            call("transfer_out", "u", account="ada", amount=2),
+            call("credit", "v", account="bob", amount=3),
+        ],
+        answer="done",
+    )
+    async with temporal_worker(
+        client, task_queue, workflows=[LedgerWorkflow], activities=activities
+    ):
+        conversation = await Conversation.start(
+            client,
+            LedgerWorkflow,
+            message,
+            id=workflow_id(),
+            task_queue=task_queue,
+            deps=Deps("ada"),
+        )
+        await wait_for_status(conversation, "paused")
+        with pytest.raises(WorkerStateError, match="missing"):
+            await conversation.decide({"t": Approve()})
+        await conversation.decide({"t": Approve(), "u": Deny("too much")})
+        await finished(conversation)
+    return await conversation.handle.fetch_history()
+
+
+async def test_a_recorded_history_replays_on_the_workflow_code(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    """Parallel calls, a pause and its decision: the replay issues the very same commands."""
+    history = await recorded_history(client, task_queue, tmp_path)
+    replayer = Replayer(workflows=[LedgerWorkflow], plugins=[LlmWorkerPlugin()])
+    result = await replayer.replay_workflow(history)
+    assert result.replay_failure is None
+
+
+async def test_a_replay_on_changed_workflow_code_fails(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    """A hook that now answers a call the history ran as an activity: a nondeterminism error."""
+    history = await recorded_history(client, task_queue, tmp_path)
+    replayer = Replayer(workflows=[ChangedLedgerWorkflow], plugins=[LlmWorkerPlugin()])
+    with pytest.raises(NondeterminismError):
+        await replayer.replay_workflow(history)
