@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import base64
 import mimetypes
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from .._content import ContentPart, MediaPart, TextPart
 from .._conversation import ToolResult
@@ -29,8 +30,12 @@ __all__ = [
     "mime_type",
     "not_sent",
     "plain_text",
+    "result_blocks",
     "text_of_part",
 ]
+
+
+_Block = TypeVar("_Block")
 
 
 def has_media(result: ToolResult) -> bool:
@@ -87,3 +92,26 @@ def not_sent(part: MediaPart) -> str:
 def attached_note(parts: Sequence[MediaPart]) -> str:
     """What a text-only tool message says of its media, sent in the next user message."""
     return MEDIA_ATTACHED.format(media=", ".join(media_label(part) for part in parts))
+
+
+def result_blocks(
+    result: ToolResult,
+    media: Callable[[MediaPart], _Block | None],
+    text: Callable[[str], _Block],
+) -> list[_Block]:
+    """A rich result's parts as an API's blocks, in order: ``media(part)`` for a media part
+    (``None``: the API cannot take it there, and the model reads a note in its place),
+    ``text(...)`` for text and data (its JSON). Empty texts are left out: APIs refuse them."""
+    blocks: list[_Block] = []
+    for part in result.parts:
+        if isinstance(part, MediaPart):
+            block = media(part)
+            if block is not None:
+                blocks.append(block)
+                continue
+            written = not_sent(part)
+        else:
+            written = text_of_part(part)
+        if written:
+            blocks.append(text(written))
+    return blocks

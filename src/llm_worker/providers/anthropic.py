@@ -107,7 +107,7 @@ from ._common import (
     own_items,
     stream_ended,
 )
-from ._parts import base64_of, has_media, mime_type, not_sent, plain_text, text_of_part
+from ._parts import base64_of, has_media, mime_type, plain_text, result_blocks
 
 if TYPE_CHECKING:
     from anthropic import Omit
@@ -312,19 +312,11 @@ def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
 def tool_result_content(result: ToolResult) -> list[ToolResultContent]:
     """A rich result's ``content`` blocks, in the order of its parts: text (and data as its
     JSON), ``image`` and ``document`` blocks, and a note for media the API cannot take."""
-    blocks: list[ToolResultContent] = []
-    for part in result.parts:
-        if isinstance(part, MediaPart):
-            block = media_block(part)
-            if block is not None:
-                blocks.append(block)
-                continue
-            text = not_sent(part)
-        else:
-            text = text_of_part(part)
-        if text:  # the API refuses empty text blocks
-            blocks.append({"type": "text", "text": text})
-    return blocks
+    return result_blocks(result, media_block, _text_block)
+
+
+def _text_block(text: str) -> ToolResultContent:
+    return {"type": "text", "text": text}
 
 
 def media_block(part: MediaPart) -> ToolResultContent | None:

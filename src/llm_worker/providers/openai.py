@@ -143,7 +143,7 @@ from ._parts import (
     mime_type,
     not_sent,
     plain_text,
-    text_of_part,
+    result_blocks,
 )
 
 if TYPE_CHECKING:
@@ -584,19 +584,11 @@ def function_output(result: ToolResult) -> list[ResponseFunctionCallOutputItemPa
     """A rich result's ``output`` items, in the order of its parts: ``input_text`` (text, and
     data as its JSON), ``input_image``, ``input_file``, and a note for media the API cannot
     take in a function call's output."""
-    items: list[ResponseFunctionCallOutputItemParam] = []
-    for part in result.parts:
-        if isinstance(part, MediaPart):
-            item = responses_media_item(part)
-            if item is not None:
-                items.append(item)
-                continue
-            text = not_sent(part)
-        else:
-            text = text_of_part(part)
-        if text:
-            items.append({"type": "input_text", "text": text})
-    return items
+    return result_blocks(result, responses_media_item, _input_text)
+
+
+def _input_text(text: str) -> ResponseFunctionCallOutputItemParam:
+    return {"type": "input_text", "text": text}
 
 
 def responses_media_item(part: MediaPart) -> ResponseFunctionCallOutputItemParam | None:
