@@ -300,7 +300,6 @@ class _Turns:
         self.progress: ProgressReports | None = None
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
-        self.starting = 0  # of which not begun yet
         self.trace: RunSpan | None = None  # the observer's, if the worker has one
         self.error: BaseException | None = None  # what ended the run, if not a result
         self.ended = False  # whether events() ran to its end (or its error)
@@ -734,14 +733,14 @@ class _Turns:
         send, receive = self.open_channel()
         post_hooks = self.session.post_hooks
         limit = min(self.session.limits.max_concurrent_calls, len(wave))
-        # The first calls start at once: they are announced here. The runners share one
-        # queue, so calls start in call order whichever runner the backend runs first.
+        # The first calls start at once: they are announced here. The runners share the
+        # wave's queue, so calls start in call order whichever runner the backend runs first.
         for slot in wave[:limit]:
             slot.state = SlotState.RUNNING
             yield ToolCallRunning(slot.run_call)
         self.stopping = False
-        queue = deque(wave)
-        await self.start_runners(queue, limit, send)
+        calls = _Calls(wave)
+        await self.start_runners(calls, limit, send)
         outstanding = len(wave)
         while outstanding:
             try:  # what already came needs no trip through the event loop
@@ -770,30 +769,34 @@ class _Turns:
                     yield finished
 
     async def start_runners(
-        self, queue: deque[CallSlot], limit: int, send: MemoryObjectSendStream[Any]
+        self, calls: _Calls, limit: int, send: MemoryObjectSendStream[Any]
     ) -> None:
-        """Start runner tasks until each call of ``queue`` has one, or ``limit`` run.
+        """Start runner tasks until each waiting call of ``calls`` has one, or ``limit`` run.
 
         A runner takes the next call the moment its call ends, so calls that never
         wait (a task costs more to start than such a call costs to run) run one after
         another in one task. Another runner starts only when every runner is waiting
         in a call: no call waits for one that is waiting. A runner not yet begun will
-        take the next call: the loop lets the runners run (a checkpoint) until they do.
+        take the next call: the loop lets the runners run (a checkpoint) until they do,
+        unless the run is being cancelled (a task may then never begin).
         """
         group = self.group
         assert group is not None
-        while len(queue) > self.starting and self.runners < limit:
-            if self.starting:
+        while len(calls.queue) > calls.starting and calls.runners < limit:
+            if calls.starting:
+                if group.cancel_scope.cancel_called:
+                    return  # nothing more runs; reading the results raises the cancellation
                 await checkpoint()
                 continue
             self.runners += 1
-            self.starting += 1
-            group.start_soon(self.runner, queue, send)
+            calls.runners += 1
+            calls.starting += 1
+            group.start_soon(self.runner, calls, send)
 
-    async def runner(self, queue: deque[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
-        self.starting -= 1
+    async def runner(self, calls: _Calls, send: MemoryObjectSendStream[Any]) -> None:
+        calls.starting -= 1
         try:
-            await self.run_calls(queue, send)
+            await self.run_calls(calls.queue, send)
         finally:
             self.runners -= 1
 
@@ -919,6 +922,20 @@ class _Aborted(Exception):
         self.decision = decision
         self.finished = finished
         self.call = call
+
+
+class _Calls:
+    """One wave's calls no runner took yet, and its runners: started, and not begun yet.
+
+    Counted per wave: a runner of an earlier wave, not begun yet, takes none of these.
+    """
+
+    __slots__ = ("queue", "runners", "starting")
+
+    def __init__(self, wave: list[CallSlot]) -> None:
+        self.queue = deque(wave)
+        self.runners = 0
+        self.starting = 0
 
 
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
