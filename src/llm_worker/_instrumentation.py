@@ -9,7 +9,8 @@ per step.
 The spans' contexts are the observer's business: ``activate()`` is entered
 around work that should run "inside" a span (reading the model's stream, one
 event at a time; a tool call, in the task and thread that run it), and never
-around code of the application reading the run stream.
+around code of the application reading the run stream. An observer with
+nothing to make active returns ``None``, and the loop enters nothing.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ __all__ = ["Instrumentation", "RequestSpan", "RunSpan", "ToolSpan"]
 class ToolSpan(Protocol):
     """One tool call, from the moment it starts running."""
 
-    def activate(self) -> AbstractContextManager[None]:
-        """Entered around the call itself, in the task (and so the thread) that runs it."""
+    def activate(self) -> AbstractContextManager[None] | None:
+        """Entered around the call itself, in the task (and so the thread) that runs it;
+        ``None``: nothing to make active."""
         ...
 
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
@@ -43,8 +45,9 @@ class ToolSpan(Protocol):
 class RequestSpan(Protocol):
     """One model request, from sending it to its whole response."""
 
-    def activate(self) -> AbstractContextManager[None]:
-        """Entered around each step of reading the response."""
+    def activate(self) -> AbstractContextManager[None] | None:
+        """Entered around each step of reading the response (called before each);
+        ``None``: nothing to make active."""
         ...
 
     def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:

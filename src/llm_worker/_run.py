@@ -2,9 +2,10 @@
 
 One run is one async generator, ``_Turns.events()``, read top to bottom like
 the loop it is: check the budgets, send the request, pass the response's
-deltas on, decide each tool call (pre-hooks, approvals), run the allowed ones,
-review their results (post-hooks) in call order, record them, and go again
-until the model answers without calling tools. Every step is a yield of a
+deltas on (``ResponseAssembler`` checks and assembles them), decide each
+tool call (pre-hooks, approvals), run the allowed ones, review their results
+(post-hooks) in call order, record them, and go again until the model
+answers without calling tools. Every step is a yield of a
 ``RunEvent``, and the state between steps is the session's data. ``run()``
 reads the same stream and keeps only how it ended.
 
@@ -29,28 +30,20 @@ from typing import TYPE_CHECKING, Any, Generic
 
 import anyio
 from anyio.abc import TaskGroup
+from anyio.lowlevel import checkpoint
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from typing_extensions import Self, TypeVar, final
 
 from ._approvals import Decision, PendingCall
 from ._batch import CallSlot, SlotState, ToolBatch
 from ._client import (
-    Completion,
-    LlmEvent,
     LlmRequest,
-    ProviderItemDone,
-    ReasoningDelta,
-    TextDelta,
     ToolChoice,
-    ToolInputDelta,
-    ToolUseStart,
-    ToolUseStop,
 )
 from ._context import ProgressReports, ToolContext
 from ._conversation import (
     AssistantMessage,
     HistoryView,
-    ProviderItem,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -67,11 +60,9 @@ from ._events import (
     ToolCallFinished,
     ToolCallOutcome,
     ToolCallProgress,
-    ToolCallReady,
     ToolCallRunning,
 )
 from ._exceptions import (
-    LlmClientError,
     MaxTurnsExceededError,
     ToolNotFoundError,
     UsageLimitExceededError,
@@ -91,7 +82,7 @@ from ._hooks import (
     run_post_hooks,
     run_pre_hooks,
 )
-from ._instrumentation import RequestSpan, RunSpan
+from ._instrumentation import RunSpan
 from ._model_texts import (
     ABORTED,
     CANCELLED,
@@ -102,6 +93,7 @@ from ._model_texts import (
     WITHHELD,
     call_text,
 )
+from ._response import ResponseAssembler
 from ._server import entry_of, sorted_definitions
 from ._session import Phase, Session, UsageTally, WorkerResult
 
@@ -208,7 +200,9 @@ class RunStream(Generic[DepsT, OutputT]):
         return self
 
     def __aiter__(self) -> AsyncIterator[RunEvent]:
-        return self
+        # Once entered, ``async for`` reads the loop's generator itself: one step less per
+        # event than going through ``__anext__``.
+        return self if self._events is None else self._events
 
     async def __anext__(self) -> RunEvent:
         events = self._events
@@ -359,88 +353,140 @@ class _Turns:
     async def events(self) -> AsyncGenerator[RunEvent, None]:
         session = self.session
         output = self.output
+        # A resumed run starts with its paused response's calls (the denied ones already
+        # decided), then goes on as usual.
+        batch, self.batch = self.batch, None
+        message: AssistantMessage | None = None
+        decided: Sequence[ToolCallFinished] = ()
+        if batch is not None:
+            decided = self.denied(batch)
         try:
-            batch, self.batch = self.batch, None
-            if batch is not None:  # a resumed run: its calls, then on as usual
-                denied = [
-                    ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED)
-                    for slot in batch
-                    if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
-                ]
-                if self.trace is not None:
-                    for finished in denied:
-                        self.trace.decided(finished.call, ToolCallOutcome.DENIED, None)
-                async with aclosing(self.calls(batch, None, denied)) as events:
-                    async for event in events:
-                        yield event
-                if self.result is WorkerResult.PAUSED:
-                    return
-                if output is not None and output.done:
-                    yield self.finish(_last_text(session.history), output.value)
-                    return
             while True:
-                self.check_budgets()
-                yield ResponseStarted(session.run_tally.requests + 1)
-                # Send the request and pass the response on as it comes.
-                request = LlmRequest(
-                    session.system_prompt,
-                    HistoryView(session.history),
-                    sorted_definitions(session.handle),
-                    session.tool_choice,
-                    session.allowed_tools,
-                )
-                if output is not None:
-                    request = _asking_for(request, output)
-                response = _Response()
-                stream = session.client.stream(request)
-                span = None if self.trace is None else self.trace.request(request, self.turns + 1)
-                source = stream if span is None else _activated(stream, span)
-                done = False
-                try:
-                    async for llm_event in source:
-                        forwarded = response.feed(llm_event)
-                        if forwarded is not None:
-                            yield forwarded
-                    done = True
-                    message = response.message()
-                except BaseException as exc:
-                    if span is not None:
-                        span.end(None, exc)
-                    raise
-                finally:
-                    if not done:  # a stream read to its end needs no closing
-                        with anyio.CancelScope(shield=True):
-                            if source is not stream:
-                                await source.aclose()  # type: ignore[attr-defined]
-                            aclose = getattr(stream, "aclose", None)
-                            if aclose is not None:
+                if batch is None:
+                    # -- a request: send it, and pass the response on as it comes --
+                    self.check_budgets()
+                    yield ResponseStarted(session.run_tally.requests + 1)
+                    request = self.request()
+                    response = ResponseAssembler()
+                    stream = session.client.stream(request)
+                    trace = self.trace
+                    span = None if trace is None else trace.request(request, self.turns + 1)
+                    done = False
+                    try:
+                        while True:
+                            # The observer's span is active while the model's stream is
+                            # read, one step at a time: never while the reader has an event.
+                            activation = None if span is None else span.activate()
+                            try:
+                                if activation is None:
+                                    llm_event = await stream.__anext__()
+                                else:
+                                    with activation:
+                                        llm_event = await stream.__anext__()
+                            except StopAsyncIteration:
+                                break
+                            forwarded = response.feed(llm_event)
+                            if forwarded is not None:
+                                yield forwarded
+                        done = True
+                        message = response.message()
+                    except BaseException as exc:
+                        if span is not None:
+                            span.end(None, exc)
+                        raise
+                    finally:
+                        aclose = None if done else getattr(stream, "aclose", None)
+                        if aclose is not None:  # a stream read to its end needs no closing
+                            with anyio.CancelScope(shield=True):
                                 await aclose()
-                if span is not None:
-                    span.end(message, None)
-                session.history.append(message)
-                session.count(message)
-                self.turns += 1
-                if not message.tool_calls:
-                    yield ResponseCompleted(message)
-                    if message.stop_reason == PAUSE_TURN:
-                        continue  # the provider paused a long turn: ask it to go on
-                    if output is None:
-                        yield self.finish(message.text, message.text)
-                        return
-                    problem = output.answer_text(message.text)
-                    if problem is None:
-                        yield self.finish(message.text, output.value)
-                        return
-                    session.history.append(UserMessage(problem))  # and ask again
-                    continue
-                batch = ToolBatch(message.tool_calls, self.turns)
-                async with aclosing(self.calls(batch, message)) as events:
-                    async for event in events:
-                        yield event
-                if self.result is WorkerResult.PAUSED:
-                    return
+                    if span is not None:
+                        span.end(message, None)
+                    session.history.append(message)
+                    session.count(message)
+                    self.turns += 1
+                    if not message.tool_calls:
+                        yield ResponseCompleted(message)
+                        if message.stop_reason == PAUSE_TURN:
+                            continue  # the provider paused a long turn: ask it to go on
+                        if output is None:
+                            yield self.finish(message.text, message.text)
+                            return
+                        problem = output.answer_text(message.text)
+                        if problem is None:
+                            yield self.finish(message.text, output.value)
+                            return
+                        session.history.append(UserMessage(problem))  # and ask again
+                        continue
+                    batch = ToolBatch(message.tool_calls, self.turns)
+                # -- its calls, from the response to their results in the history: decide,
+                # pause or run, review, record. This is the one place a batch ends early:
+                # every way out gives every call its one result before the history is
+                # seen again.
+                try:
+                    if message is not None:  # a new response (a resumed one was decided)
+                        yield ResponseCompleted(message)
+                        if session.tool_choice not in ("auto", "none"):
+                            # A forced call has been made; forcing it again would loop.
+                            session.tool_choice = "auto"
+                        decided = await self.decide(batch)
+                        if batch.held():
+                            pending = self.pause(batch, decided)
+                            for finished in decided:
+                                yield finished
+                            for waiting in pending:
+                                yield ApprovalRequested(waiting)
+                            yield RunPaused(pending)
+                            return
+                    for finished in decided:
+                        yield finished
+                    ready = [slot for slot in batch if slot.state is SlotState.READY]
+                    unreviewed = deque(ready)
+                    for wave in _waves(ready):
+                        if len(wave) == 1 and _runs_inline(wave[0]):
+                            slot = wave[0]
+                            slot.state = SlotState.RUNNING
+                            yield ToolCallRunning(slot.run_call)
+                            batch.ran(slot, await self.execute(slot, timed=True))
+                            if not session.post_hooks:
+                                yield self.final(batch, slot)
+                            else:
+                                for reviewed in await self.review(batch, unreviewed):
+                                    yield reviewed
+                        else:
+                            together = self.run_together(batch, wave, unreviewed)
+                            async with aclosing(together) as events:
+                                async for event in events:
+                                    yield event
+                    results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
+                    session.history.extend(results)
+                except _Aborted as stop:
+                    reason = stop.decision.reason
+                    why = f"the run was aborted ({reason})"
+                    if self.trace is not None and stop.call is not None:
+                        self.trace.decided(stop.call, ToolCallOutcome.ABORTED, reason)
+                    stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
+                    for finished in (*stop.finished, *stopped):
+                        yield finished
+                    raise WorkerAbortedError(reason) from None
+                except Exception:
+                    why = "the run stopped with an error"
+                    for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why):
+                        yield finished
+                    raise
+                except BaseException as exc:
+                    if session.paused is batch:
+                        raise  # the reader left a paused run: the calls still wait
+                    if isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit)):
+                        why = "the run was cancelled"
+                        self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN, why, False)
+                    else:
+                        why = "the run stopped with an error"
+                        self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why)
+                    raise
+                batch = None
                 if output is not None and output.done:  # it answered through the output tool
-                    yield self.finish(message.text, output.value)
+                    text = _last_text(session.history) if message is None else message.text
+                    yield self.finish(text, output.value)
                     return
         except WorkerAbortedError as exc:
             self.error = exc
@@ -457,6 +503,17 @@ class _Turns:
         finally:
             self.ended = True
 
+    def request(self) -> LlmRequest:
+        session = self.session
+        request = LlmRequest(
+            session.system_prompt,
+            HistoryView(session.history),
+            sorted_definitions(session.handle),
+            session.tool_choice,
+            session.allowed_tools,
+        )
+        return request if self.output is None else _asking_for(request, self.output)
+
     def finish(self, text: str, value: Any) -> RunFinished:
         session = self.session
         session.output = value
@@ -469,96 +526,43 @@ class _Turns:
         if self.turns >= session.max_turns:
             raise MaxTurnsExceededError(session.max_turns)
         limits, used = session.limits, session.run_tally
-        for limit, maximum, value in (
-            ("max_requests", limits.max_requests, used.requests),
-            ("max_input_tokens", limits.max_input_tokens, used.input_tokens),
-            ("max_output_tokens", limits.max_output_tokens, used.output_tokens),
-        ):
-            if maximum is not None and value >= maximum:
-                raise UsageLimitExceededError(limit, maximum, value)
+        if limits.max_requests is not None and used.requests >= limits.max_requests:
+            raise UsageLimitExceededError("max_requests", limits.max_requests, used.requests)
+        if limits.max_input_tokens is not None and used.input_tokens >= limits.max_input_tokens:
+            raise UsageLimitExceededError(
+                "max_input_tokens", limits.max_input_tokens, used.input_tokens
+            )
+        if limits.max_output_tokens is not None and used.output_tokens >= limits.max_output_tokens:
+            raise UsageLimitExceededError(
+                "max_output_tokens", limits.max_output_tokens, used.output_tokens
+            )
 
     # -- one response's calls ------------------------------------------------------------
 
-    async def calls(
-        self,
-        batch: ToolBatch,
-        message: AssistantMessage | None,
-        decided: Sequence[ToolCallFinished] = (),
-    ) -> AsyncGenerator[RunEvent, None]:
-        """A response's calls, from the response (``message``; ``None`` when resumed) to
-        their results in the history: decide, pause or run, review, record.
+    def denied(self, batch: ToolBatch) -> list[ToolCallFinished]:
+        """The events of a resumed batch's denied calls (the observer hears of them here)."""
+        denied = [
+            ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED)
+            for slot in batch
+            if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
+        ]
+        if self.trace is not None:
+            for finished in denied:
+                self.trace.decided(finished.call, ToolCallOutcome.DENIED, None)
+        return denied
 
-        This is the one place a batch ends early: every way out gives every call its
-        one result before the history is seen again.
-        """
-        session = self.session
-        try:
-            if message is not None:
-                yield ResponseCompleted(message)
-                if session.tool_choice not in ("auto", "none"):
-                    # A forced call has been made; forcing it again would loop to max_turns.
-                    session.tool_choice = "auto"
-                decided = await self.decide(batch)
-                held = batch.held()
-                if self.trace is not None:
-                    for finished in decided:
-                        self.trace.decided(finished.call, finished.outcome, None)
-                    for slot in held:
-                        self.trace.decided(slot.call, "paused", slot.reason)
-                if held:
-                    session.paused = batch  # from here on, leaving keeps the pause
-                    pending = tuple(
-                        PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
-                        for slot in held
-                        if slot.entry is not None
-                    )
-                    self.result = WorkerResult.PAUSED
-                    for finished in decided:
-                        yield finished
-                    for waiting in pending:
-                        yield ApprovalRequested(waiting)
-                    yield RunPaused(pending)
-                    return
-            for finished in decided:
-                yield finished
-            ready = [slot for slot in batch if slot.state is SlotState.READY]
-            unreviewed = deque(ready)
-            for wave in _waves(ready):
-                if len(wave) == 1 and _runs_inline(wave[0]):
-                    slot = wave[0]
-                    slot.state = SlotState.RUNNING
-                    yield ToolCallRunning(slot.run_call)
-                    batch.ran(slot, await self.execute(slot, timed=True))
-                    for reviewed in await self.review(batch, unreviewed, slot):
-                        yield reviewed
-                else:
-                    async with aclosing(self.run_together(batch, wave, unreviewed)) as events:
-                        async for event in events:
-                            yield event
-            results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
-            session.history.extend(results)
-        except _Aborted as stop:
-            reason = stop.decision.reason
-            why = f"the run was aborted ({reason})"
-            if self.trace is not None and stop.call is not None:
-                self.trace.decided(stop.call, ToolCallOutcome.ABORTED, reason)
-            stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
-            for finished in (*stop.finished, *stopped):
-                yield finished
-            raise WorkerAbortedError(reason) from None
-        except Exception:
-            why = "the run stopped with an error"
-            for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why):
-                yield finished
-            raise
-        except BaseException as exc:
-            if session.paused is batch:
-                raise  # the reader left a paused run: the calls still wait
-            if isinstance(exc, (anyio.get_cancelled_exc_class(), GeneratorExit)):
-                self.stop(batch, CANCELLED, ToolCallOutcome.NOT_RUN, "the run was cancelled", False)
-            else:
-                self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, "the run stopped with an error")
-            raise
+    def pause(
+        self, batch: ToolBatch, decided: Sequence[ToolCallFinished]
+    ) -> tuple[PendingCall, ...]:
+        """Keep ``batch`` waiting for decisions: from here on, leaving keeps the pause."""
+        held = batch.held()
+        self.session.paused = batch
+        self.result = WorkerResult.PAUSED
+        return tuple(
+            PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")
+            for slot in held
+            if slot.entry is not None
+        )
 
     async def decide(self, batch: ToolBatch) -> list[ToolCallFinished]:
         """Resolve each call and ask its pre-hooks and approval policy, in call order, once.
@@ -617,6 +621,12 @@ class _Turns:
                 )
             else:
                 raise _Aborted(decision, call=call)  # an abort stops everything: nothing runs
+        trace = self.trace
+        if trace is not None:
+            for finished in settled:
+                trace.decided(finished.call, finished.outcome, None)
+            for slot in batch.held():
+                trace.decided(slot.call, "paused", slot.reason)
         return settled
 
     def answer(
@@ -630,15 +640,23 @@ class _Turns:
 
     async def execute(self, slot: CallSlot, *, timed: bool) -> ToolResult:
         """Run one call; ``timed=False`` when the caller holds its timeout itself."""
-        trace = self.trace
-        if trace is None:
-            return await self.execute_call(slot, timed)
         entry = slot.entry
         assert entry is not None
+        trace = self.trace
+        if trace is None:
+            if entry.execute_with_context is None:  # the usual call: one coroutine less
+                return await execute_call(
+                    entry, slot.run_call, self.session.limits, None, timed=timed
+                )
+            return await self.execute_call(slot, timed)
         span = slot.span = trace.tool_call(slot.run_call, entry.meta)
+        activation = span.activate()
         try:
-            with span.activate():
+            if activation is None:
                 result = await self.execute_call(slot, timed)
+            else:
+                with activation:
+                    result = await self.execute_call(slot, timed)
         except anyio.get_cancelled_exc_class():
             raise  # a timeout (the runner's) or a stop: whoever knows which ends the span
         except BaseException as exc:
@@ -673,17 +691,18 @@ class _Turns:
         if span is not None:
             span.end(result, error)
 
-    async def review(
-        self, batch: ToolBatch, unreviewed: deque[CallSlot], arrived: CallSlot
-    ) -> list[ToolCallFinished]:
-        """Finalize what can be now that ``arrived`` ran: post-hooks see results in call
-        order. Returns the events of what was finalized; raises ``_Aborted``."""
+    @staticmethod
+    def final(batch: ToolBatch, slot: CallSlot) -> ToolCallFinished:
+        """Without post-hooks, nothing reviews a result: it is final the moment it comes."""
+        result = slot.result
+        assert result is not None
+        batch.finalize(slot, result, ToolCallOutcome.RAN)
+        return ToolCallFinished(slot.call, result, ToolCallOutcome.RAN)
+
+    async def review(self, batch: ToolBatch, unreviewed: deque[CallSlot]) -> list[ToolCallFinished]:
+        """The post-hooks see the results that came, in call order: finalize those whose
+        earlier calls were reviewed. Returns their events; raises ``_Aborted``."""
         hooks = self.session.post_hooks
-        if not hooks:
-            # Nothing reviews results, so each one is final the moment it comes.
-            assert arrived.result is not None
-            batch.finalize(arrived, arrived.result, ToolCallOutcome.RAN)
-            return [ToolCallFinished(arrived.call, arrived.result, ToolCallOutcome.RAN)]
         finished: list[ToolCallFinished] = []
         while unreviewed and unreviewed[0].state is SlotState.RAN:
             slot = unreviewed.popleft()
@@ -703,19 +722,16 @@ class _Turns:
     ) -> AsyncGenerator[RunEvent, None]:
         """Run ``wave``'s calls as tasks, at most ``max_concurrent_calls`` at a time."""
         send, receive = self.open_channel()
-        group = self.group
-        assert group is not None
-        runners = min(self.session.limits.max_concurrent_calls, len(wave))
-        # The first calls start at once: they are announced here. The runners share one
-        # iterator, so calls start in call order whichever runner the backend runs first.
-        for slot in wave[:runners]:
+        post_hooks = self.session.post_hooks
+        limit = min(self.session.limits.max_concurrent_calls, len(wave))
+        # The first calls start at once: they are announced here. The runners share the
+        # wave's queue, so calls start in call order whichever runner the backend runs first.
+        for slot in wave[:limit]:
             slot.state = SlotState.RUNNING
             yield ToolCallRunning(slot.run_call)
         self.stopping = False
-        queue = iter(wave)
-        for _ in range(runners):
-            self.runners += 1
-            group.start_soon(self.runner, queue, send)
+        calls = _Calls(wave)
+        await self.start_runners(calls, limit, send)
         outstanding = len(wave)
         while outstanding:
             try:  # what already came needs no trip through the event loop
@@ -737,47 +753,83 @@ class _Turns:
                 raise what  # KeyboardInterrupt, SystemExit...: the run stops, the error goes on
             assert isinstance(what, ToolResult)
             batch.ran(slot, what)
-            for finished in await self.review(batch, unreviewed, slot):
-                yield finished
+            if not post_hooks:
+                yield self.final(batch, slot)
+            else:
+                for finished in await self.review(batch, unreviewed):
+                    yield finished
 
-    async def runner(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+    async def start_runners(
+        self, calls: _Calls, limit: int, send: MemoryObjectSendStream[Any]
+    ) -> None:
+        """Start runner tasks until each waiting call of ``calls`` has one, or ``limit`` run.
+
+        A runner takes the next call the moment its call ends, so calls that never
+        wait (a task costs more to start than such a call costs to run) run one after
+        another in one task. Another runner starts only when every runner is waiting
+        in a call: no call waits for one that is waiting. A runner not yet begun will
+        take the next call: the loop lets the runners run (a checkpoint) until they do,
+        unless the run is being cancelled (a task may then never begin).
+        """
+        group = self.group
+        assert group is not None
+        while len(calls.queue) > calls.starting and calls.runners < limit:
+            if calls.starting:
+                if group.cancel_scope.cancel_called:
+                    return  # nothing more runs; reading the results raises the cancellation
+                await checkpoint()
+                continue
+            self.runners += 1
+            calls.runners += 1
+            calls.starting += 1
+            group.start_soon(self.runner, calls, send)
+
+    async def runner(self, calls: _Calls, send: MemoryObjectSendStream[Any]) -> None:
+        calls.starting -= 1
         try:
-            await self.run_calls(queue, send)
+            await self.run_calls(calls.queue, send)
         finally:
             self.runners -= 1
 
-    async def run_calls(self, queue: Iterator[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+    async def run_calls(self, queue: deque[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
+        """Run the calls of ``queue`` until none is left or the batch stops."""
         timeout = self.session.limits.tool_timeout
-        for slot in queue:
-            if self.stopping:
-                return
-            if slot.state is not SlotState.RUNNING:  # it waited for a free runner
-                slot.state = SlotState.RUNNING
-                _send(send, (slot.index, _STARTED))
-            # One scope per call: its deadline is the call's timeout, and cancelling it
-            # is how the loop stops the batch.
-            deadline = math.inf if timeout is None else anyio.current_time() + timeout
-            result: object = None
-            with anyio.CancelScope(deadline=deadline) as scope:
+        while queue and not self.stopping:
+            # One scope for the calls this runner runs in a row (a scope costs more than a
+            # call that never waits): each call sets its deadline, the call's timeout.
+            # Cancelling the scope is how the loop stops the batch; a scope cancelled (by
+            # a timeout) ends, and the next call gets a new one.
+            slot: CallSlot | None = None
+            with anyio.CancelScope() as scope:
                 self.scopes.add(scope)
                 try:
-                    result = await self.execute(slot, timed=False)
-                except anyio.get_cancelled_exc_class():
-                    raise
-                except BaseException as exc:  # not an Exception: execute_call turned those
-                    if self.escaped is None:
-                        self.escaped = exc
-                    _send(send, (slot.index, exc))
-                    return
+                    while queue and not self.stopping and not scope.cancel_called:
+                        slot = queue.popleft()
+                        if slot.state is not SlotState.RUNNING:  # it waited for a free runner
+                            slot.state = SlotState.RUNNING
+                            _send(send, (slot.index, _STARTED))
+                        if timeout is not None:
+                            scope.deadline = anyio.current_time() + timeout
+                        try:
+                            result = await self.execute(slot, timed=False)
+                        except anyio.get_cancelled_exc_class():
+                            raise
+                        except BaseException as exc:  # not an Exception: execute_call turned those
+                            if self.escaped is None:
+                                self.escaped = exc
+                            _send(send, (slot.index, exc))
+                            return
+                        _send(send, (slot.index, result))
                 finally:
                     self.scopes.discard(scope)
-            if scope.cancelled_caught:
+            if scope.cancelled_caught:  # it ended the call of `slot`
                 if self.stopping:
                     return
                 assert timeout is not None
+                assert slot is not None
                 result = timed_out(slot.run_call, timeout)
                 self.end_span(slot, result, None)
-            _send(send, (slot.index, result))
+                _send(send, (slot.index, result))
 
     def stop(
         self,
@@ -863,22 +915,23 @@ class _Aborted(Exception):
         self.call = call
 
 
+class _Calls:
+    """One wave's calls no runner took yet, and its runners: started, and not begun yet.
+
+    Counted per wave: a runner of an earlier wave, not begun yet, takes none of these.
+    """
+
+    __slots__ = ("queue", "runners", "starting")
+
+    def __init__(self, wave: list[CallSlot]) -> None:
+        self.queue = deque(wave)
+        self.runners = 0
+        self.starting = 0
+
+
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
     with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
         send.send_nowait(message)
-
-
-async def _activated(
-    stream: AsyncIterator[LlmEvent], span: RequestSpan
-) -> AsyncGenerator[LlmEvent, None]:
-    """``stream``, each step read inside ``span.activate()`` (and nothing else)."""
-    while True:
-        with span.activate():
-            try:
-                event = await stream.__anext__()
-            except StopAsyncIteration:
-                return
-        yield event
 
 
 def _runs_inline(slot: CallSlot) -> bool:
@@ -901,101 +954,6 @@ def _waves(ready: list[CallSlot]) -> Iterator[list[CallSlot]]:
             wave.append(slot)
     if wave:
         yield wave
-
-
-class _Response:
-    """Assembles a client's events into one ``AssistantMessage``, checking the protocol."""
-
-    __slots__ = ("calls", "completion", "fragments", "ids", "items", "stopped", "text")
-
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.items: list[ProviderItem] = []
-        self.calls: dict[int, ToolUseStart] = {}
-        self.fragments: dict[int, list[str]] = {}
-        self.ids: set[str] = set()
-        self.stopped: set[int] = set()
-        self.completion: Completion | None = None
-
-    def feed(self, event: LlmEvent) -> RunEvent | None:
-        """Take one event; return what the run stream passes on, if anything."""
-        if self.completion is not None:
-            raise LlmClientError(f"LlmClient sent {event!r} after the Completion event")
-        if isinstance(event, TextDelta):
-            if type(event.text) is not str:
-                raise LlmClientError(f"LlmClient sent text that is not a str: {event!r}")
-            self.text.append(event.text)
-            return event
-        if isinstance(event, ToolInputDelta):
-            index = event.index
-            if index not in self.calls:
-                raise LlmClientError(
-                    f"LlmClient sent input for tool call index {index} before its ToolUseStart"
-                )
-            if index in self.stopped:
-                raise LlmClientError(
-                    f"LlmClient sent input for tool call index {index} after its ToolUseStop"
-                )
-            if type(event.fragment) is not str:
-                raise LlmClientError(
-                    f"LlmClient sent an argument fragment that is not a str for tool call "
-                    f"index {index}: {type(event.fragment).__name__}"
-                )
-            self.fragments[index].append(event.fragment)
-            return event
-        if isinstance(event, ToolUseStart):
-            index = event.index
-            if index in self.calls:
-                raise LlmClientError(f"LlmClient started tool call index {index} twice")
-            if type(event.call_id) is not str or type(event.name) is not str:
-                raise LlmClientError(
-                    f"LlmClient started a tool call whose id or name is not a str: {event!r}"
-                )
-            if event.call_id in self.ids:
-                raise LlmClientError(
-                    f"LlmClient sent two tool calls with the id {event.call_id!r} in one "
-                    f"response; each call needs its own id"
-                )
-            self.ids.add(event.call_id)
-            self.calls[index] = event
-            self.fragments[index] = []
-            return event
-        if isinstance(event, ToolUseStop):
-            index = event.index
-            if index not in self.calls:
-                raise LlmClientError(
-                    f"LlmClient stopped tool call index {index}, which never started"
-                )
-            if index in self.stopped:
-                return None
-            self.stopped.add(index)
-            start = self.calls[index]
-            return ToolCallReady(
-                index, ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
-            )
-        if isinstance(event, Completion):
-            self.completion = event
-            return None
-        if isinstance(event, ReasoningDelta):
-            return event
-        if isinstance(event, ProviderItemDone):
-            if not isinstance(event.item, ProviderItem):
-                raise LlmClientError(f"LlmClient sent a provider item that is not one: {event!r}")
-            self.items.append(event.item)
-            return None
-        raise LlmClientError(f"LlmClient sent an unknown event: {event!r}")
-
-    def message(self) -> AssistantMessage:
-        completion = self.completion
-        if completion is None:
-            raise LlmClientError("LlmClient's stream ended without a Completion event")
-        calls = tuple(
-            ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
-            for index, start in self.calls.items()
-        )
-        return AssistantMessage(
-            "".join(self.text), calls, completion.stop_reason, completion.usage, tuple(self.items)
-        )
 
 
 def _asking_for(request: LlmRequest, output: RunOutput) -> LlmRequest:

@@ -25,7 +25,7 @@ import asyncio
 import re
 import time
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -58,7 +58,6 @@ __all__ = ["OpenTelemetry"]
 
 _SCOPE = "llm_worker"
 _now = time.perf_counter
-_NOT_ACTIVE: AbstractContextManager[None] = nullcontext()
 
 # error.type of an error result: the ToolError class its text comes from (SPEC §1), or
 # "timeout" for a call past Limits.tool_timeout, else "tool_error".
@@ -270,8 +269,8 @@ class _RequestSpan:
         self._active = None if span is None else trace.set_span_in_context(span, parent)
         self._started = _now()
 
-    def activate(self) -> AbstractContextManager[None]:
-        return _NOT_ACTIVE if self._active is None else _Attached(self._active)
+    def activate(self) -> AbstractContextManager[None] | None:
+        return None if self._active is None else _Attached(self._active)
 
     def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
         elapsed = _now() - self._started
@@ -318,8 +317,8 @@ class _ToolTimer:
         self._measured = measured  # shared by the calls of one tool: never changed
         self._started = _now()
 
-    def activate(self) -> AbstractContextManager[None]:
-        return _NOT_ACTIVE
+    def activate(self) -> AbstractContextManager[None] | None:
+        return None
 
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
         self._measure(result, error)
