@@ -23,7 +23,6 @@ from llm_worker import (
     Pause,
     ProviderError,
     Skip,
-    ToolCallOutcome,
     ToolMeta,
     Worker,
     WorkerAbortedError,
@@ -80,8 +79,8 @@ class RunRecorder:
         return span
 
     def decided(self, call, outcome, reason):
-        value = outcome.value if isinstance(outcome, ToolCallOutcome) else outcome
-        self.log.append(("decided", call.id, value, reason or ""))
+        assert type(outcome) is str  # a ToolCallOutcome value, or "paused"
+        self.log.append(("decided", call.id, outcome, reason or ""))
 
     def end(self, outcome, error, usage):
         self.log.append(("run end", outcome, type(error).__name__ if error else ""))
@@ -161,7 +160,8 @@ async def test_spans_of_a_run_with_parallel_calls():
 
 @pytest.mark.anyio
 async def test_decisions_are_reported():
-    """Skipped, unknown, held and denied calls are reported as decisions."""
+    """Skipped, unknown, held and denied calls are reported as decisions, with the hook's
+    or the human's reason."""
     client = ScriptedClient(
         [calls(("where", {"key": "a"}), ("nope", {}), ("where", {"key": "b"})), "done"]
     )
@@ -173,10 +173,10 @@ async def test_decisions_are_reported():
     await worker.resume(Deny("not now"))
     decided = [e for e in recorder.log if e[0] == "decided"]
     assert decided == [
-        ("decided", "call_0_0", "skipped", ""),
+        ("decided", "call_0_0", "skipped", "no"),
         ("decided", "call_0_1", "not_found", ""),
         ("decided", "call_0_2", "paused", "ask"),
-        ("decided", "call_0_2", "denied", ""),
+        ("decided", "call_0_2", "denied", "not now"),
     ]
     assert [e for e in recorder.log if e[0] == "run end"] == [
         ("run end", "paused", ""),

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ._client import LlmClient, LlmRequest
     from ._conversation import AssistantMessage, RunUsage, ToolCall, ToolResult
-    from ._events import ToolCallOutcome
     from ._meta import LlmToolDefinition, ToolMeta
 
 __all__ = ["Instrumentation", "RequestSpan", "RunSpan", "ToolSpan"]
@@ -66,8 +65,10 @@ class RunSpan(Protocol):
         """``call`` is about to run (called in the task that runs it)."""
         ...
 
-    def decided(self, call: ToolCall, outcome: ToolCallOutcome | str, reason: str | None) -> None:
-        """A call did not run as asked: skipped, answered, denied, held ("paused"), aborted..."""
+    def decided(self, call: ToolCall, outcome: str, reason: str | None) -> None:
+        """A call did not run as asked: ``outcome`` is a ``ToolCallOutcome`` value
+        (``"skipped"``, ``"answered"``, ``"denied"``, ``"aborted"``...) or ``"paused"``;
+        ``reason`` the hook's or the human's, if they gave one."""
         ...
 
     def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:

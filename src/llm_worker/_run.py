@@ -463,7 +463,7 @@ class _Turns:
                     reason = stop.decision.reason
                     why = f"the run was aborted ({reason})"
                     if self.trace is not None and stop.call is not None:
-                        self.trace.decided(stop.call, ToolCallOutcome.ABORTED, reason)
+                        self.trace.decided(stop.call, ToolCallOutcome.ABORTED.value, reason)
                     stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
                     for finished in (*stop.finished, *stopped):
                         yield finished
@@ -541,14 +541,15 @@ class _Turns:
 
     def denied(self, batch: ToolBatch) -> list[ToolCallFinished]:
         """The events of a resumed batch's denied calls (the observer hears of them here)."""
-        denied = [
-            ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED)
-            for slot in batch
-            if slot.outcome is ToolCallOutcome.DENIED and slot.result is not None
-        ]
-        if self.trace is not None:
-            for finished in denied:
-                self.trace.decided(finished.call, ToolCallOutcome.DENIED, None)
+        trace = self.trace
+        denied: list[ToolCallFinished] = []
+        for slot in batch:
+            if slot.outcome is not ToolCallOutcome.DENIED:
+                continue
+            assert slot.result is not None  # a denial is its result
+            if trace is not None:
+                trace.decided(slot.call, ToolCallOutcome.DENIED.value, slot.reason)
+            denied.append(ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED))
         return denied
 
     def pause(
@@ -609,6 +610,7 @@ class _Turns:
             elif isinstance(decision, Pause):
                 batch.hold(slot, ctx.call, decision.reason or "paused by a hook")
             elif isinstance(decision, Skip):
+                slot.reason = decision.reason
                 if decision.reason is None:
                     text = call_text(SKIPPED, call.name)
                 else:
@@ -623,10 +625,11 @@ class _Turns:
                 raise _Aborted(decision, call=call)  # an abort stops everything: nothing runs
         trace = self.trace
         if trace is not None:
-            for finished in settled:
-                trace.decided(finished.call, finished.outcome, None)
-            for slot in batch.held():
-                trace.decided(slot.call, "paused", slot.reason)
+            for slot in batch:
+                if slot.outcome is not None:  # settled here, without running as asked
+                    trace.decided(slot.call, slot.outcome.value, slot.reason)
+                elif slot.state is SlotState.HELD:
+                    trace.decided(slot.call, "paused", slot.reason)
         return settled
 
     def answer(

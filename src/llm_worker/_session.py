@@ -250,6 +250,7 @@ class Session:
                 batch.ready(slot, run_call)
             else:
                 text = call_text(DENIED, slot.call.name, reason=decision.reason)
+                slot.reason = decision.reason
                 batch.finalize(slot, ToolResult(slot.call.id, text, True), ToolCallOutcome.DENIED)
         return batch
 

@@ -262,7 +262,8 @@ class TestServedResults:
         async with connect(create_server(server)) as session:
             first = await session.call_tool("totals", {})
             second = await session.call_tool("totals", {})
-        assert first.is_error and second.is_error
+        assert first.is_error
+        assert second.is_error
         assert text_of(second) == (
             "Internal error: tool 'totals' returned a result its output schema does not "
             "describe (its output schema is not a valid JSON Schema)"

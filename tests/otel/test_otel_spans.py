@@ -393,6 +393,7 @@ class TestDecisions:
             ("llm_worker.tool_call.decision", "paused"),
             ("llm_worker.tool_call.decision", "paused"),
         ]
+        assert (first.events[0].attributes or {})["llm_worker.decision.reason"] == "not needed"
         assert dict(first.events[2].attributes or {}) == {
             "llm_worker.decision": "paused",
             "llm_worker.decision.reason": "ask a human",
@@ -406,8 +407,13 @@ class TestDecisions:
         second = telemetry.one("invoke_agent")
         assert attributes(second)["llm_worker.run.kind"] == "resume"
         assert attributes(second)["llm_worker.run.outcome"] == "finished"
-        assert [(e.attributes or {}).get("llm_worker.decision") for e in second.events] == [
-            "denied"
+        assert [dict(e.attributes or {}) for e in second.events] == [
+            {
+                "llm_worker.decision": "denied",
+                "llm_worker.decision.reason": "no threads today",
+                "gen_ai.tool.name": "where_in_thread",
+                "gen_ai.tool.call.id": "call_0_3",
+            }
         ]
         approved = telemetry.one("execute_tool where")
         assert parent_id(approved) == span_id(second)

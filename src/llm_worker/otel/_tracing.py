@@ -38,7 +38,6 @@ from opentelemetry.metrics import Histogram, MeterProvider
 from opentelemetry.trace import Span, SpanKind, StatusCode, TracerProvider
 
 from .. import __version__
-from .._events import ToolCallOutcome
 from .._exceptions import (
     ExecutionFailedError,
     InternalToolError,
@@ -203,12 +202,12 @@ class _RunSpan:
         )
         return _ToolSpan(owner._instruments.tool_duration, measured, span, self._context, owner)
 
-    def decided(self, call: ToolCall, outcome: ToolCallOutcome | str, reason: str | None) -> None:
+    def decided(self, call: ToolCall, outcome: str, reason: str | None) -> None:
         span = self._span
         if span is None:
             return
         attributes: dict[str, Any] = {
-            sc.DECISION: outcome.value if isinstance(outcome, ToolCallOutcome) else outcome,
+            sc.DECISION: outcome,
             sc.TOOL_NAME: call.name,
             sc.TOOL_CALL_ID: call.id,
         }
