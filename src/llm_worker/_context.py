@@ -16,8 +16,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Generic, Protocol
 
-import anyio.from_thread
-import anyio.lowlevel
+import anyio  # its submodules load when first used: `import llm_worker` stays cheap
 from typing_extensions import TypeVar, final
 
 __all__ = ["ProgressReports", "ProgressSink", "ToolContext"]

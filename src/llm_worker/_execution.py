@@ -16,7 +16,6 @@ import math
 from typing import Any
 
 import anyio
-from pydantic_core import to_jsonable_python
 
 from ._content import ContentPart, MediaPart, TextPart, ToolReturn, text_of
 from ._context import ToolContext
@@ -136,6 +135,9 @@ def rich_result(
             parts.append(part)
     metadata = returned.metadata
     if metadata is not None:
+        # Imported here: pydantic_core costs `import llm_worker` about 20 ms.
+        from pydantic_core import to_jsonable_python
+
         metadata = to_jsonable_python(metadata)  # the run state keeps it as JSON
     only_text = all(isinstance(part, TextPart) for part in parts)
     content = text_of(parts)

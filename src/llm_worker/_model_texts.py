@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic_core.core_schema import ErrorType
-
 from ._safe_text import safe_text
 
 if TYPE_CHECKING:
@@ -210,11 +208,22 @@ _MAX_REPORTED_ERRORS = 10
 # bytes each): 60 000 unknown keys cost megabytes, not tens of them.
 _MAX_READ_ERRORS = 100
 _MAX_INPUT_PREVIEW = 60
-# Kinds whose text is worded here; the others are pydantic's words about one value.
+# Kinds whose text is worded here.
 _OWN_WORDS = frozenset({"missing", "extra_forbidden", "finite_number"})
 # Kinds whose message is a user's validator's text, made safe like an exception's.
 _USER_TEXT = frozenset({"value_error", "assertion_error"})
-_PYDANTIC_WORDS = frozenset(get_args(ErrorType)) - _OWN_WORDS - _USER_TEXT
+# Pydantic's own kinds (the others are pydantic's words about one value): read on the
+# first failed call, since importing pydantic_core's schema module would cost
+# `import llm_worker` about 20 ms.
+_pydantic_words: frozenset[str] = frozenset()
+
+
+def _load_pydantic_words() -> frozenset[str]:
+    global _pydantic_words
+    from pydantic_core.core_schema import ErrorType
+
+    _pydantic_words = frozenset(get_args(ErrorType)) - _OWN_WORDS - _USER_TEXT
+    return _pydantic_words
 
 
 def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]) -> str:
@@ -222,16 +231,12 @@ def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]
 
     Work and memory stay bounded by what the line shows, however many errors there are.
     """
+    words = _pydantic_words or _load_pydantic_words()
     count = exc.error_count()
     if count == 1:
         [error] = exc.errors(include_url=False, include_context=False)
         loc = error["loc"]
-        if (
-            len(loc) == 1
-            and error["type"] in _PYDANTIC_WORDS
-            and "input" in error
-            and type(loc[0]) is str
-        ):
+        if len(loc) == 1 and error["type"] in words and "input" in error and type(loc[0]) is str:
             # The common case, in one go (a failed call is a hot path too): what
             # _describe_one says of pydantic's words about one argument.
             value = error["input"]
@@ -239,13 +244,13 @@ def describe_validation_error(exc: ValidationError, field_names: tuple[str, ...]
             if len(got) > _MAX_INPUT_PREVIEW:
                 got = got[: _MAX_INPUT_PREVIEW - 1] + "…"
             return f"'{loc[0]}': {error['msg']} (got {got})"
-        return _describe_one(error, field_names)
+        return _describe_one(error, field_names, words)
     errors: list[Any]
     if count <= _MAX_READ_ERRORS:
         errors = exc.errors(include_url=False, include_context=False)[:_MAX_REPORTED_ERRORS]
     else:
         errors = _first_errors(exc)
-    problems = [_describe_one(error, field_names) for error in errors]
+    problems = [_describe_one(error, field_names, words) for error in errors]
     if count > _MAX_REPORTED_ERRORS:
         problems.append(f"and {count - _MAX_REPORTED_ERRORS} more errors")
     return "; ".join(problems)
@@ -268,7 +273,7 @@ def _first_errors(exc: ValidationError) -> list[dict[str, Any]]:
     return errors
 
 
-def _describe_one(error: Any, field_names: tuple[str, ...]) -> str:
+def _describe_one(error: Any, field_names: tuple[str, ...], words: frozenset[str]) -> str:
     kind: str = error["type"]
     loc: tuple[int | str, ...] = error["loc"]
     if len(loc) == 1 and type(loc[0]) is str:  # one named argument
@@ -276,8 +281,8 @@ def _describe_one(error: Any, field_names: tuple[str, ...]) -> str:
     elif loc:
         where = _format_loc(loc)
     else:
-        return _describe_input(kind, error)
-    if kind in _PYDANTIC_WORDS:
+        return _describe_input(kind, error, words)
+    if kind in words:
         message: str = error["msg"]
     elif kind == "missing":
         return f"{where}: missing required argument" if len(loc) == 1 else f"{where}: missing"
@@ -295,7 +300,7 @@ def _describe_one(error: Any, field_names: tuple[str, ...]) -> str:
     return f"{where}: {message} (got {_preview(error['input'])})"
 
 
-def _describe_input(kind: str, error: Any) -> str:
+def _describe_input(kind: str, error: Any, words: frozenset[str]) -> str:
     """An error about the input as a whole (it has no location)."""
     message: str = error["msg"]
     if kind == "json_invalid":
@@ -304,7 +309,7 @@ def _describe_input(kind: str, error: Any) -> str:
         return "input is not valid Unicode text"
     if kind in ("model_type", "model_attributes_type", "dict_type"):
         return f"input must be a JSON object, got {_json_type(error.get('input'))}"
-    if kind not in _PYDANTIC_WORDS:
+    if kind not in words:
         message = safe_text(message)
     return f"input: {message}"
 

@@ -29,9 +29,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
 import anyio
-from anyio.abc import TaskGroup
-from anyio.lowlevel import checkpoint
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from typing_extensions import Self, TypeVar, final
 
 from ._approvals import Decision, PendingCall
@@ -98,6 +95,9 @@ from ._server import entry_of, sorted_definitions
 from ._session import Phase, Session, UsageTally, WorkerResult
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+    from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
     from ._output import RunOutput
 
 __all__ = ["RunStream", "Start"]
@@ -780,7 +780,7 @@ class _Turns:
             if calls.starting:
                 if group.cancel_scope.cancel_called:
                     return  # nothing more runs; reading the results raises the cancellation
-                await checkpoint()
+                await anyio.lowlevel.checkpoint()
                 continue
             self.runners += 1
             calls.runners += 1

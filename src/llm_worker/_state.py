@@ -16,7 +16,6 @@ message. Both raise ``RunStateError`` and load nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -205,6 +204,8 @@ def fingerprint_of(system_prompt: str | None, tools: Sequence[LlmToolDefinition]
     """A hash of what a provider caches as the prompt prefix: system prompt and tools."""
     prefix = [system_prompt, [tool.to_dict() for tool in tools]]
     text = json.dumps(prefix, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    import hashlib  # here: it costs `import llm_worker` some milliseconds
+
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -24,9 +24,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Generic, TypeVar
 
-import anyio
-import anyio.from_thread
-import anyio.lowlevel
+import anyio  # its submodules load when first used: `import llm_worker` stays cheap
 
 __all__ = ["DedicatedThread", "dedicated_thread_of"]
 

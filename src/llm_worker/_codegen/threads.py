@@ -22,8 +22,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
-import anyio
-import anyio.to_thread
+import anyio  # its submodules load when first used: `import llm_worker` stays cheap
 
 __all__ = ["run_in_thread"]
 
