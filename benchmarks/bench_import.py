@@ -44,6 +44,10 @@ IMPORT_VARIANTS = {
     "pass": "pass",
     "llm_worker": "import llm_worker",
     "deps": "import pydantic, anyio, docstring_parser, typing_extensions",
+    # `import llm_worker` loads each module when one of its names is first used: these two
+    # say what code that declares tools, and code that also runs a Worker, pays.
+    "tools": "from llm_worker import tool, tool_registry, tool_definitions",
+    "everything": "import llm_worker\nfor name in llm_worker.__all__: getattr(llm_worker, name)",
 }
 IMPORT_TEMPLATE = """\
 import time
@@ -112,6 +116,18 @@ def bench_imports(rounds: int) -> list[Row]:
             [inner["llm_worker"][i] / inner["deps"][i] for i in pairs],
             1.2,
             f"{format_ns(median(inner['llm_worker']))} / {format_ns(median(inner['deps']))}",
+        ),
+        ratio_row(
+            "(context) from llm_worker import tool, tool_registry... / the 4 deps",
+            [inner["tools"][i] / inner["deps"][i] for i in pairs],
+            None,
+            f"{format_ns(median(inner['tools']))} / {format_ns(median(inner['deps']))}",
+        ),
+        ratio_row(
+            "(context) every public name of llm_worker / the 4 deps",
+            [inner["everything"][i] / inner["deps"][i] for i in pairs],
+            None,
+            f"{format_ns(median(inner['everything']))} / {format_ns(median(inner['deps']))}",
         ),
         ratio_row(
             "(a) same, whole process wall time",

@@ -3,9 +3,13 @@
 from __future__ import annotations
 import __future__
 
+import ast
 import inspect
 import pickle
+import subprocess
+import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +18,10 @@ import llm_worker
 
 
 def defined_public_names() -> list[str]:
-    """Public names bound in the package namespace, minus imported modules and __future__ flags."""
+    """Public names bound in the package namespace, minus imported modules and __future__ flags
+    (each name of ``__all__`` looked up first: they load when first used)."""
+    for name in llm_worker.__all__:
+        getattr(llm_worker, name)
     return sorted(
         name
         for name, value in vars(llm_worker).items()
@@ -31,6 +38,45 @@ def public_classes_and_functions() -> list[Any]:
         if inspect.isclass(getattr(llm_worker, name))
         or inspect.isfunction(getattr(llm_worker, name))
     ]
+
+
+class TestLazyLoading:
+    def test_the_table_matches_what_type_checkers_read(self) -> None:
+        """``_HOMES`` (what loads each name at run time) and the ``TYPE_CHECKING`` imports (what
+        mypy and pyright read) name the same names from the same modules."""
+        source = Path(llm_worker.__file__).read_text(encoding="utf-8")
+        [block] = [
+            node
+            for node in ast.parse(source).body
+            if isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING"
+        ]
+        imported = {
+            alias.name: "." + node.module
+            for node in block.body
+            if isinstance(node, ast.ImportFrom) and node.module is not None
+            for alias in node.names
+        }
+        assert imported == llm_worker._HOMES
+        assert sorted(imported) == sorted(llm_worker.__all__)
+
+    def test_import_loads_no_module_of_the_library(self) -> None:
+        """``import llm_worker`` alone loads none of its modules; a name loads its own and
+        presents every public name of the modules that came with it as ``llm_worker.X``."""
+        code = (
+            "import sys, llm_worker\n"
+            "print(sorted(m for m in sys.modules if m.startswith('llm_worker.')))\n"
+            "from llm_worker import Worker\n"
+            "import llm_worker._conversation as c\n"
+            "print(Worker.__module__, c.ToolCall.__module__, 'ToolCall' in vars(llm_worker))"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        )
+        assert done.stdout.splitlines() == ["[]", "llm_worker llm_worker True"]
+
+    def test_an_unknown_name_is_an_attribute_error(self) -> None:
+        with pytest.raises(AttributeError, match="module 'llm_worker' has no attribute 'Wroker'"):
+            llm_worker.Wroker  # type: ignore[attr-defined]  # noqa: B018
 
 
 class TestAll:
