@@ -74,6 +74,31 @@ class TestLazyLoading:
         )
         assert done.stdout.splitlines() == ["[]", "llm_worker llm_worker True"]
 
+    def test_names_looked_up_from_many_threads_at_once(self) -> None:
+        """Threads that look up names of different modules at the same moment, in a fresh
+        interpreter, each get their name, presented as ``llm_worker.X``."""
+        code = (
+            "import threading, llm_worker\n"
+            "names = sorted(llm_worker.__all__)\n"
+            "barrier = threading.Barrier(8)\n"
+            "found = {}\n"
+            "def look(offset):\n"
+            "    barrier.wait()\n"
+            "    for name in names[offset::8]:\n"
+            "        found[name] = getattr(llm_worker, name)\n"
+            "threads = [threading.Thread(target=look, args=(i,)) for i in range(8)]\n"
+            "for thread in threads: thread.start()\n"
+            "for thread in threads: thread.join()\n"
+            "wrong = [n for n, v in found.items() if getattr(v, '__module__', 'llm_worker')\n"
+            "         .startswith('llm_worker.')]\n"
+            "print(len(found) == len(names), wrong)"
+        )
+        for _ in range(3):
+            done = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+            )
+            assert done.stdout.strip() == "True []", done.stderr
+
     def test_an_unknown_name_is_an_attribute_error(self) -> None:
         with pytest.raises(AttributeError, match="module 'llm_worker' has no attribute 'Wroker'"):
             llm_worker.Wroker  # type: ignore[attr-defined]  # noqa: B018

@@ -321,6 +321,9 @@ _HOMES: dict[str, str] = {
 }
 
 
+_NOT_YET = object()
+
+
 def _present(module: str) -> None:
     # Tracebacks, reprs, docs and pickle show `llm_worker.ToolServer`, not the private module:
     # every public name of a module is presented so once the module is loaded.
@@ -328,7 +331,9 @@ def _present(module: str) -> None:
     for name, home in _HOMES.items():
         if home != module or name in namespace:
             continue
-        value = getattr(sys.modules[__name__ + home], name)
+        value = getattr(sys.modules[__name__ + home], name, _NOT_YET)
+        if value is _NOT_YET:  # that module is still being imported (by another thread)
+            continue
         if getattr(value, "__module__", "").startswith("llm_worker."):
             with contextlib.suppress(AttributeError, TypeError):  # aliases: ToolDefinition
                 value.__module__ = __name__
