@@ -322,28 +322,36 @@ _HOMES: dict[str, str] = {
 
 
 _NOT_YET = object()
-
-
-def _present(module: str) -> None:
-    # Tracebacks, reprs, docs and pickle show `llm_worker.ToolServer`, not the private module:
-    # every public name of a module is presented so once the module is loaded.
-    namespace = globals()
-    for name, home in _HOMES.items():
-        if home != module or name in namespace:
-            continue
-        value = getattr(sys.modules[__name__ + home], name, _NOT_YET)
-        if value is _NOT_YET:  # that module is still being imported (by another thread)
-            continue
-        if getattr(value, "__module__", "").startswith("llm_worker."):
-            with contextlib.suppress(AttributeError, TypeError):  # aliases: ToolDefinition
-                value.__module__ = __name__
-        namespace[name] = value
+_NAMES_OF: dict[str, list[str]] = {  # module -> its public names, from _HOMES
+    home: [name for name, of in _HOMES.items() if of == home]
+    for home in dict.fromkeys(_HOMES.values())
+}
+_presented: set[str] = set()  # the modules whose names are all presented
 
 
 def _present_loaded() -> None:
-    for module in set(_HOMES.values()):
-        if __name__ + module in sys.modules:
-            _present(module)
+    """Present, as ``llm_worker.X``, every public name of each module loaded so far.
+
+    Tracebacks, reprs, docs and pickle then show `llm_worker.ToolServer`, not the private
+    module, also for a value the library made before anyone looked its name up here.
+    """
+    namespace = globals()
+    for home, names in _NAMES_OF.items():
+        module = sys.modules.get(__name__ + home)
+        if home in _presented or module is None:
+            continue
+        complete = True
+        for name in names:
+            value = getattr(module, name, _NOT_YET)
+            if value is _NOT_YET:  # the module is still being imported (by another thread)
+                complete = False
+                continue
+            if getattr(value, "__module__", "").startswith("llm_worker."):
+                with contextlib.suppress(AttributeError, TypeError):  # aliases: ToolDefinition
+                    value.__module__ = __name__
+            namespace[name] = value
+        if complete:
+            _presented.add(home)
 
 
 if not typing.TYPE_CHECKING:  # type checkers read the imports above, and refuse unknown names
@@ -353,9 +361,7 @@ if not typing.TYPE_CHECKING:  # type checkers read the imports above, and refuse
         if home is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         importlib.import_module(home, __name__)
-        # Its imports loaded other modules of public names too: present them all now, so that
-        # a value made inside the library shows as `llm_worker.X` before X is looked up here.
-        _present_loaded()
+        _present_loaded()  # its imports loaded other modules of public names too
         return globals()[name]
 
     def __dir__() -> list[str]:
