@@ -14,6 +14,7 @@ fails after ``GUARD`` seconds instead of waiting forever.
 from __future__ import annotations
 
 import threading
+import time
 
 import anyio
 import pytest
@@ -356,3 +357,188 @@ class TestRunCancellation:
             client.add("still here")
             assert await worker.run("again") is WorkerResult.FINISHED
             assert worker.final_text == "still here"
+
+
+class FirstStep:
+    """Hand-written tools whose first step (before they first wait) does something."""
+
+    def __init__(self, first: str, then_wait: float | None = None) -> None:
+        self.first = first
+        self.then_wait = then_wait  # None: wait forever
+        self.cleaned_up = False
+
+    async def execute(self, input_json: str) -> str:
+        try:
+            if self.first == "scopes":
+                # Scopes of the tool's own, open at its first wait: the worker's timer
+                # begins after this step and must not misnest with them.
+                with anyio.CancelScope():
+                    async with anyio.create_task_group():
+                        with anyio.move_on_after(100):
+                            await self.wait()
+            elif self.first == "blocks":
+                time.sleep(2 * SHORT)  # past the timeout before the call first waits
+                await self.wait()
+            else:
+                await self.wait()
+        finally:
+            self.cleaned_up = True
+        return "finished"
+
+    async def wait(self) -> None:
+        if self.then_wait is None:
+            await anyio.Event().wait()
+        else:
+            await anyio.sleep(self.then_wait)
+
+
+def worker_with(
+    *tools: tuple[str, object],
+    timeout: float = SHORT,
+    max_concurrent_calls: int = Limits.max_concurrent_calls,
+) -> tuple[Worker, ScriptedClient]:
+    client = ScriptedClient()
+    limits = Limits(tool_timeout=timeout, max_concurrent_calls=max_concurrent_calls)
+    worker = Worker(client, limits=limits)
+    for name, tool_object in tools:
+        meta = ToolMeta(name=name, description="A tool.", input_schema={"type": "object"})
+        worker.register_tool(lambda meta=meta, tool_object=tool_object: (meta, tool_object))
+    return worker, client
+
+
+class TestTimerSetWhenTheCallWaits:
+    """The worker's timeout is armed only when a call first waits (a call that never waits
+    cannot be ended by one), counted from the call's start; the call's own scopes, opened
+    before that, nest as they should."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("together", [False, True], ids=["alone", "with-another-call"])
+    async def test_scopes_of_the_first_step_still_nest(self, together):
+        """A call that opened its own cancel scopes and a task group before it first waits
+        is timed out cleanly, alone (in the run's own task) or beside another call."""
+        with anyio.fail_after(GUARD):
+            tool_object = FirstStep("scopes")
+            worker, client = worker_with(("scoped", tool_object), ("other", FirstStep("", 0)))
+            calls = [ScriptedCall("scoped", id="c1")]
+            if together:
+                calls.append(ScriptedCall("other", id="c2"))
+            results = await run_batch(worker, client, *calls)
+            assert results[0] == ToolResult("c1", timed_out("scoped"), True)
+            assert tool_object.cleaned_up
+            if together:
+                assert results[1] == ToolResult("c2", "finished", False)
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("together", [False, True], ids=["alone", "with-another-call"])
+    async def test_the_timeout_counts_from_the_call_start(self, together):
+        """A call that blocked past its timeout before it first waits is ended at that wait,
+        though the wait itself is shorter than the timeout."""
+        with anyio.fail_after(GUARD):
+            tool_object = FirstStep("blocks", then_wait=SHORT / 2)
+            worker, client = worker_with(("blocking", tool_object), ("other", FirstStep("", 0)))
+            calls = [ScriptedCall("blocking", id="c1")]
+            if together:
+                calls.append(ScriptedCall("other", id="c2"))
+            results = await run_batch(worker, client, *calls)
+            assert results[0] == ToolResult("c1", timed_out("blocking"), True)
+            assert tool_object.cleaned_up
+
+    @pytest.mark.anyio
+    async def test_each_call_of_a_row_gets_its_own_deadline(self):
+        """Calls one runner runs one after another share its scope: a waiting call after
+        another gets its whole timeout, not what is left of the earlier call's."""
+        with anyio.fail_after(GUARD):
+            timeout, wait = 10 * SHORT, 6 * SHORT  # the two waits together exceed the timeout
+            worker, client = worker_with(
+                ("slow", FirstStep("", wait)),
+                ("quick", FirstStep("", 0)),
+                timeout=timeout,
+                max_concurrent_calls=1,  # one runner runs the three calls in a row
+            )
+            calls = [ScriptedCall("slow", id="s1"), ScriptedCall("quick", id="q1")]
+            calls.append(ScriptedCall("slow", id="s2"))
+            results = await run_batch(worker, client, *calls)
+            assert [r.content for r in results] == ["finished"] * 3
+
+    @pytest.mark.anyio
+    async def test_a_tool_timeout_inside_the_worker_timeout(self):
+        """``@tool(timeout=)`` inside the worker's timeout: the shorter one ends the call and
+        names its own seconds, whichever is the tool's."""
+        with anyio.fail_after(GUARD):
+            app = Waiting()
+            worker, client = make_worker(app, Limits(tool_timeout=2 * SHORT))
+            results = await run_batch(
+                worker,
+                client,
+                ScriptedCall("wait_async", id="c1"),
+                ScriptedCall("wait_loose", id="c2"),
+            )
+            assert results == [
+                ToolResult("c1", timed_out("wait_async"), True),
+                ToolResult("c2", timed_out("wait_loose", 2 * SHORT), True),
+            ]
+
+
+class TestAsyncioTimers:
+    """On asyncio the worker's timer is asyncio's own: it composes with a tool's own
+    ``asyncio.timeout`` whichever fires first."""
+
+    @pytest.fixture(autouse=True)
+    def only_asyncio(self, anyio_backend):
+        if anyio_backend != "asyncio":
+            pytest.skip("asyncio's own timeouts")
+
+    @pytest.mark.anyio
+    async def test_the_tools_own_asyncio_timeout_fires_first(self):
+        import asyncio
+
+        class OwnTimeout:
+            async def execute(self, input_json: str) -> str:
+                try:
+                    async with asyncio.timeout(SHORT / 5):
+                        await asyncio.sleep(100)
+                except TimeoutError:
+                    return "my own timeout"
+                return "unreachable"
+
+        with anyio.fail_after(GUARD):
+            worker, client = worker_with(("own", OwnTimeout()), timeout=100)
+            results = await run_batch(worker, client, ScriptedCall("own", id="c1"))
+            assert results == [ToolResult("c1", "my own timeout", False)]
+
+    @pytest.mark.anyio
+    async def test_the_workers_timeout_fires_first(self):
+        """The tool's looser ``asyncio.timeout`` does not turn the worker's timeout into
+        a ``TimeoutError`` of its own."""
+        import asyncio
+
+        class LooseTimeout:
+            async def execute(self, input_json: str) -> str:
+                try:
+                    async with asyncio.timeout(100):
+                        await asyncio.sleep(100)
+                except TimeoutError:
+                    return "the tool's timeout fired"
+                return "unreachable"
+
+        with anyio.fail_after(GUARD):
+            worker, client = worker_with(("loose", LooseTimeout()))
+            results = await run_batch(worker, client, ScriptedCall("loose", id="c1"))
+            assert results == [ToolResult("c1", timed_out("loose"), True)]
+
+    @pytest.mark.anyio
+    async def test_a_run_cancelled_meanwhile_is_cancelled(self):
+        """A run cancelled while a call waits on the worker's timer ends as cancelled, the
+        call's result saying so; the timer does not swallow the cancellation."""
+        with anyio.fail_after(GUARD):
+            tool_object = FirstStep("")
+            worker, client = worker_with(("waits", tool_object), timeout=100)
+            client.add(ScriptedResponse(tool_calls=[ScriptedCall("waits", id="c1")]), "done")
+            with anyio.move_on_after(SHORT) as scope:
+                await worker.run("go")
+            assert scope.cancelled_caught
+            assert tool_object.cleaned_up
+            last = worker.history[-1]
+            assert isinstance(last, ToolResult)
+            assert last.is_error
+            assert "cancelled" in last.content

@@ -15,8 +15,6 @@ import logging
 import math
 from typing import Any
 
-import anyio
-
 from ._content import ContentPart, MediaPart, TextPart, ToolReturn, text_of
 from ._context import ToolContext
 from ._conversation import ToolCall, ToolResult
@@ -25,6 +23,7 @@ from ._limits import MIN_RESULT_BYTES, Limits, cap_result, input_limit_problem
 from ._model_texts import MEDIA_DROPPED, NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
 from ._safe_text import valid_unicode
 from ._server import ToolEntry
+from ._timeouts import TimedOut, within
 
 __all__ = ["execute_call", "rich_result", "timed_out", "valid_text"]
 
@@ -56,10 +55,8 @@ async def execute_call(
     caps = (limits.max_result_bytes, limits.max_media_bytes)
     if timeout is None or not timed:
         return await _execute(entry, call, context, *caps)
-    with anyio.move_on_after(timeout):
-        return await _execute(entry, call, context, *caps)
-    # Only the timeout can end the block without a return.
-    return timed_out(call, timeout)
+    result = await within(_execute(entry, call, context, *caps), timeout)
+    return timed_out(call, timeout) if isinstance(result, TimedOut) else result
 
 
 def timed_out(call: ToolCall, seconds: float) -> ToolResult:

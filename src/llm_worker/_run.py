@@ -22,8 +22,8 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import aclosing, suppress
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
@@ -93,6 +93,7 @@ from ._model_texts import (
 from ._response import ResponseAssembler
 from ._server import entry_of, sorted_definitions
 from ._session import Phase, Session, UsageTally, WorkerResult
+from ._timeouts import awaited_in
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -371,23 +372,31 @@ class _Turns:
                     stream = session.client.stream(request)
                     trace = self.trace
                     span = None if trace is None else trace.request(request, self.turns + 1)
+                    feed = response.feed
                     done = False
                     try:
-                        while True:
-                            # The observer's span is active while the model's stream is
-                            # read, one step at a time: never while the reader has an event.
-                            activation = None if span is None else span.activate()
-                            try:
-                                if activation is None:
-                                    llm_event = await stream.__anext__()
-                                else:
-                                    with activation:
+                        if span is None:
+                            async for llm_event in stream:
+                                forwarded = feed(llm_event)
+                                if forwarded is not None:
+                                    yield forwarded
+                        else:
+                            while True:
+                                # The observer's span is active while the model's stream
+                                # is read, a step at a time: never while the reader has
+                                # an event.
+                                activation = span.activate()
+                                try:
+                                    if activation is None:
                                         llm_event = await stream.__anext__()
-                            except StopAsyncIteration:
-                                break
-                            forwarded = response.feed(llm_event)
-                            if forwarded is not None:
-                                yield forwarded
+                                    else:
+                                        with activation:
+                                            llm_event = await stream.__anext__()
+                                except StopAsyncIteration:
+                                    break
+                                forwarded = feed(llm_event)
+                                if forwarded is not None:
+                                    yield forwarded
                         done = True
                         message = response.message()
                     except BaseException as exc:
@@ -446,7 +455,7 @@ class _Turns:
                             slot = wave[0]
                             slot.state = SlotState.RUNNING
                             yield ToolCallRunning(slot.run_call)
-                            batch.ran(slot, await self.execute(slot, timed=True))
+                            batch.ran(slot, await self.execution(slot, timed=True))
                             if not session.post_hooks:
                                 yield self.final(batch, slot)
                             else:
@@ -641,16 +650,20 @@ class _Turns:
 
     # -- running and reviewing ---------------------------------------------------------
 
-    async def execute(self, slot: CallSlot, *, timed: bool) -> ToolResult:
-        """Run one call; ``timed=False`` when the caller holds its timeout itself."""
+    def execution(self, slot: CallSlot, *, timed: bool) -> Coroutine[Any, Any, ToolResult]:
+        """What runs one call; ``timed=False`` when the caller holds its timeout itself."""
+        entry = slot.entry
+        assert entry is not None
+        if self.trace is None and entry.execute_with_context is None:
+            # The usual call: no coroutine of the loop's own around it.
+            return execute_call(entry, slot.run_call, self.session.limits, None, timed=timed)
+        return self.execute(slot, timed)
+
+    async def execute(self, slot: CallSlot, timed: bool) -> ToolResult:
         entry = slot.entry
         assert entry is not None
         trace = self.trace
         if trace is None:
-            if entry.execute_with_context is None:  # the usual call: one coroutine less
-                return await execute_call(
-                    entry, slot.run_call, self.session.limits, None, timed=timed
-                )
             return await self.execute_call(slot, timed)
         span = slot.span = trace.tool_call(slot.run_call, entry.meta)
         activation = span.activate()
@@ -799,7 +812,7 @@ class _Turns:
         timeout = self.session.limits.tool_timeout
         while queue and not self.stopping:
             # One scope for the calls this runner runs in a row (a scope costs more than a
-            # call that never waits): each call sets its deadline, the call's timeout.
+            # call that never waits): a call that waits sets its deadline, its timeout.
             # Cancelling the scope is how the loop stops the batch; a scope cancelled (by
             # a timeout) ends, and the next call gets a new one.
             slot: CallSlot | None = None
@@ -811,10 +824,12 @@ class _Turns:
                         if slot.state is not SlotState.RUNNING:  # it waited for a free runner
                             slot.state = SlotState.RUNNING
                             _send(send, (slot.index, _STARTED))
-                        if timeout is not None:
-                            scope.deadline = anyio.current_time() + timeout
+                        call = self.execution(slot, timed=False)
                         try:
-                            result = await self.execute(slot, timed=False)
+                            if timeout is None:
+                                result = await call
+                            else:
+                                result = await awaited_in(scope, call, timeout)
                         except anyio.get_cancelled_exc_class():
                             raise
                         except BaseException as exc:  # not an Exception: execute_call turned those
@@ -933,8 +948,11 @@ class _Calls:
 
 
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
-    with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+    # Not contextlib.suppress: a context manager per message costs more than the send.
+    try:  # noqa: SIM105
         send.send_nowait(message)
+    except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+        pass  # the run is over: nobody reads it
 
 
 def _runs_inline(slot: CallSlot) -> bool:
@@ -943,20 +961,24 @@ def _runs_inline(slot: CallSlot) -> bool:
     return slot.entry is not None and slot.entry.execute_with_context is None
 
 
-def _waves(ready: list[CallSlot]) -> Iterator[list[CallSlot]]:
+def _waves(ready: list[CallSlot]) -> list[list[CallSlot]]:
     """The ready calls in the groups that run together: a ``sequential`` tool's call runs alone."""
+    if len(ready) == 1:
+        return [ready]
+    waves: list[list[CallSlot]] = []
     wave: list[CallSlot] = []
     for slot in ready:
         assert slot.entry is not None
         if slot.entry.sequential:
             if wave:
-                yield wave
+                waves.append(wave)
                 wave = []
-            yield [slot]
+            waves.append([slot])
         else:
             wave.append(slot)
     if wave:
-        yield wave
+        waves.append(wave)
+    return waves
 
 
 def _asking_for(request: LlmRequest, output: RunOutput) -> LlmRequest:

@@ -232,6 +232,9 @@ class ToolServerHandle:
 
 
 def _sorted_definitions(tool_map: _ToolMap) -> tuple[LlmToolDefinition, ...]:
+    cached = tool_map.sorted_definitions  # set once per change of the tools: read without a lock
+    if cached is not None:
+        return cached
     with tool_map.lock:
         if tool_map.sorted_definitions is None:
             tools = tool_map.tools

@@ -33,6 +33,7 @@ from .._options import ThreadOption
 from .._registry import ToolMethod
 from .._safe_text import model_safe_text
 from .._strict_json import non_finite_problem
+from .._timeouts import TimedOut, within
 from .dedicated import dedicated_thread_of
 from .non_finite import admits_non_finite
 from .threads import run_in_thread
@@ -195,19 +196,27 @@ async def _run_with_timeout(
     timeout: float,
     tool_name: str,
 ) -> str | ToolReturn:
-    text: str | ToolReturn = ""
-    with anyio.move_on_after(timeout) as scope:
-        if is_async or not thread:
-            result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
-            text = result if type(result) is str else await _result_text(result, tool_name)
-        elif thread is True:
-            # Threads cannot be interrupted: abandon it; it may still finish on its own.
-            text = await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name)
-        else:
-            text = await dedicated_thread_of(ctx).run(_call_to_text, func, ctx, kwargs, tool_name)
-    if scope.cancelled_caught:
+    text = await within(_run(func, ctx, kwargs, is_async, thread, tool_name), timeout)
+    if isinstance(text, TimedOut):
         raise ExecutionFailedError(TIMED_OUT.format(name=tool_name, seconds=timeout))
     return text
+
+
+async def _run(
+    func: Callable[..., Any],
+    ctx: object,
+    kwargs: dict[str, Any],
+    is_async: bool,
+    thread: ThreadOption,
+    tool_name: str,
+) -> str | ToolReturn:
+    if is_async or not thread:
+        result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
+        return result if type(result) is str else await _result_text(result, tool_name)
+    if thread is True:
+        # Threads cannot be interrupted: abandon it; it may still finish on its own.
+        return await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name)
+    return await dedicated_thread_of(ctx).run(_call_to_text, func, ctx, kwargs, tool_name)
 
 
 def _passes_through(exc: BaseException) -> bool:
