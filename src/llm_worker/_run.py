@@ -381,6 +381,7 @@ class _Turns:
                                 if forwarded is not None:
                                     yield forwarded
                         else:
+                            next_event = stream.__anext__
                             while True:
                                 # The observer's span is active while the model's stream
                                 # is read, a step at a time: never while the reader has
@@ -388,10 +389,10 @@ class _Turns:
                                 activation = span.activate()
                                 try:
                                     if activation is None:
-                                        llm_event = await stream.__anext__()
+                                        llm_event = await next_event()
                                     else:
                                         with activation:
-                                            llm_event = await stream.__anext__()
+                                            llm_event = await next_event()
                                 except StopAsyncIteration:
                                     break
                                 forwarded = feed(llm_event)
@@ -651,28 +652,36 @@ class _Turns:
     # -- running and reviewing ---------------------------------------------------------
 
     def execution(self, slot: CallSlot, *, timed: bool) -> Coroutine[Any, Any, ToolResult]:
-        """What runs one call; ``timed=False`` when the caller holds its timeout itself."""
-        entry = slot.entry
-        assert entry is not None
-        if self.trace is None and entry.execute_with_context is None:
-            # The usual call: no coroutine of the loop's own around it.
-            return execute_call(entry, slot.run_call, self.session.limits, None, timed=timed)
-        return self.execute(slot, timed)
+        """What runs one call; ``timed=False`` when the caller holds its timeout itself.
 
-    async def execute(self, slot: CallSlot, timed: bool) -> ToolResult:
+        The usual call is ``execute_call`` itself, with no coroutine of the loop's own
+        around it; a ``ToolContext`` and the observer's span each add one.
+        """
         entry = slot.entry
         assert entry is not None
-        trace = self.trace
-        if trace is None:
-            return await self.execute_call(slot, timed)
-        span = slot.span = trace.tool_call(slot.run_call, entry.meta)
-        activation = span.activate()
+        if entry.execute_with_context is None:
+            call = execute_call(entry, slot.run_call, self.session.limits, None, timed=timed)
+        else:
+            call = self.with_context(slot, timed)
+        return call if self.trace is None else self.traced(slot, call)
+
+    async def traced(self, slot: CallSlot, call: Coroutine[Any, Any, ToolResult]) -> ToolResult:
+        """``call`` in the observer's span of it."""
+        trace, entry = self.trace, slot.entry
+        assert trace is not None
+        assert entry is not None
+        try:
+            span = slot.span = trace.tool_call(slot.run_call, entry.meta)
+            activation = span.activate()
+        except BaseException:
+            call.close()  # it never ran
+            raise
         try:
             if activation is None:
-                result = await self.execute_call(slot, timed)
+                result = await call
             else:
                 with activation:
-                    result = await self.execute_call(slot, timed)
+                    result = await call
         except anyio.get_cancelled_exc_class():
             raise  # a timeout (the runner's) or a stop: whoever knows which ends the span
         except BaseException as exc:
@@ -681,23 +690,26 @@ class _Turns:
         self.end_span(slot, result, None)
         return result
 
-    async def execute_call(self, slot: CallSlot, timed: bool) -> ToolResult:
+    async def with_context(self, slot: CallSlot, timed: bool) -> ToolResult:
+        """Run a call of a tool that takes a ``ToolContext``: it may report progress."""
         entry = slot.entry
         assert entry is not None
-        limits = self.session.limits
-        if entry.execute_with_context is None:
-            return await execute_call(entry, slot.run_call, limits, None, timed=timed)
         reports = self.progress_reports()
         call_id = slot.call.id
-        name = entry.meta.name
         # Calls run before the next request: the conversation's count is this response's number.
         key = f"{self.session.tally.requests}/{call_id}"
         context = ToolContext(
-            call_id=call_id, tool_name=name, deps=self.deps, sink=reports, idempotency_key=key
+            call_id=call_id,
+            tool_name=entry.meta.name,
+            deps=self.deps,
+            sink=reports,
+            idempotency_key=key,
         )
         reports.start(call_id)
         try:
-            return await execute_call(entry, slot.run_call, limits, context, timed=timed)
+            return await execute_call(
+                entry, slot.run_call, self.session.limits, context, timed=timed
+            )
         finally:
             reports.finish(call_id)  # later reports (an abandoned thread's) go nowhere
 
