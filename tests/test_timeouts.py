@@ -461,6 +461,30 @@ class TestTimerSetWhenTheCallWaits:
             assert [r.content for r in results] == ["finished"] * 3
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize("together", [False, True], ids=["alone", "with-another-call"])
+    async def test_a_shielded_step_of_the_tool_is_not_cut(self, together):
+        """A tool's shielded scope finishes what it does though the timeout passes meanwhile;
+        the call ends at its next wait outside the shield."""
+        steps: list[str] = []
+
+        class Shielded:
+            async def execute(self, input_json: str) -> str:
+                with anyio.CancelScope(shield=True):
+                    await anyio.sleep(2 * SHORT)  # past the timeout
+                    steps.append("shielded step done")
+                await anyio.Event().wait()
+                return "unreachable"
+
+        with anyio.fail_after(GUARD):
+            worker, client = worker_with(("shielded", Shielded()), ("other", FirstStep("", 0)))
+            calls = [ScriptedCall("shielded", id="c1")]
+            if together:
+                calls.append(ScriptedCall("other", id="c2"))
+            results = await run_batch(worker, client, *calls)
+            assert results[0] == ToolResult("c1", timed_out("shielded"), True)
+            assert steps == ["shielded step done"]
+
+    @pytest.mark.anyio
     async def test_a_tool_timeout_inside_the_worker_timeout(self):
         """``@tool(timeout=)`` inside the worker's timeout: the shorter one ends the call and
         names its own seconds, whichever is the tool's."""
@@ -480,8 +504,8 @@ class TestTimerSetWhenTheCallWaits:
 
 
 class TestAsyncioTimers:
-    """On asyncio the worker's timer is asyncio's own: it composes with a tool's own
-    ``asyncio.timeout`` whichever fires first."""
+    """On asyncio the worker's timeout composes with a tool's own ``asyncio.timeout``,
+    whichever fires first."""
 
     @pytest.fixture(autouse=True)
     def only_asyncio(self, anyio_backend):
@@ -528,16 +552,28 @@ class TestAsyncioTimers:
 
     @pytest.mark.anyio
     async def test_a_run_cancelled_meanwhile_is_cancelled(self):
-        """A run cancelled while a call waits on the worker's timer ends as cancelled, the
-        call's result saying so; the timer does not swallow the cancellation."""
+        """A run cancelled while a call waits under the worker's timeout and its own
+        ``asyncio.timeout`` ends as cancelled, the call's result saying so."""
+        import asyncio
+
+        cleaned_up: list[bool] = []
+
+        class OwnTimeout:
+            async def execute(self, input_json: str) -> str:
+                try:
+                    async with asyncio.timeout(100):
+                        await asyncio.sleep(100)
+                finally:
+                    cleaned_up.append(True)
+                return "unreachable"
+
         with anyio.fail_after(GUARD):
-            tool_object = FirstStep("")
-            worker, client = worker_with(("waits", tool_object), timeout=100)
-            client.add(ScriptedResponse(tool_calls=[ScriptedCall("waits", id="c1")]), "done")
+            worker, client = worker_with(("own", OwnTimeout()), timeout=100)
+            client.add(ScriptedResponse(tool_calls=[ScriptedCall("own", id="c1")]), "done")
             with anyio.move_on_after(SHORT) as scope:
                 await worker.run("go")
             assert scope.cancelled_caught
-            assert tool_object.cleaned_up
+            assert cleaned_up == [True]
             last = worker.history[-1]
             assert isinstance(last, ToolResult)
             assert last.is_error

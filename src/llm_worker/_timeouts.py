@@ -2,18 +2,17 @@
 
 A timeout can end a call only where the call waits, so a call that finishes
 without waiting (most in-memory tools) cannot run past one, and a timer for
-it costs more than such a call does. So a call runs its first step with no
-timer, and one that waits gets its deadline, counted from its start, before
-it first waits: the same timeout, paid for only by calls that wait.
+it costs more than such a call does. So a call runs in a cancel scope with no
+deadline, and one that waits gets its deadline, counted from its start, before
+it first waits: the same timeout, and timers only for calls that wait.
 
-``within`` times one call. On asyncio (3.11+) the timer is asyncio's own
-(``asyncio.timeout``): it cancels the task natively, takes no part in anyio's
-stack of cancel scopes, and so may begin after the call's first step, whatever
-scopes that step left open. On trio (and asyncio before 3.11) the call runs in
-a cancel scope entered before it, so its own scopes nest inside; the scope gets
-its deadline when the call waits. On trio the scope is trio's own (what anyio's
-wraps there), for two thirds of the cost. ``awaited_in`` does the same in a
-scope the caller keeps for several calls (a runner's).
+The scope is entered before the call, so the call's own scopes nest inside it
+and its shields hold against it. ``within`` times one call, in a scope of its
+own: trio's own on trio (what anyio's wraps there, for two thirds of the cost),
+anyio's elsewhere. ``awaited_in`` does the same in a scope the caller keeps for
+several calls (a runner's). (asyncio's own ``asyncio.timeout``, set after the
+call's first step, would cost a call that never waits nothing at all, but it
+cancels the task natively, through the anyio shields of the tool.)
 """
 
 from __future__ import annotations
@@ -25,9 +24,6 @@ from collections.abc import Coroutine, Generator
 from typing import Any, Final, Protocol, TypeVar, final
 
 import anyio
-
-if sys.version_info >= (3, 11):
-    import asyncio
 
 __all__ = ["TimedOut", "awaited_in", "within"]
 
@@ -51,27 +47,12 @@ async def within(call: Coroutine[Any, Any, T], seconds: float) -> T | TimedOut:
     """Await ``call``, ended where it waits past ``seconds``: then a ``TimedOut``."""
     trio = sys.modules.get("trio")
     if trio is not None and trio.lowlevel.in_trio_task():
-        with trio.CancelScope() as scope:
-            return await awaited_in(scope, call, seconds)
+        with trio.CancelScope() as trio_scope:
+            return await awaited_in(trio_scope, call, seconds)
         return _TIMED_OUT  # only the deadline can end the scope without a return
-    if sys.version_info < (3, 11):
-        with anyio.CancelScope() as scope:
-            return await awaited_in(scope, call, seconds)
-        return _TIMED_OUT
-    started = time.perf_counter()
-    try:
-        waiting = call.send(None)
-    except StopIteration as done:  # it never waited
-        result: T = done.value
-        return result
-    timeout = asyncio.timeout(seconds - (time.perf_counter() - started))
-    try:
-        async with timeout:
-            return await _resume(call, waiting)
-    except TimeoutError:
-        if not timeout.expired():
-            raise  # the call's own
-        return _TIMED_OUT
+    with anyio.CancelScope() as scope:
+        return await awaited_in(scope, call, seconds)
+    return _TIMED_OUT
 
 
 class _Scope(Protocol):  # anyio's and trio's cancel scopes
