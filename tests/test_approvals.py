@@ -245,6 +245,39 @@ class TestDecisions:
         assert await worker.resume(Approve()) is WorkerResult.FINISHED
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("arguments", "problem"),
+        [
+            ({"door": dataclasses}, "Object of type module is not JSON serializable"),
+            ({"door": float("nan")}, "Out of range float values are not JSON compliant"),
+            (["door"], "dictionary update sequence element #0 has length 4; 2 is required"),
+        ],
+        ids=["not-json", "nan", "not-a-mapping"],
+    )
+    async def test_arguments_that_cannot_be_sent_are_refused_and_change_nothing(
+        self, arguments, problem
+    ):
+        """An Approve whose arguments are not a JSON object raises a TypeError naming the
+        call, before anything changes: the run stays paused, its calls still pending."""
+        client = ScriptedClient([calls(("vault", {}), ("vault", {"door": 2})), "ok"])
+        worker, _, vault = with_vault(client)
+        await worker.run("go")
+        pending, before = worker.pending, worker.history
+        decisions = {"call_0_0": Deny("no"), "call_0_1": Approve(arguments)}
+        with pytest.raises(TypeError) as info:
+            await worker.resume(decisions)
+        assert str(info.value).startswith(  # (newer Pythons add to json's own words)
+            f"the arguments Approve() gives call 'call_0_1' cannot be sent as JSON: {problem}"
+        )
+        assert worker.is_paused
+        assert worker.pending == pending
+        assert worker.history == before
+        assert worker.state.is_paused  # and it can still be saved
+        assert vault.opened == []
+        assert await worker.resume(Approve()) is WorkerResult.FINISHED
+        assert vault.opened == ["{}", '{"door": 2}']
+
+    @pytest.mark.anyio
     async def test_resume_when_not_paused_is_refused(self):
         """resume() without a pause raises WorkerStateError."""
         worker, _ = make_worker(ScriptedClient(["hi"]))

@@ -306,3 +306,129 @@ async def test_the_output_type_of_a_run_wins_over_the_workers() -> None:
     assert worker.output == Point(1, 2)
     assert await run(worker) is WorkerResult.FINISHED
     assert worker.output == Weather(city="A", celsius=1)
+
+
+# -- another conversation, a saved pause, the last bad answer ------------------------------
+
+
+def paused_on_echo(answer: ScriptedResponse | None = None) -> ScriptedResponse:
+    """A response whose echo call needs approval (and that may also answer)."""
+    calls = [ScriptedCall("echo", {"text": "x"}, "e1")]
+    if answer is not None:
+        calls += answer.tool_calls
+    return ScriptedResponse(tool_calls=calls)
+
+
+def approving_worker(client: ScriptedClient, output_type: object) -> Worker:
+    worker: Worker = Worker(client, output_type=output_type)
+    worker.register_tools(tool_definitions(Lab()), requires_approval=True)
+    return worker
+
+
+async def test_a_loaded_paused_run_is_answered_afresh_not_with_an_earlier_runs_output() -> None:
+    """A worker that finished a run, then loads another conversation's pause: resuming
+    sends the tool's result to the model and takes its answer, not the earlier one."""
+    from llm_worker import Approve, RunState
+
+    saving = approving_worker(ScriptedClient([paused_on_echo()]), Weather)
+    assert await run(saving) is WorkerResult.PAUSED
+    saved = saving.state.to_json()
+    client = ScriptedClient(['{"city": "Oslo", "celsius": 1}', '{"city": "Rome", "celsius": 20}'])
+    worker = approving_worker(client, Weather)
+    assert await run(worker, "first user") is WorkerResult.FINISHED
+    worker.load_state(RunState.from_json(saved))
+    with anyio.fail_after(10):
+        assert await worker.resume(Approve()) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Rome", celsius=20)
+    assert len(client.requests) == 2
+    assert isinstance(client.requests[1].messages[-1], ToolResult)  # the model got the result
+
+
+async def test_set_history_then_retry_asks_the_model_for_the_new_conversations_answer() -> None:
+    client = ScriptedClient(
+        [
+            '{"city": "Oslo", "celsius": 1}',
+            ScriptedResponse(tool_calls=[ScriptedCall("echo", {"text": "x"}, "e1")]),
+            '{"city": "Rome", "celsius": 20}',
+        ]
+    )
+    worker = worker_for(client, output_type=Weather)
+    assert await run(worker) is WorkerResult.FINISHED
+    worker.set_history([UserMessage("weather in Rome?")])
+    with anyio.fail_after(10):
+        assert await worker.retry() is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Rome", celsius=20)
+    assert len(client.requests) == 3
+
+
+async def test_an_answer_accepted_before_a_pause_survives_saving_and_loading() -> None:
+    """The response answered through final_result and made a call that needs approval:
+    after saving, loading into a fresh worker and approving, the answer stands and the
+    model is not asked again."""
+    from llm_worker import Approve, RunState
+
+    answer = final({"x": 1, "y": 2})
+    first = ScriptedClient([paused_on_echo(answer)], supports_output_format=False)
+    saving = approving_worker(first, Point)
+    assert await run(saving) is WorkerResult.PAUSED
+    saved = saving.state.to_json()
+    client = ScriptedClient([final({"x": 9, "y": 9})], supports_output_format=False)
+    worker = approving_worker(client, Point)
+    worker.load_state(RunState.from_json(saved))
+    with anyio.fail_after(10):
+        assert await worker.resume(Approve()) is WorkerResult.FINISHED
+    assert worker.output == Point(1, 2)
+    assert client.requests == []
+
+
+async def test_a_saved_answer_that_does_not_fit_the_loading_workers_type_is_refused() -> None:
+    from llm_worker import Approve, RunState, RunStateError
+
+    first = ScriptedClient([paused_on_echo(final({"x": 1, "y": 2}))], supports_output_format=False)
+    saving = approving_worker(first, Point)
+    assert await run(saving) is WorkerResult.PAUSED
+    worker = approving_worker(ScriptedClient([], supports_output_format=False), Weather)
+    worker.load_state(RunState.from_json(saving.state.to_json()))
+    with pytest.raises(RunStateError, match="does not fit this worker's output_type: 'city'"):
+        await worker.resume(Approve())
+    assert worker.is_paused  # nothing changed: a worker with the right type can go on
+
+
+async def test_the_last_bad_native_answer_is_told_too_and_retry_asks_again() -> None:
+    answers = ['{"city": "Oslo"}', '{"city": "Oslo"}', '{"city": "Oslo", "celsius": 3}']
+    client = ScriptedClient(answers)
+    worker = worker_for(client, output_type=Weather, output_retries=1)
+    with pytest.raises(OutputValidationError) as caught:
+        await run(worker)
+    assert caught.value.attempts == 2
+    told = worker.history[-1]
+    assert isinstance(told, UserMessage)
+    assert told.text.startswith("Your final answer does not match the required format: 'celsius'")
+    with anyio.fail_after(10):
+        assert await worker.retry() is WorkerResult.FINISHED  # the retries renewed
+    assert worker.output == Weather(city="Oslo", celsius=3)
+    assert_history_valid(worker.history)
+
+
+async def test_the_last_bad_final_result_call_reads_what_was_wrong_and_retry_asks_again() -> None:
+    client = ScriptedClient(
+        [
+            ScriptedResponse(
+                tool_calls=[
+                    ScriptedCall("final_result", {}, "f1"),
+                    ScriptedCall("echo", {"text": "after"}, "e1"),
+                ]
+            ),
+            final({"city": "Oslo", "celsius": 3}, "f2"),
+        ],
+        supports_output_format=False,
+    )
+    worker = worker_for(client, output_type=Weather, output_retries=0)
+    with pytest.raises(OutputValidationError):
+        await run(worker)
+    contents = [r.content for r in results_of(worker.history)]
+    assert contents[0].startswith("Your final answer does not match the required format: ")
+    assert contents[1] == "Tool call 'echo' did not run: the run stopped with an error"
+    with anyio.fail_after(10):
+        assert await worker.retry() is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=3)

@@ -21,6 +21,7 @@ from llm_worker import (
     Abort,
     AssistantMessage,
     Completion,
+    HookError,
     LlmClientError,
     LlmEvent,
     LlmRequest,
@@ -216,6 +217,48 @@ class TestEventOrder:
         assert [finished[r.call_id].result for r in results_of(worker.history)] == results_of(
             worker.history
         )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("hook", ["pre", "post"])
+    @pytest.mark.parametrize("how", ["raises", "aborts"])
+    @pytest.mark.parametrize("at", [1, 2, 3])
+    async def test_every_call_gets_one_finished_event_however_the_batch_ends(self, hook, how, at):
+        """A hook fails or aborts at the call ``at`` (after an unknown tool's call, and
+        after calls that ran and were reviewed): each call of the response still gets
+        exactly one ToolCallFinished, with the result the history keeps."""
+        client = ScriptedClient(
+            [
+                calls(
+                    ("nope", {}),
+                    ("nap", {"name": "slow", "seconds": 0.05}),
+                    ("echo", {"text": "quick"}),
+                    ("echo", {"text": "last"}),
+                )
+            ]
+        )
+        worker, _ = make_worker(client)
+        target = f"call_0_{at}"
+
+        def decide(ctx):
+            if ctx.call.id != target:
+                return None
+            if how == "aborts":
+                return Abort("enough")
+            raise ValueError("the hook broke")
+
+        if hook == "pre":
+            worker.add_pre_tool_call_hook(decide)
+        else:
+            worker.add_post_tool_call_hook(decide)
+        seen: list[RunEvent] = []
+        with pytest.raises((WorkerAbortedError, HookError)):
+            with anyio.fail_after(5):
+                await read_into(worker.run_stream("go"), seen)
+        finished = [e for e in seen if isinstance(e, ToolCallFinished)]
+        assert sorted(e.call.id for e in finished) == [f"call_0_{i}" for i in range(4)]
+        by_id = {e.call.id: e.result for e in finished}
+        assert [by_id[r.call_id] for r in results_of(worker.history)] == results_of(worker.history)
+        assert_history_valid(worker.history)
 
     @pytest.mark.anyio
     async def test_abort_events_then_the_error(self):
@@ -549,6 +592,60 @@ async def test_result_text_is_always_valid_unicode():
     result.content.encode("utf-8")
 
 
+class _Flow(BaseException):
+    """A library's own control-flow exception (not an Exception)."""
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["alone", "beside-another"])
+@pytest.mark.parametrize("error", [_Flow("stop here"), GeneratorExit()], ids=["own", "genexit"])
+@pytest.mark.anyio
+async def test_a_hand_written_tools_own_base_exception_is_a_failed_call(error, inline):
+    """A hand-written tool raising a BaseException that is neither a cancellation,
+    KeyboardInterrupt nor SystemExit: the model reads that it failed unexpectedly, and
+    the run goes on (as with a generated tool)."""
+    pairs: list[tuple[str, str | dict[str, object]]] = [("exits", {})]
+    if not inline:
+        pairs.append(("echo", {"text": "a"}))
+    worker, _ = make_worker(ScriptedClient([calls(*pairs), "ok"]))
+    worker.register_tool(lambda: (ToolMeta(name="exits"), Exits(error)))
+    with anyio.fail_after(5):
+        assert await worker.run("go") is WorkerResult.FINISHED
+    first = results_of(worker.history)[0]
+    kind = type(error).__name__
+    assert first == ToolResult(
+        first.call_id, f"Internal error: tool 'exits' failed unexpectedly ({kind})", True
+    )
+
+
+@pytest.mark.anyio
+async def test_the_users_message_and_the_models_text_are_kept_as_valid_unicode():
+    """A lone surrogate in the user's message, the model's text or a call's arguments is
+    replaced with U+FFFD in the history: later requests can be encoded, and the run state
+    written by to_json() reads back."""
+    from llm_worker import RunState
+
+    client = EventClient(
+        [
+            ToolUseStart(0, "c\udcff", "echo"),
+            ToolInputDelta(0, '{"text": "a\udcff"}'),
+            ToolUseStop(0),
+            Completion("tool_use"),
+        ],
+        [TextDelta("done"), Completion("end_turn")],
+    )
+    worker, _ = make_worker(ScriptedClient(["report on \udcff.txt"]))
+    await worker.run("files \ud800 here")
+    assert worker.history[0] == UserMessage("files \ufffd here")
+    assert worker.history[1] == AssistantMessage("report on \ufffd.txt", (), "end_turn")
+    text = worker.state.to_json()
+    text.encode("utf-8")
+    assert RunState.from_json(text).history == worker.history
+    worker, _ = make_worker(client)
+    assert await worker.run("go") is WorkerResult.FINISHED
+    call = next(m for m in worker.history if isinstance(m, AssistantMessage)).tool_calls[0]
+    assert call == ToolCall("c\ufffd", "echo", '{"text": "a\ufffd"}')
+
+
 class Exits:
     def __init__(self, error: BaseException) -> None:
         self.error = error
@@ -712,6 +809,24 @@ class TestToolSelection:
         await worker.run("talk", tool_choice="none")
         assert client.requests[-1].tool_choice == "none"
         assert client.requests[-1].allowed_tools is None
+
+    @pytest.mark.anyio
+    async def test_a_tool_choice_that_names_no_tool_is_refused(self):
+        """A tool_choice that is neither a keyword nor a tool's name fails before the run
+        starts, naming the tools; nothing is sent or recorded."""
+        client = ScriptedClient(["ok"])
+        worker, _ = make_worker(client)
+        with pytest.raises(ValueError, match="neither 'auto'") as info:
+            await worker.run("go", tool_choice="ech")  # type: ignore[arg-type]
+        assert str(info.value).startswith(
+            "tool_choice='ech' is neither 'auto', 'required', 'none' nor the name of a tool "
+            "of this worker (its tools: 'echo', "
+        )
+        with pytest.raises(TypeError, match=r"tool_choice must be 'auto'.*not int"):
+            worker.run_stream("go", tool_choice=3)  # type: ignore[arg-type]
+        assert worker.history == ()
+        assert client.requests == []
+        assert await worker.run("go", tool_choice="required") is WorkerResult.FINISHED
 
     @pytest.mark.anyio
     async def test_a_resume_keeps_the_runs_selection(self):

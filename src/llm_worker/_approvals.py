@@ -46,7 +46,7 @@ class Approve:
             return call.input_json
         if isinstance(arguments, str):
             return arguments
-        return json.dumps(dict(arguments), ensure_ascii=False)
+        return json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,9 @@ here. Each call has one ``CallSlot`` that moves one way through its states:
 
 ``finalize`` gives a slot its one result; ``close`` gives every slot still
 without one the text of how the batch ended and returns all results in call
-order, for the history. Nothing is recorded after ``close``.
+order, for the history. Nothing is recorded after ``close``. ``report`` gives
+each result's ``ToolCallFinished`` once, in the order the results came: what
+the run stream yields, however the batch ends.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ._conversation import ToolCall, ToolResult
-from ._events import ToolCallOutcome
+from ._events import ToolCallFinished, ToolCallOutcome
 from ._model_texts import STOPPED, call_text
 
 if TYPE_CHECKING:
@@ -74,12 +76,13 @@ class CallSlot:
 class ToolBatch:
     """The calls of one response while they are decided, run, reviewed and recorded."""
 
-    __slots__ = ("closed", "slots", "turns")
+    __slots__ = ("closed", "slots", "turns", "unreported")
 
     def __init__(self, calls: tuple[ToolCall, ...], turns: int) -> None:
         self.slots: list[CallSlot] = [CallSlot(index, call) for index, call in enumerate(calls)]
         self.turns = turns  # model requests made so far in this run (for max_turns)
         self.closed = False
+        self.unreported: list[ToolCallFinished] = []  # of the results not reported yet
 
     def __iter__(self) -> Iterator[CallSlot]:
         return iter(self.slots)
@@ -109,26 +112,33 @@ class ToolBatch:
         slot.result = result
         slot.outcome = outcome
         slot.state = SlotState.FINAL
+        self.unreported.append(ToolCallFinished(slot.call, result, outcome))
+
+    def report(self) -> list[ToolCallFinished]:
+        """The ``ToolCallFinished`` of each result given since the last report, in that order."""
+        events, self.unreported = self.unreported, []
+        return events
 
     def close(
         self, template: str, outcome: ToolCallOutcome, *, why: str | None = None, **fields: str
-    ) -> tuple[list[ToolResult], list[CallSlot]]:
+    ) -> list[ToolResult]:
         """End the batch: every slot without a result gets ``template`` (and ``outcome``).
 
         ``template`` is one of ``_model_texts``' (``{name}`` and ``fields``
         filled in). With ``why``, a call that was running when the batch
         stopped is told it was cancelled, and why. Returns every result in call
-        order, for the history, and the slots this filled.
+        order, for the history.
         """
-        filled = [slot for slot in self.slots if slot.state is not SlotState.FINAL]
-        for slot in filled:
+        for slot in self.slots:
+            if slot.state is SlotState.FINAL:
+                continue
             if why is not None and slot.state is SlotState.RUNNING:
                 text = call_text(STOPPED, slot.call.name, why=why)
             else:
                 text = call_text(template, slot.call.name, **fields)
             self.finalize(slot, ToolResult(slot.call.id, text, True), outcome)
         self.closed = True
-        return [slot.result for slot in self.slots if slot.result is not None], filled
+        return [slot.result for slot in self.slots if slot.result is not None]
 
     def held(self) -> list[CallSlot]:
         return [slot for slot in self.slots if slot.state is SlotState.HELD]

@@ -28,7 +28,7 @@ import time, not part of this tree.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ._model_texts import shown_name
 
@@ -51,7 +51,26 @@ __all__ = [
     "WorkerAbortedError",
     "WorkerError",
     "WorkerStateError",
+    "passes_through",
 ]
+
+
+def passes_through(exc: BaseException) -> bool:
+    """Whether a tool's ``exc`` goes on to the caller: cancellation, ``KeyboardInterrupt``,
+    ``SystemExit``. So does an exception group holding one of them (from a task group in
+    the tool). Anything else a tool raises becomes the text of a failed call.
+    """
+    import anyio  # only on a failure's path: `import llm_worker` does not import anyio
+
+    if isinstance(exc, (KeyboardInterrupt, SystemExit, anyio.get_cancelled_exc_class())):
+        return True
+    if isinstance(exc, Exception):
+        return False
+    grouped: object = getattr(exc, "exceptions", None)  # a BaseExceptionGroup
+    return isinstance(grouped, tuple) and any(
+        isinstance(inner, BaseException) and passes_through(inner)
+        for inner in cast("tuple[object, ...]", grouped)
+    )
 
 
 class ToolError(Exception):

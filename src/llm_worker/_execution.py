@@ -3,9 +3,9 @@
 ``execute_call`` is shared by the Worker and the MCP server: a ``ToolError``
 becomes its text, any other exception the "failed unexpectedly" text (with
 the traceback logged, never shown), a result that is not text the "not text"
-one, and the result is made valid Unicode and capped. Only cancellation and
-``BaseException``s that are not ``Exception``s (``KeyboardInterrupt``,
-``SystemExit``...) propagate. ``ToolServerHandle.call_tool`` keeps its own,
+one, and the result is made valid Unicode and capped. Only cancellation,
+``KeyboardInterrupt`` and ``SystemExit`` propagate (``passes_through``), as
+from a generated tool. ``ToolServerHandle.call_tool`` keeps its own,
 documented, wrapping for direct callers.
 """
 
@@ -18,7 +18,13 @@ from typing import Any
 from ._content import ContentPart, MediaPart, TextPart, ToolReturn, text_of
 from ._context import ToolContext
 from ._conversation import ToolCall, ToolResult
-from ._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError, ToolError
+from ._exceptions import (
+    ExecutionFailedError,
+    InternalToolError,
+    InvalidArgumentError,
+    ToolError,
+    passes_through,
+)
 from ._limits import MIN_RESULT_BYTES, Limits, cap_result, input_limit_problem
 from ._model_texts import MEDIA_DROPPED, NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
 from ._safe_text import valid_unicode
@@ -82,7 +88,9 @@ async def _execute(
     except ToolError as exc:
         _log_failure(call.name, exc)
         return ToolResult(call.id, valid_text(str(exc), max_bytes), True)
-    except Exception as exc:
+    except BaseException as exc:  # an Exception, or a BaseException of the tool's own
+        if passes_through(exc):
+            raise
         logger.error("Tool %r raised %s", call.name, type(exc).__name__, exc_info=exc)
         return ToolResult(call.id, call_text(UNEXPECTED, call.name, kind=type(exc).__name__), True)
     if type(content) is str or isinstance(content, str):  # a StrEnum member is text too

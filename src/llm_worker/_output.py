@@ -12,19 +12,22 @@ client:
 
 An answer that does not validate goes back to the model with what was wrong
 (a user message, or the tool's error result), ``output_retries`` times at
-most; one more bad answer ends the run with ``OutputValidationError``.
+most; one more bad answer is told so too (the history keeps it, and
+``retry()`` can ask again), and ends the run with ``OutputValidationError``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import ValidationError
 
 from ._client import OutputFormat
-from ._exceptions import OutputValidationError
+from ._conversation import ToolCall
+from ._exceptions import OutputValidationError, RunStateError
 from ._meta import LlmToolDefinition
 from ._model_texts import (
     OUTPUT_ACCEPTED,
@@ -50,7 +53,17 @@ class RunOutput:
     ``format`` (native) or ``tool`` (through a tool) is set, never both.
     """
 
-    __slots__ = ("_fields", "_shape", "attempts", "done", "format", "retries", "tool", "value")
+    __slots__ = (
+        "_fields",
+        "_shape",
+        "attempts",
+        "done",
+        "format",
+        "problems",
+        "retries",
+        "tool",
+        "value",
+    )
 
     def __init__(self, output_type: Any, *, native: bool, retries: int) -> None:
         if not isinstance(retries, int) or retries < 0:
@@ -60,6 +73,7 @@ class RunOutput:
         self._fields: tuple[str, ...] = tuple(shape.schema.get("properties", {}))
         self.retries = retries
         self.attempts = 0  # answers that failed
+        self.problems = ""  # what was wrong with the last one
         self.done = False
         self.value: Any = None
         self.format: OutputFormat | None = None
@@ -73,10 +87,8 @@ class RunOutput:
             )
 
     def answer_text(self, text: str) -> str | None:
-        """Take a final text: ``None`` if it is the answer, else what to tell the model.
-
-        Raises ``OutputValidationError`` when no retry is left.
-        """
+        """Take a final text: ``None`` if it is the answer, else what to tell the model
+        (then ``check_retries()``)."""
         if self.tool is not None:
             return self._reject(call_text(OUTPUT_NEEDS_TOOL, OUTPUT_TOOL_NAME))
         try:
@@ -87,10 +99,8 @@ class RunOutput:
         return None
 
     def answer_call(self, input_json: str) -> tuple[str, bool]:
-        """Take a call of the output tool: its result text and whether it is an error.
-
-        Raises ``OutputValidationError`` when no retry is left.
-        """
+        """Take a call of the output tool: its result text and whether it is an error
+        (then ``check_retries()``)."""
         if self.done:
             return OUTPUT_ACCEPTED, False  # the first answer of a response stands
         try:
@@ -104,10 +114,36 @@ class RunOutput:
         self.value = value
         self.done = True
 
+    def take_answer_of(self, calls: Iterable[ToolCall]) -> None:
+        """Accept again the answer a loaded paused response gave through the output tool.
+
+        A run state keeps the call, not the value. Raises ``RunStateError`` if the
+        answer does not fit this ``output_type``.
+        """
+        if self.tool is None:
+            return  # no answer comes through a tool (a tool of that name is the app's)
+        for call in calls:
+            if call.name != OUTPUT_TOOL_NAME:
+                continue
+            try:
+                value = self._shape.validate_json(call.input_json or "{}")
+            except ValidationError as exc:
+                problems = describe_validation_error(exc, self._fields)
+                raise RunStateError(
+                    f"the paused run's answer (its {OUTPUT_TOOL_NAME!r} call {call.id!r}) does "
+                    f"not fit this worker's output_type: {problems}"
+                ) from None
+            self._accept(value)
+            return
+
+    def check_retries(self) -> None:
+        """Raise ``OutputValidationError`` if the answers failed more often than retried."""
+        if self.attempts > self.retries:
+            raise OutputValidationError(self.problems, self.attempts)
+
     def _reject(self, problems: str) -> str:
         self.attempts += 1
-        if self.attempts > self.retries:
-            raise OutputValidationError(problems, self.attempts)
+        self.problems = problems
         return OUTPUT_INVALID.format(problems=problems)
 
 

@@ -23,6 +23,7 @@ from ._client import (
 from ._conversation import AssistantMessage, ProviderItem, ToolCall
 from ._events import RunEvent, ToolCallReady
 from ._exceptions import LlmClientError
+from ._safe_text import valid_unicode
 
 __all__ = ["ResponseAssembler"]
 
@@ -92,8 +93,7 @@ class ResponseAssembler:
                 )
             if index in self.stopped:
                 return None
-            start = self.calls[index]
-            call = ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
+            call = _call(self.calls[index], self.fragments[index])
             self.stopped[index] = call
             return ToolCallReady(index, call)
         if isinstance(event, Completion):
@@ -114,10 +114,18 @@ class ResponseAssembler:
             raise LlmClientError("LlmClient's stream ended without a Completion event")
         stopped = self.stopped
         calls = tuple(
-            stopped.get(index)
-            or ToolCall(start.call_id, start.name, "".join(self.fragments[index]))
+            stopped.get(index) or _call(start, self.fragments[index])
             for index, start in self.calls.items()
         )
+        text = valid_unicode("".join(self.text))
         return AssistantMessage(
-            "".join(self.text), calls, completion.stop_reason, completion.usage, tuple(self.items)
+            text, calls, completion.stop_reason, completion.usage, tuple(self.items)
         )
+
+
+def _call(start: ToolUseStart, fragments: list[str]) -> ToolCall:
+    # What the history keeps is valid Unicode: a lone surrogate (a JSON escape such as
+    # "\udcff" decodes to one) would make every later request, and the run state, fail.
+    return ToolCall(
+        valid_unicode(start.call_id), valid_unicode(start.name), valid_unicode("".join(fragments))
+    )

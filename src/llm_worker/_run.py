@@ -54,7 +54,6 @@ from ._events import (
     RunFailed,
     RunFinished,
     RunPaused,
-    ToolCallFinished,
     ToolCallOutcome,
     ToolCallProgress,
     ToolCallRunning,
@@ -80,6 +79,7 @@ from ._hooks import (
     run_pre_hooks,
 )
 from ._instrumentation import RunSpan
+from ._isolation import isolated
 from ._model_texts import (
     ABORTED,
     CANCELLED,
@@ -91,6 +91,7 @@ from ._model_texts import (
     call_text,
 )
 from ._response import ResponseAssembler
+from ._safe_text import valid_unicode
 from ._server import entry_of, sorted_definitions
 from ._session import Phase, Session, UsageTally, WorkerResult
 from ._timeouts import awaited_in
@@ -305,7 +306,7 @@ class _Turns:
             self.batch = session.apply_decisions(start.decisions)
             self.turns = self.batch.turns
         elif start.kind == "run":
-            session.history.append(UserMessage(start.user_input))
+            session.history.append(UserMessage(valid_unicode(start.user_input)))
             session.run_tally = UsageTally()
             session.tool_choice = self.new_tool_choice or "auto"
             session.allowed_tools = self.new_allowed_tools
@@ -326,7 +327,7 @@ class _Turns:
         """A resumed batch the generator never took ends as a cancelled one."""
         batch, self.batch = self.batch, None
         if batch is not None:
-            results, _ = batch.close(CANCELLED, ToolCallOutcome.NOT_RUN)
+            results = batch.close(CANCELLED, ToolCallOutcome.NOT_RUN)
             self.session.history.extend(results)
 
     def end(self) -> None:
@@ -358,9 +359,8 @@ class _Turns:
         # decided), then goes on as usual.
         batch, self.batch = self.batch, None
         message: AssistantMessage | None = None
-        decided: Sequence[ToolCallFinished] = ()
         if batch is not None:
-            decided = self.denied(batch)
+            self.trace_denied(batch)
         try:
             while True:
                 if batch is None:
@@ -425,7 +425,8 @@ class _Turns:
                         if problem is None:
                             yield self.finish(message.text, output.value)
                             return
-                        session.history.append(UserMessage(problem))  # and ask again
+                        session.history.append(UserMessage(problem))  # and ask again,
+                        output.check_retries()  # if it may answer again
                         continue
                     batch = ToolBatch(message.tool_calls, self.turns)
                 # -- its calls, from the response to their results in the history: decide,
@@ -438,16 +439,16 @@ class _Turns:
                         if session.tool_choice not in ("auto", "none"):
                             # A forced call has been made; forcing it again would loop.
                             session.tool_choice = "auto"
-                        decided = await self.decide(batch)
+                        await self.decide(batch)
                         if batch.held():
-                            pending = self.pause(batch, decided)
-                            for finished in decided:
+                            pending = self.pause(batch)
+                            for finished in batch.report():
                                 yield finished
                             for waiting in pending:
                                 yield ApprovalRequested(waiting)
                             yield RunPaused(pending)
                             return
-                    for finished in decided:
+                    for finished in batch.report():  # the calls decided without running
                         yield finished
                     ready = [slot for slot in batch if slot.state is SlotState.READY]
                     unreviewed = deque(ready)
@@ -458,29 +459,31 @@ class _Turns:
                             yield ToolCallRunning(slot.run_call)
                             batch.ran(slot, await self.execution(slot, timed=True))
                             if not session.post_hooks:
-                                yield self.final(batch, slot)
+                                self.final(batch, slot)
                             else:
-                                for reviewed in await self.review(batch, unreviewed):
-                                    yield reviewed
+                                await self.review(batch, unreviewed)
+                            for finished in batch.report():
+                                yield finished
                         else:
                             together = self.run_together(batch, wave, unreviewed)
                             async with aclosing(together) as events:
                                 async for event in events:
                                     yield event
-                    results, _ = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
+                    results = batch.close(NOT_RUN, ToolCallOutcome.NOT_RUN)
                     session.history.extend(results)
                 except _Aborted as stop:
                     reason = stop.decision.reason
                     why = f"the run was aborted ({reason})"
-                    if self.trace is not None and stop.call is not None:
+                    if self.trace is not None:
                         self.trace.decided(stop.call, ToolCallOutcome.ABORTED.value, reason)
-                    stopped = self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
-                    for finished in (*stop.finished, *stopped):
+                    self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
+                    for finished in batch.report():  # the results that came, then the rest
                         yield finished
                     raise WorkerAbortedError(reason) from None
                 except Exception:
                     why = "the run stopped with an error"
-                    for finished in self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why):
+                    self.stop(batch, NOT_RUN, ToolCallOutcome.NOT_RUN, why)
+                    for finished in batch.report():
                         yield finished
                     raise
                 except BaseException as exc:
@@ -549,22 +552,16 @@ class _Turns:
 
     # -- one response's calls ------------------------------------------------------------
 
-    def denied(self, batch: ToolBatch) -> list[ToolCallFinished]:
-        """The events of a resumed batch's denied calls (the observer hears of them here)."""
+    def trace_denied(self, batch: ToolBatch) -> None:
+        """The observer hears of a resumed batch's denied calls."""
         trace = self.trace
-        denied: list[ToolCallFinished] = []
+        if trace is None:
+            return
         for slot in batch:
-            if slot.outcome is not ToolCallOutcome.DENIED:
-                continue
-            assert slot.result is not None  # a denial is its result
-            if trace is not None:
+            if slot.outcome is ToolCallOutcome.DENIED:
                 trace.decided(slot.call, ToolCallOutcome.DENIED.value, slot.reason)
-            denied.append(ToolCallFinished(slot.call, slot.result, ToolCallOutcome.DENIED))
-        return denied
 
-    def pause(
-        self, batch: ToolBatch, decided: Sequence[ToolCallFinished]
-    ) -> tuple[PendingCall, ...]:
+    def pause(self, batch: ToolBatch) -> tuple[PendingCall, ...]:
         """Keep ``batch`` waiting for decisions: from here on, leaving keeps the pause."""
         held = batch.held()
         self.session.paused = batch
@@ -575,35 +572,35 @@ class _Turns:
             if slot.entry is not None
         )
 
-    async def decide(self, batch: ToolBatch) -> list[ToolCallFinished]:
+    async def decide(self, batch: ToolBatch) -> None:
         """Resolve each call and ask its pre-hooks and approval policy, in call order, once.
 
-        Returns the events of the calls this settled (unknown, not allowed, skipped,
-        answered); raises ``_Aborted`` when a hook aborts.
+        Settles the calls that do not run (unknown, not allowed, skipped, answered);
+        raises ``_Aborted`` when a hook aborts.
         """
         session = self.session
         hooks = session.pre_hooks
         allowed = session.allowed_tools
         output = self.output
         output_tool = None if output is None or output.tool is None else output.tool.name
-        settled: list[ToolCallFinished] = []
         for slot in batch:
             call = slot.call
             if call.name == output_tool:
                 # The final answer: the loop's own, not a tool of the application's.
                 assert output is not None
                 text, is_error = output.answer_call(call.input_json)
-                settled.append(self.answer(batch, slot, text, is_error, ToolCallOutcome.RAN))
+                self.answer(batch, slot, text, is_error, ToolCallOutcome.RAN)
+                output.check_retries()  # the answer keeps its result; the calls after it stop
                 continue
             entry = entry_of(session.handle, call.name)
             if entry is None:
                 text = str(ToolNotFoundError(call.name))
-                settled.append(self.answer(batch, slot, text, True, ToolCallOutcome.NOT_FOUND))
+                self.answer(batch, slot, text, True, ToolCallOutcome.NOT_FOUND)
                 continue
             slot.entry = entry
             if allowed is not None and call.name not in allowed:
                 text = call_text(NOT_ALLOWED, call.name, allowed=", ".join(allowed) or "none")
-                settled.append(self.answer(batch, slot, text, True, ToolCallOutcome.NOT_ALLOWED))
+                self.answer(batch, slot, text, True, ToolCallOutcome.NOT_ALLOWED)
                 continue
             policy = entry.requires_approval
             if not hooks and policy is False:
@@ -625,14 +622,12 @@ class _Turns:
                     text = call_text(SKIPPED, call.name)
                 else:
                     text = call_text(SKIPPED_BECAUSE, call.name, reason=decision.reason)
-                settled.append(self.answer(batch, slot, text, True, ToolCallOutcome.SKIPPED))
+                self.answer(batch, slot, text, True, ToolCallOutcome.SKIPPED)
             elif isinstance(decision, SyntheticResult):
                 outcome = ToolCallOutcome.ANSWERED
-                settled.append(
-                    self.answer(batch, slot, decision.content, decision.is_error, outcome)
-                )
+                self.answer(batch, slot, decision.content, decision.is_error, outcome)
             else:
-                raise _Aborted(decision, call=call)  # an abort stops everything: nothing runs
+                raise _Aborted(decision, call)  # an abort stops everything: nothing runs
         trace = self.trace
         if trace is not None:
             for slot in batch:
@@ -640,22 +635,21 @@ class _Turns:
                     trace.decided(slot.call, slot.outcome.value, slot.reason)
                 elif slot.state is SlotState.HELD:
                     trace.decided(slot.call, "paused", slot.reason)
-        return settled
 
+    @staticmethod
     def answer(
-        self, batch: ToolBatch, slot: CallSlot, text: str, is_error: bool, outcome: ToolCallOutcome
-    ) -> ToolCallFinished:
-        result = ToolResult(slot.call.id, text, is_error)
-        batch.finalize(slot, result, outcome)
-        return ToolCallFinished(slot.call, result, outcome)
+        batch: ToolBatch, slot: CallSlot, text: str, is_error: bool, outcome: ToolCallOutcome
+    ) -> None:
+        batch.finalize(slot, ToolResult(slot.call.id, text, is_error), outcome)
 
     # -- running and reviewing ---------------------------------------------------------
 
     def execution(self, slot: CallSlot, *, timed: bool) -> Coroutine[Any, Any, ToolResult]:
         """What runs one call; ``timed=False`` when the caller holds its timeout itself.
 
-        The usual call is ``execute_call`` itself, with no coroutine of the loop's own
-        around it; a ``ToolContext`` and the observer's span each add one.
+        The usual call is ``execute_call`` itself, in a context of its own, with no
+        coroutine of the loop's around it; a ``ToolContext`` and the observer's span
+        each add one.
         """
         entry = slot.entry
         assert entry is not None
@@ -663,7 +657,7 @@ class _Turns:
             call = execute_call(entry, slot.run_call, self.session.limits, None, timed=timed)
         else:
             call = self.with_context(slot, timed)
-        return call if self.trace is None else self.traced(slot, call)
+        return isolated(call if self.trace is None else self.traced(slot, call))
 
     async def traced(self, slot: CallSlot, call: Coroutine[Any, Any, ToolResult]) -> ToolResult:
         """``call`` in the observer's span of it."""
@@ -720,18 +714,16 @@ class _Turns:
             span.end(result, error)
 
     @staticmethod
-    def final(batch: ToolBatch, slot: CallSlot) -> ToolCallFinished:
+    def final(batch: ToolBatch, slot: CallSlot) -> None:
         """Without post-hooks, nothing reviews a result: it is final the moment it comes."""
         result = slot.result
         assert result is not None
         batch.finalize(slot, result, ToolCallOutcome.RAN)
-        return ToolCallFinished(slot.call, result, ToolCallOutcome.RAN)
 
-    async def review(self, batch: ToolBatch, unreviewed: deque[CallSlot]) -> list[ToolCallFinished]:
+    async def review(self, batch: ToolBatch, unreviewed: deque[CallSlot]) -> None:
         """The post-hooks see the results that came, in call order: finalize those whose
-        earlier calls were reviewed. Returns their events; raises ``_Aborted``."""
+        earlier calls were reviewed. Raises ``_Aborted``."""
         hooks = self.session.post_hooks
-        finished: list[ToolCallFinished] = []
         while unreviewed and unreviewed[0].state is SlotState.RAN:
             slot = unreviewed.popleft()
             entry = slot.entry
@@ -740,10 +732,8 @@ class _Turns:
             ctx = PostToolCallContext(slot.run_call, slot.result, entry.meta, entry.tool, self.deps)
             decision = await run_post_hooks(hooks, ctx)
             batch.finalize(slot, ctx.result, ToolCallOutcome.RAN)
-            finished.append(ToolCallFinished(slot.call, ctx.result, ToolCallOutcome.RAN))
             if isinstance(decision, Abort):
-                raise _Aborted(decision, finished, slot.call)
-        return finished
+                raise _Aborted(decision, slot.call)
 
     async def run_together(
         self, batch: ToolBatch, wave: list[CallSlot], unreviewed: deque[CallSlot]
@@ -782,10 +772,11 @@ class _Turns:
             assert isinstance(what, ToolResult)
             batch.ran(slot, what)
             if not post_hooks:
-                yield self.final(batch, slot)
+                self.final(batch, slot)
             else:
-                for finished in await self.review(batch, unreviewed):
-                    yield finished
+                await self.review(batch, unreviewed)
+            for finished in batch.report():
+                yield finished
 
     async def start_runners(
         self, calls: _Calls, limit: int, send: MemoryObjectSendStream[Any]
@@ -869,8 +860,9 @@ class _Turns:
         why: str,
         stopped: bool = True,
         **fields: str,
-    ) -> list[ToolCallFinished]:
-        """End the batch early: withheld and closing results into the history; their events.
+    ) -> None:
+        """End the batch early: withheld and closing results into the history (and
+        ``batch.report()``).
 
         ``why`` the batch stopped is what a result the post-hooks did not review is
         withheld for, and (if ``stopped``) what a call still running reads. Results
@@ -883,7 +875,6 @@ class _Turns:
         for slot in batch:
             if slot.span is not None:  # it was running: it ends, cancelled, with the batch
                 self.end_span(slot, None, None)
-        settled: list[CallSlot] = []
         for slot in batch:
             if slot.state is SlotState.RAN and slot.result is not None:
                 if self.session.post_hooks:
@@ -892,13 +883,8 @@ class _Turns:
                     batch.finalize(slot, result, ToolCallOutcome.WITHHELD)
                 else:  # nothing would have reviewed it: it is final as it is
                     batch.finalize(slot, slot.result, ToolCallOutcome.RAN)
-                settled.append(slot)
-        results, filled = batch.close(template, outcome, why=why if stopped else None, **fields)
+        results = batch.close(template, outcome, why=why if stopped else None, **fields)
         self.session.history.extend(results)
-        return [
-            ToolCallFinished(slot.call, slot.result, slot.outcome)  # type: ignore[arg-type]
-            for slot in (*settled, *filled)
-        ]
 
     def collect_arrived(self, batch: ToolBatch) -> None:
         """Take in the results runners sent that the loop has not read."""
@@ -931,17 +917,11 @@ class _Turns:
 
 
 class _Aborted(Exception):
-    """A hook returned ``Abort`` about ``call``; ``finished`` are events already due."""
+    """A hook returned ``Abort`` about ``call``."""
 
-    def __init__(
-        self,
-        decision: Abort,
-        finished: Sequence[ToolCallFinished] = (),
-        call: ToolCall | None = None,
-    ) -> None:
+    def __init__(self, decision: Abort, call: ToolCall) -> None:
         super().__init__(decision.reason)
         self.decision = decision
-        self.finished = finished
         self.call = call
 
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._approvals import Approve, Decision, Deny, PendingCall
-from ._batch import SlotState, ToolBatch
+from ._batch import CallSlot, SlotState, ToolBatch
 from ._client import LlmClient, ToolChoice
-from ._conversation import AssistantMessage, Message, RunUsage, ToolResult, Usage
+from ._conversation import AssistantMessage, Message, RunUsage, ToolCall, ToolResult, Usage
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError, WorkerStateError
 from ._hooks import PostToolCallHook, PreToolCallHook
@@ -232,26 +232,45 @@ class Session:
             raise WorkerStateError(
                 f"resume() needs a decision for each pending call; missing: {_ids(missing)}"
             )
+        self._decided_calls(decisions)  # arguments that cannot be sent raise here
+
+    def _decided_calls(
+        self, decisions: Mapping[str, Decision] | Decision | None
+    ) -> list[tuple[CallSlot, ToolCall | Deny]]:
+        """Each held slot with the call it runs as (approved) or its ``Deny``."""
+        assert self.paused is not None
+        decided: list[tuple[CallSlot, ToolCall | Deny]] = []
+        for slot in self.paused.held():
+            decision = decisions if isinstance(decisions, (Approve, Deny)) else None
+            if decision is None:
+                assert isinstance(decisions, Mapping)
+                decision = decisions[slot.call.id]
+            if isinstance(decision, Deny):
+                decided.append((slot, decision))
+                continue
+            try:
+                input_json = decision.input_json(slot.run_call)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(
+                    f"the arguments Approve() gives call {slot.call.id!r} cannot be sent as "
+                    f"JSON: {exc}"
+                ) from None
+            decided.append((slot, dataclasses.replace(slot.run_call, input_json=input_json)))
+        return decided
 
     def apply_decisions(self, decisions: Mapping[str, Decision] | Decision | None) -> ToolBatch:
         """Take the paused batch, with each held call approved or denied."""
         batch = self.paused
         assert batch is not None
+        decided = self._decided_calls(decisions)  # before anything changes
         self.paused = None
-        for slot in batch.held():
-            decision = decisions if isinstance(decisions, (Approve, Deny)) else None
-            if decision is None:
-                assert isinstance(decisions, Mapping)
-                decision = decisions[slot.call.id]
-            if isinstance(decision, Approve):
-                run_call = dataclasses.replace(
-                    slot.run_call, input_json=decision.input_json(slot.run_call)
-                )
-                batch.ready(slot, run_call)
-            else:
+        for slot, decision in decided:
+            if isinstance(decision, Deny):
                 text = call_text(DENIED, slot.call.name, reason=decision.reason)
                 slot.reason = decision.reason
                 batch.finalize(slot, ToolResult(slot.call.id, text, True), ToolCallOutcome.DENIED)
+            else:
+                batch.ready(slot, decision)
         return batch
 
     # -- run state -------------------------------------------------------------------
@@ -293,6 +312,7 @@ class Session:
             batch = ToolBatch(message.tool_calls, state.turns)
             for slot, saved in zip(batch.slots, state.paused_calls, strict=True):
                 _restore_slot(self, batch, slot, saved)
+            batch.report()  # the events of its results came in the run that paused
         if state.fingerprint != self.fingerprint():
             warnings.warn(
                 "the run state was saved by a worker with another system prompt or other "
@@ -307,12 +327,19 @@ class Session:
         self.run_tally = UsageTally(state.run_usage)
         self.tool_choice = state.tool_choice
         self.allowed_tools = state.allowed_tools
+        self._forget_output()
 
     def set_history(self, messages: Sequence[Message]) -> None:
         self.require_phase(Phase.IDLE, "set_history()")
         history = list(messages)
         check_history(history, None)
         self.history = history
+        self._forget_output()
+
+    def _forget_output(self) -> None:
+        # Another conversation: a resume or retry of it answers with the worker's own
+        # output_type, not with what an earlier run asked for (or was already given).
+        self.run_output = None
 
 
 def _restore_slot(session: Session, batch: ToolBatch, slot: Any, saved: PausedCall) -> None:

@@ -37,7 +37,14 @@ from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
 from ._instrumentation import Instrumentation
 from ._limits import Limits
 from ._run import RunStream, Start
-from ._server import ToolEntry, ToolServerHandle, add_entries, entry_of, make_entries
+from ._server import (
+    ToolEntry,
+    ToolServerHandle,
+    add_entries,
+    entry_of,
+    make_entries,
+    sorted_definitions,
+)
 from ._session import Phase, RunStateWarning, Session, WorkerResult
 from ._state import RunState
 from ._types import ToolDefinition
@@ -191,13 +198,15 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         """
         self._require_owner()
         self._check_deps(deps)
+        output = self._output_of(output_type, tool_choice)
+        self._check_tool_choice(tool_choice, output)
         return RunStream(
             self._session,
             Start("run", user_input=user_input),
             deps=deps,
             tool_choice=tool_choice,
             allowed_tools=_names(allowed_tools),
-            output=self._output_of(output_type, tool_choice),
+            output=output,
         )
 
     def resume_stream(
@@ -328,7 +337,32 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         session = self._session
         if session.run_output is not None:
             return session.run_output
-        return self._output_of(None, session.tool_choice)
+        output = self._output_of(None, session.tool_choice)
+        if output is not None and session.paused is not None:
+            # A loaded paused response may hold the answer already: take it again.
+            answered = session.paused.slots
+            output.take_answer_of(
+                slot.call for slot in answered if slot.result and not slot.result.is_error
+            )
+        return output
+
+    def _check_tool_choice(self, tool_choice: object, output: RunOutput | None) -> None:
+        if tool_choice in ("auto", "required", "none"):
+            return
+        if not isinstance(tool_choice, str):
+            raise TypeError(
+                f"tool_choice must be 'auto', 'required', 'none' or a tool's name, not "
+                f"{type(tool_choice).__name__}"
+            )
+        if entry_of(self._session.handle, tool_choice) is not None:
+            return
+        if output is not None and output.tool is not None and tool_choice == output.tool.name:
+            return
+        names = ", ".join(repr(d.name) for d in sorted_definitions(self._session.handle)[:20])
+        raise ValueError(
+            f"tool_choice={tool_choice!r} is neither 'auto', 'required', 'none' nor the name of "
+            f"a tool of this worker (its tools: {names or 'none'})"
+        )
 
     def _check_deps(self, deps: object) -> None:
         deps_type = self._session.deps_type

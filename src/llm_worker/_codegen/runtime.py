@@ -15,7 +15,6 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, cast
 
-import anyio
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
@@ -26,6 +25,7 @@ from .._exceptions import (
     InternalToolError,
     InvalidArgumentError,
     ToolError,
+    passes_through,
 )
 from .._limits import input_limit_problem
 from .._model_texts import TIMED_OUT, UNSERIALIZABLE, describe_validation_error
@@ -140,7 +140,7 @@ def make_execute(
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
         except BaseException as exc:  # a user's validator raised something pydantic passes on
-            if _passes_through(exc):
+            if passes_through(exc):
                 raise
             raise InvalidArgumentError(f"{type(exc).__name__}: {model_safe_text(exc)}") from exc
         kwargs: dict[str, Any] = args.__dict__
@@ -180,7 +180,7 @@ def make_execute(
         except ToolError:
             raise
         except BaseException as exc:  # Exception, or a BaseException of the tool's own
-            if _passes_through(exc):
+            if passes_through(exc):
                 raise
             raise ExecutionFailedError(model_safe_text(exc)) from exc
 
@@ -217,22 +217,6 @@ async def _run(
         # Threads cannot be interrupted: abandon it; it may still finish on its own.
         return await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name)
     return await dedicated_thread_of(ctx).run(_call_to_text, func, ctx, kwargs, tool_name)
-
-
-def _passes_through(exc: BaseException) -> bool:
-    """Whether ``execute`` lets ``exc`` out: cancellation, ``KeyboardInterrupt``, ``SystemExit``.
-
-    So does an exception group holding one of them (from a task group in the tool).
-    """
-    if isinstance(exc, (KeyboardInterrupt, SystemExit, anyio.get_cancelled_exc_class())):
-        return True
-    if isinstance(exc, Exception):
-        return False
-    grouped: object = getattr(exc, "exceptions", None)  # a BaseExceptionGroup
-    return isinstance(grouped, tuple) and any(
-        isinstance(inner, BaseException) and _passes_through(inner)
-        for inner in cast("tuple[object, ...]", grouped)
-    )
 
 
 async def _result_text(result: object, tool_name: str) -> str | ToolReturn:
