@@ -9,6 +9,7 @@ the golden files of ``test_formats.py``.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import shlex
 import subprocess
@@ -260,6 +261,21 @@ class TestBadTargets:
             "has no type annotation (add one, e.g. query: str)\n"
         )
 
+    def test_a_target_that_exits_while_imported(self, capsys):
+        """sys.exit() in the target's import is a usage error in one line, not its exit."""
+        assert _cli.main(["schema", "cli_targets.exits"]) == 2
+        assert capsys.readouterr() == (
+            "",
+            "llm-worker schema: error: importing 'cli_targets.exits' failed: SystemExit: 3\n",
+        )
+
+    def test_what_a_target_prints_goes_to_stderr(self, capsys):
+        """The schema on stdout stays JSON when the target prints while it is imported."""
+        assert _cli.main(["schema", "cli_targets.noisy"]) == 0
+        out, err = capsys.readouterr()
+        assert [tool["name"] for tool in json.loads(out)] == ["ping"]
+        assert err == "noise on import\n"
+
     def test_no_file_is_written_for_a_bad_target(self, capsys, tmp_path):
         """A bad target leaves -o's file alone."""
         path = tmp_path / "tools.json"
@@ -310,6 +326,25 @@ class TestProcess:
         result = run("schema", EXAMPLES, "--check", str(stale))
         assert result.returncode == 1
         assert result.stderr.endswith(f"  python -m llm_worker schema {EXAMPLES} -o {stale}\n")
+
+    def test_a_reader_that_leaves_early_gets_no_traceback(self, tmp_path):
+        """`schema ... --check FILE | head`: the reader closes the pipe before the diff is
+        written; the command ends with status 1 and nothing on stderr but its own line."""
+        empty = tmp_path / "empty.json"
+        empty.write_text("", encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "llm_worker", "schema", EXAMPLES, "--check", str(empty)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert process.stdout is not None
+        process.stdout.close()  # before the command has imported its target
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 1
+        assert b"Traceback" not in err
+        assert b"BrokenPipeError" not in err
 
     def test_bad_target_has_no_traceback(self):
         """A bad target in a real process: exit 2, one stderr line, no traceback."""

@@ -1,9 +1,11 @@
 """``@tool``, ``@tool_registry``, ``ToolMethod``, ``BoundToolMethod``, ``tool_definitions()``,
 ``tool_metas()``: the public face of the code generator."""
 
+import inspect
 import pickle
 import re
 import threading
+import typing
 import warnings
 from collections.abc import Callable
 from typing import Annotated
@@ -1250,6 +1252,87 @@ class TestInheritance:
         )
 
 
+@tool_registry
+class Files:
+    @tool
+    def read(self, path: str) -> str:
+        """Read a file."""
+        return f"file {path}"
+
+    @tool
+    def beta(self) -> str:
+        """Beta of the files."""
+        return "files beta"
+
+
+@tool_registry
+class Rows:
+    @tool
+    def row(self, key: int) -> str:
+        """Read a row."""
+        return f"row {key}"
+
+
+@tool_registry
+class Both(Files, Rows):
+    @tool
+    def own(self) -> str:
+        """The subclass's own."""
+        return "own"
+
+
+class BothUndecorated(Files, Rows, Base):
+    pass
+
+
+class TestMultipleInheritance:
+    """A class with several registry bases has all their tools, as attribute lookup
+    finds them; two of them with one name are refused, never one of them dropped."""
+
+    @pytest.mark.anyio
+    async def test_a_decorated_class_has_every_bases_tools(self):
+        assert [meta.name for meta in tool_metas(Both)] == ["row", "read", "beta", "own"]
+        results = {}
+        for definition in tool_definitions(Both()):
+            meta, tool_instance = definition()
+            results[meta.name] = await tool_instance.execute(
+                '{"path": "a"}'
+                if meta.name == "read"
+                else '{"key": 1}'
+                if meta.name == "row"
+                else ""
+            )
+        assert results == {"row": "row 1", "read": "file a", "beta": "files beta", "own": "own"}
+
+    def test_an_undecorated_class_takes_the_first_base_in_lookup_order(self):
+        """Files.beta comes before Base.beta in the MRO: it is the one the class has."""
+        metas = {meta.name: meta for meta in tool_metas(BothUndecorated)}
+        assert sorted(metas) == ["alpha", "beta", "read", "row"]
+        assert metas["beta"].description == "Beta of the files."
+
+    def test_two_bases_tools_with_one_name_are_refused(self):
+        @tool_registry
+        class Db:
+            @tool(name="read")
+            def read_row(self, key: int) -> str:
+                """Read a row."""
+                return ""
+
+        class Clash(Files, Db):
+            pass
+
+        problem = (
+            "tool name 'read' is used by both {} and Files.read (pass @tool(name=...) to "
+            "rename one)"
+        ).format(Db.__qualname__ + ".read_row")
+        with pytest.raises(TypeError) as excinfo:
+            tool_metas(Clash)  # not decorated: refused where it is used
+        assert str(excinfo.value) == _declaration_error(Clash, problem)
+        with pytest.raises(TypeError) as excinfo:
+            tool_registry(Clash)
+        assert str(excinfo.value) == _declaration_error(Clash, problem)
+
+
 class TestToolMethod:
     def test_class_access_gives_the_tool_method(self):
         """MyApp.search is the ToolMethod itself."""
@@ -1305,6 +1388,38 @@ class TestToolMethod:
                 use()
             assert str(excinfo.value) == expected
         assert Plain().f() == "f"
+
+
+class TestIntrospection:
+    """A tool method answers introspection as the method it wraps does: frameworks that
+    decide by ``inspect`` whether to await, or read hints and signatures, treat it right."""
+
+    def test_a_bound_tool_methods_signature_has_no_self(self):
+        app = UserApp()
+        assert str(inspect.signature(app.find)) == "(query: str, limit: int = 10) -> list[str]"
+        assert str(inspect.signature(UserApp.find)).startswith("(self, query: str")
+
+    def test_coroutine_functions_are_told_apart(self):
+        app = UserApp()
+        assert inspect.iscoroutinefunction(app.find)
+        assert inspect.iscoroutinefunction(UserApp.find)
+        assert not inspect.iscoroutinefunction(app.get_user)
+        assert not inspect.iscoroutinefunction(UserApp.get_user)
+
+    def test_type_hints_and_names(self):
+        _ = typing.Generic.__annotations__  # as any code may have: it gives Generic an empty one
+        app = UserApp()
+        hints = {"query": str, "limit": int, "return": list[str]}
+        assert typing.get_type_hints(app.find) == hints
+        assert typing.get_type_hints(UserApp.find) == hints
+        assert (app.find.__name__, app.find.__qualname__) == ("find", "UserApp.find")
+
+    def test_they_pickle_as_methods_do(self):
+        app = UserApp({"7": "grace"})
+        bound = pickle.loads(pickle.dumps(app.get_user))
+        assert isinstance(bound, BoundToolMethod)
+        assert bound("7") == "grace"  # a copy of the instance, as a bound method's pickle
+        assert pickle.loads(pickle.dumps(UserApp.get_user)) is UserApp.get_user
 
 
 class TestBoundToolMethod:

@@ -342,3 +342,42 @@ class TestUnreadableSections:
         with pytest.warns(UserWarning, match=r"^a tool: cannot read") as caught:
             parse_docstring(":param x - no colon\n")
         assert (caught[0].filename, caught[0].lineno) == ("<docstring>", 1)
+
+
+class TestParameterNames:
+    """Entries whose name is not a lone identifier still describe their parameters."""
+
+    def test_numpy_names_several_parameters_in_one_entry(self):
+        doc = """Compute.
+
+        Parameters
+        ----------
+        a, b : int
+            Both numbers.
+        c : int
+            The third.
+        """
+        assert parse_docstring(doc) == (
+            "Compute.",
+            {"a": "Both numbers.", "b": "Both numbers.", "c": "The third."},
+        )
+
+    def test_a_google_type_with_a_colon_in_it(self):
+        """Napoleon's own example spells a type ``(:obj:`int`, optional)``."""
+        doc = """Compute.
+
+        Args:
+            a (int, optional): A desc.
+            b (:obj:`int`, optional): B desc. Defaults to 1.
+            c: Plain: with a colon.
+            *rest: Ignored by tools, named all the same.
+        """
+        assert parse_docstring(doc) == (
+            "Compute.",
+            {
+                "a": "A desc.",
+                "b": "B desc. Defaults to 1.",
+                "c": "Plain: with a colon.",
+                "rest": "Ignored by tools, named all the same.",
+            },
+        )

@@ -253,6 +253,14 @@ class TestExportTools:
             tool_.clear()
         assert [d.to_dict() for d in definitions] == before
 
+    @pytest.mark.parametrize("fmt", FORMATS)
+    def test_two_tools_with_one_name_are_refused(self, fmt):
+        """Every provider refuses a request naming two tools alike: so does the export."""
+        metas = [ToolMeta(name="b"), ToolMeta(name="a"), ToolMeta(name="b"), ToolMeta(name="a")]
+        with pytest.raises(ValueError, match=r"^Two tools") as info:
+            export_tools(metas, fmt)
+        assert str(info.value) == "Two tools with one name cannot be exported together: 'a', 'b'"
+
     @pytest.mark.parametrize("fmt", ["openai", "openai-responses", "anthropic", "gemini"])
     def test_names_providers_refuse_are_refused(self, fmt):
         """A provider format refuses names its provider would reject, saying what would do."""

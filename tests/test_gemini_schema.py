@@ -93,3 +93,41 @@ class TestSize:
             }
         schema = {"type": "object", "properties": {"top": {"$ref": "#/$defs/L0"}}, "$defs": defs}
         assert refusal(schema) == f"the schema nests deeper than {MAX_DEPTH} levels once inlined"
+
+
+class TestEnums:
+    def test_an_enum_of_one_type_is_typed_by_it(self):
+        assert gemini({"type": "object", "properties": {"n": {"enum": [1, 2]}}})["properties"] == {
+            "n": {"type": "INTEGER", "enum": ["1", "2"], "format": "enum"}
+        }
+
+    def test_an_enum_of_several_types_gets_a_branch_per_type(self):
+        """Literal[1, "a"]: the model must be able to answer 1 as a number (the tool's
+        validator refuses the string "1"), so the values are split by type."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "pick": {"enum": [1, "a", 2.5, True], "description": "One of them"},
+                "maybe": {"enum": [1, "a", None]},
+            },
+        }
+        from google.genai import types as genai_types
+
+        properties = gemini(schema)["properties"]
+        assert properties["pick"] == {
+            "description": "One of them",
+            "anyOf": [
+                {"type": "INTEGER", "enum": ["1"], "format": "enum"},
+                {"type": "STRING", "enum": ["a"], "format": "enum"},
+                {"type": "NUMBER", "enum": ["2.5"]},
+                {"type": "BOOLEAN"},
+            ],
+        }
+        assert properties["maybe"] == {
+            "anyOf": [
+                {"type": "INTEGER", "enum": ["1"], "format": "enum"},
+                {"type": "STRING", "enum": ["a"], "format": "enum"},
+            ],
+            "nullable": True,
+        }
+        genai_types.Schema.model_validate(gemini(schema))

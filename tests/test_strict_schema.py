@@ -854,6 +854,32 @@ def _nested(levels: int) -> dict[str, Any]:
     return schema
 
 
+class TestDefNames:
+    @pytest.mark.parametrize(
+        ("key", "ref"),
+        [("x/y", "#/$defs/x~1y"), ("a~b", "#/$defs/a~0b"), ("x y", "#/$defs/x%20y")],
+        ids=["slash", "tilde", "space"],
+    )
+    def test_a_def_whose_name_needs_escaping_is_still_referred_to(self, key, ref):
+        """A $defs key that a reference must escape gets a name that needs none: every
+        reference of the output resolves, and validates what the input validates."""
+        schema = {
+            "type": "object",
+            "properties": {"a": {"$ref": ref}},
+            "required": ["a"],
+            "$defs": {key: {"type": "string"}},
+        }
+        jsonschema.validate({"a": "ok"}, schema)
+        out = strict(schema)
+        name = key.replace("/", "_").replace("~", "_").replace(" ", "_")
+        assert list(out["$defs"]) == [name]
+        assert out["properties"]["a"] == {"$ref": f"#/$defs/{name}"}
+        assert_strict_rules(out)
+        jsonschema.validate({"a": "ok"}, out)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"a": 1}, out)
+
+
 class TestSize:
     @pytest.mark.parametrize("levels", [16, 30, 1000])
     def test_reused_definitions_stay_linear(self, levels):

@@ -88,6 +88,12 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     except _UsageError as exc:
         print(f"{prog} {command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader left (`| head`): what is left to print goes nowhere, not into a
+        # traceback at exit; as Python's docs on SIGPIPE do it.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     finally:
         if add_cwd and cwd in sys.path:
             sys.path.remove(cwd)
@@ -211,7 +217,8 @@ def _add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
 def _schema(args: argparse.Namespace, prog: str) -> int:
     if args.strict and args.format not in STRICT_FORMATS:
         raise _UsageError("--strict applies only to --format openai and --format openai-responses")
-    text = render_schema(args.targets, args.format, strict=args.strict)
+    with contextlib.redirect_stdout(sys.stderr):  # what the targets print is not the schema
+        text = render_schema(args.targets, args.format, strict=args.strict)
     data = text.encode("utf-8")
     if args.check is not None:
         return _check(args.check, data, _regenerate_command(args, prog))
@@ -491,7 +498,7 @@ def _import(module_name: str) -> ModuleType:
         if missing == module_name or module_name.startswith(missing + "."):
             raise _UsageError(f"no module named {module_name!r}") from None
         raise _UsageError(f"importing {module_name!r} failed: {_describe(exc)}") from None
-    except Exception as exc:  # the target's own code raised: say what, in one line
+    except (Exception, SystemExit) as exc:  # the target's own code raised: say what, in one line
         raise _UsageError(f"importing {module_name!r} failed: {_describe(exc)}") from None
 
 

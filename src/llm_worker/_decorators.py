@@ -27,6 +27,7 @@ from ._registry import (
     ToolMethod,
     attach_tools,
     declaration_error,
+    name_clashes,
     own_tool_methods,
     qualified_name,
     registered_tools,
@@ -184,6 +185,9 @@ def _process_class(cls: type, defaults: ToolOptions) -> None:
         raise declaration_error(qualified_name(cls), problems)
     own_names = {attr_name for attr_name, _ in own}
     kept = [b for b in registered_tools(cls) or () if b.attr_name not in own_names]
+    clashes = name_clashes(kept)
+    if clashes:
+        raise declaration_error(qualified_name(cls), clashes)
     attrs, records = generate(
         cls,
         [(attr_name, method.__func__, method.options.over(defaults)) for attr_name, method in own],
@@ -196,6 +200,9 @@ def _built_tools(cls: type, caller: str) -> tuple[BuiltTool, ...]:
     built = registered_tools(cls)
     if built is None:
         raise TypeError(f"{caller}: {cls.__qualname__} is not a @tool_registry class")
+    clashes = name_clashes(built)  # a subclass of two registries, not decorated itself
+    if clashes:
+        raise declaration_error(qualified_name(cls), clashes)
     return built
 
 

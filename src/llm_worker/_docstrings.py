@@ -260,7 +260,32 @@ def _read_params(
         parts = [line for b in blocks for line in lines[b.start : b.stop]]
     body = "\n".join(parts)
     parsed = docstring_parser.parse(f"{_PLACEHOLDER}\n\n{body}", style)
-    return {p.arg_name: p.description.strip() for p in parsed.params if p.description}
+    params: dict[str, str] = {}
+    for param in parsed.params:
+        arg_name, description = param.arg_name, param.description or ""
+        typed = _TYPE_WITH_COLON.match(f"{arg_name}:{description}") if "(" in arg_name else None
+        if typed is not None and ")" not in arg_name:
+            # Google's `b (:obj:`int`, optional): text`: docstring-parser splits it at the
+            # type's colon, giving `b (`; the text is what follows the parenthesis.
+            arg_name, description = typed.group(1), typed.group(2)
+        if description.strip():
+            for name in _names_in(arg_name):
+                params[name] = description.strip()
+    return params
+
+
+def _names_in(arg_name: str) -> list[str]:
+    """The parameters one entry documents (NumPy's ``a, b : int`` documents two)."""
+    names: list[str] = []
+    for part in arg_name.split(","):
+        match = _LEADING_NAME.match(part)
+        if match:
+            names.append(match.group(1))
+    return names
+
+
+_LEADING_NAME = re.compile(r"\s*\*{0,2}([A-Za-z_]\w*)")
+_TYPE_WITH_COLON = re.compile(r"\s*\*{0,2}([A-Za-z_]\w*)\s*\([^)]*\)\s*:(.*)", re.DOTALL)
 
 
 def _join_prose(lines: list[str]) -> str | None:

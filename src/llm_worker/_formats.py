@@ -171,8 +171,9 @@ def export_tools(
     ``ToolMeta``s (``tool_metas(cls)``) or what ``mcp_tool_definitions()`` returns.
     ``strict=True`` (``openai`` and ``openai-responses`` only) rewrites each
     schema for OpenAI's strict mode. ``ValueError`` names every tool whose name
-    the format's provider refuses, or every place of every schema that has no
-    form in the format; an unknown format raises ``ValueError`` too.
+    the format's provider refuses, names given to two tools, or every place of
+    every schema that has no form in the format; an unknown format raises
+    ``ValueError`` too.
 
     >>> from llm_worker import ToolMeta
     >>> meta = ToolMeta(name="ping", description="Ping.")
@@ -191,6 +192,7 @@ def export_tools(
     specs = [_spec_of(definition) for definition in definitions]
     if format in _NAMED_FORMATS:
         _check_names(specs, format)
+    _check_unique(specs)
     kind = "strict" if strict else "gemini" if format == "gemini" else None
     tools: list[dict[str, Any]] = []
     problems: list[str] = []
@@ -241,6 +243,17 @@ def _check_names(specs: list[LlmToolDefinition | ToolMeta], format: str) -> None
         f"Tool names the {format} format's provider refuses; rename them to {TOOL_NAME_RULE} "
         f"(mcp_tool_definitions() does so for an MCP server's tools):\n{lines}"
     )
+
+
+def _check_unique(specs: list[LlmToolDefinition | ToolMeta]) -> None:
+    # Every provider refuses a request with two tools of one name.
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for spec in specs:
+        (twice if spec.name in seen else seen).add(spec.name)
+    if twice:
+        names = ", ".join(repr(name) for name in sorted(twice)[:20])
+        raise ValueError(f"Two tools with one name cannot be exported together: {names}")
 
 
 @lru_cache(maxsize=16_384)

@@ -174,6 +174,13 @@ class _Gemini:
                 values = [v for v in values if v is not None]
             if "type" not in result:
                 inferred = _json_type_of(values)
+                if inferred is None and values:
+                    # Values of several types (Literal[1, "a"]): one branch per type, so
+                    # that a model answers 1 as a number, not as the string "1".
+                    result = _with_notes(_enum_branches(result, values), notes)
+                    if nullable:
+                        result["nullable"] = True
+                    return result
                 if inferred is not None:
                     result["type"] = inferred
             result["enum"] = [v if isinstance(v, str) else json_text(v) for v in values]
@@ -246,6 +253,25 @@ def _with_notes(schema: JsonSchema, notes: list[str]) -> JsonSchema:
     note = f"({'; '.join(notes)})"
     description = schema.get("description")
     return {**schema, "description": f"{description} {note}" if description else note}
+
+
+def _enum_branches(node: JsonSchema, values: list[Any]) -> JsonSchema:
+    """``node`` (an enum of values of several types) as ``anyOf``, one typed enum per type."""
+    by_type: dict[str, list[Any]] = {}
+    for value in values:
+        json_type = _json_type_of([value]) or "string"
+        by_type.setdefault(json_type, []).append(value)
+    branches: list[JsonSchema] = []
+    for json_type, of_type in by_type.items():
+        gemini_type = _TYPES.get(json_type, json_type.upper())
+        branch: JsonSchema = {"type": gemini_type}
+        if gemini_type != "BOOLEAN":  # a BOOLEAN takes no enum
+            branch["enum"] = [v if isinstance(v, str) else json_text(v) for v in of_type]
+        if gemini_type in ("STRING", "INTEGER"):
+            branch["format"] = "enum"
+        branches.append(branch)
+    rest = {k: v for k, v in node.items() if k not in ("enum", "format")}
+    return {**rest, "anyOf": branches}
 
 
 def _json_type_of(values: list[Any]) -> str | None:

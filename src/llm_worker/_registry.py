@@ -13,6 +13,8 @@ and nothing from pydantic, so ``import llm_worker`` stays cheap.
 from __future__ import annotations
 
 import functools
+import inspect
+import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, cast, overload
 
@@ -144,6 +146,23 @@ class ToolMethod(Generic[_AppT_contra, _P, _R_co]):
             )
         return built
 
+    # Function-like for introspection (``inspect.iscoroutinefunction``, ``get_type_hints``),
+    # as an ordinary method is: the wrapped function's own attributes.
+    @property
+    def __code__(self) -> types.CodeType:
+        return self.__func__.__code__
+
+    @property
+    def __defaults__(self) -> tuple[Any, ...] | None:
+        return self.__func__.__defaults__
+
+    @property
+    def __kwdefaults__(self) -> dict[str, Any] | None:
+        return self.__func__.__kwdefaults__
+
+    def __reduce__(self) -> str:
+        return self.__qualname__  # pickled by name, as a function is: MyApp.search is self
+
     def __repr__(self) -> str:
         return f"<tool method {self.__qualname__}>"
 
@@ -159,6 +178,23 @@ def _refuse_static_or_class_method(given: object) -> None:
         where = f"{getattr(inner, '__module__', '?')}.{owner}"
         raise declaration_error(where, [_not_an_instance_method(method, kind)])
     raise TypeError(f"@tool cannot wrap a {kind}; a tool is an instance method")
+
+
+class _FunctionAnnotations(dict[str, Any]):
+    """A bound tool method's ``__annotations__``: its function's (``typing.get_type_hints``).
+
+    A dict, empty, for the class itself (whose own annotations are read from its
+    ``__dict__``); the function's annotations on an instance. Looking them up through
+    ``__getattr__`` would find first the empty ``__annotations__`` a base class may have
+    been given (``Generic``'s, once anything has asked for them).
+    """
+
+    def __get__(self, instance: object, owner: type | None = None) -> dict[str, Any]:
+        if instance is None:
+            return self
+        method = cast("BoundToolMethod[..., Any]", instance)._method
+        annotations: dict[str, Any] = method.__func__.__annotations__
+        return annotations
 
 
 @final
@@ -193,6 +229,24 @@ class BoundToolMethod(Generic[_P, _R_co]):
     @property
     def __doc__(self) -> str | None:  # type: ignore[override]
         return self._method.__func__.__doc__
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The method's signature without ``self``, as a bound method's."""
+        signature = inspect.signature(self._method.__func__)
+        return signature.replace(parameters=tuple(signature.parameters.values())[1:])
+
+    __annotations__ = _FunctionAnnotations()
+
+    def __getattr__(self, name: str) -> Any:
+        # As a bound method does: what it lacks is the function's (``__code__``, so that
+        # ``inspect.iscoroutinefunction`` answers; ``__annotations__``, ``__qualname__``...).
+        if name == "_method":
+            raise AttributeError(name)  # not set yet (unpickling, copying)
+        return getattr(self._method.__func__, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (getattr, (self.__self__, self.__name__))  # as a bound method pickles
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BoundToolMethod):
@@ -331,8 +385,43 @@ def _factory_for(owner: type, attr_name: str, app: object) -> ToolFactory:
 
 
 def registered_tools(cls: type) -> tuple[BuiltTool, ...] | None:
-    """The tools of a registry class (its own and inherited), or ``None`` for any other class."""
-    return cast("tuple[BuiltTool, ...] | None", getattr(cls, TOOLS_ATTR, None))
+    """The tools of a registry class (its own and inherited), or ``None`` for any other class.
+
+    A class ``@tool_registry`` did not decorate has the tools of all its registry
+    bases, each as attribute lookup finds it (the most derived override), in the
+    order ``dataclasses`` gives fields: the last base's first, an override in its
+    base tool's place. ``name_clashes`` says whether two of them share a name.
+    """
+    own = cls.__dict__.get(TOOLS_ATTR)
+    if own is not None:
+        return cast("tuple[BuiltTool, ...]", own)
+    by_attr: dict[str, BuiltTool] = {}
+    found = False
+    for base in reversed(cls.__mro__[1:]):
+        tools = cast("tuple[BuiltTool, ...] | None", base.__dict__.get(TOOLS_ATTR))
+        if tools is not None:
+            found = True
+            for record in tools:
+                by_attr[record.attr_name] = record
+    return tuple(by_attr.values()) if found else None
+
+
+def name_clashes(tools: Sequence[BuiltTool]) -> list[str]:
+    """The problems of tools that share a name (say, from two registry bases)."""
+    first: dict[str, BuiltTool] = {}
+    problems: list[str] = []
+    for record in tools:
+        other = first.setdefault(record.name, record)
+        if other is not record:
+            problems.append(
+                f"tool name {record.name!r} is used by both {_where(other)} and {_where(record)} "
+                f"(pass @tool(name=...) to rename one)"
+            )
+    return problems
+
+
+def _where(record: BuiltTool) -> str:
+    return f"{record.owner.__qualname__}.{record.attr_name}"
 
 
 def is_tool_registry(cls: object) -> bool:

@@ -394,7 +394,9 @@ class _Rewriter:
             return name
         self.refs.resolve(ref)  # SchemaProblem if it points to nothing
         match = re.fullmatch(r"#/(?:\$defs|definitions)/([^/]+)", ref)
-        base = match.group(1).replace("~1", "/").replace("~0", "~") if match else _pointer_name(ref)
+        # A name that needs no escaping in a JSON pointer or a URI fragment ("x/y" and
+        # "x y" would): the output's references resolve whatever reads them.
+        base = _safe_name(match.group(1)) if match else _pointer_name(ref)
         name, n = base, 1
         taken = set(self.names.values())
         while name in taken:
@@ -566,6 +568,14 @@ def _where(path: str) -> str:
 
 def _path_of(ref: str) -> str:
     return ref[2:] if ref.startswith("#/") else "(the whole schema)"
+
+
+def _safe_name(token: str) -> str:
+    """A ``$defs`` key from a reference's last token (a URI fragment, then a JSON pointer)."""
+    from urllib.parse import unquote
+
+    key = unquote(token).replace("~1", "/").replace("~0", "~")
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", key).strip("_") or "def"
 
 
 def _pointer_name(ref: str) -> str:
