@@ -1,6 +1,7 @@
 """``@tool``, ``@tool_registry``, ``ToolMethod``, ``BoundToolMethod``, ``tool_definitions()``,
 ``tool_metas()``: the public face of the code generator."""
 
+import copy
 import inspect
 import pickle
 import re
@@ -1310,6 +1311,38 @@ class TestMultipleInheritance:
         assert sorted(metas) == ["alpha", "beta", "read", "row"]
         assert metas["beta"].description == "Beta of the files."
 
+    def test_a_diamonds_override_is_the_one_attribute_lookup_finds(self):
+        """D(C, B), B overriding A's tool and C inheriting it: D has B's, schema and all,
+        though C's list (coming later in the merge) holds A's."""
+
+        @tool_registry
+        class A:
+            @tool
+            def x(self) -> str:
+                """A's x."""
+                return "A"
+
+        @tool_registry
+        class B(A):
+            @tool
+            def x(self, n: int) -> str:  # type: ignore[override]
+                """B's x, takes n."""
+                return f"B {n}"
+
+        @tool_registry
+        class C(A):
+            @tool
+            def other(self) -> str:
+                """C's own."""
+                return "C"
+
+        class D(C, B):
+            pass
+
+        metas = {meta.name: meta for meta in tool_metas(D)}
+        assert metas["x"].description == "B's x, takes n."
+        assert list(metas["x"].input_schema["properties"]) == ["n"]
+
     def test_two_bases_tools_with_one_name_are_refused(self):
         @tool_registry
         class Db:
@@ -1390,6 +1423,15 @@ class TestToolMethod:
         assert Plain().f() == "f"
 
 
+@tool_registry
+class Renamed:
+    async def _impl(self, q: str) -> str:
+        """Search."""
+        return q
+
+    search = tool(_impl)
+
+
 class TestIntrospection:
     """A tool method answers introspection as the method it wraps does: frameworks that
     decide by ``inspect`` whether to await, or read hints and signatures, treat it right."""
@@ -1413,6 +1455,14 @@ class TestIntrospection:
         assert typing.get_type_hints(app.find) == hints
         assert typing.get_type_hints(UserApp.find) == hints
         assert (app.find.__name__, app.find.__qualname__) == ("find", "UserApp.find")
+
+    def test_a_tool_under_another_name_copies_and_pickles_as_itself(self):
+        """A tool method assigned under a name that is not its function's."""
+        app = Renamed()
+        for copied in (copy.copy(app.search), pickle.loads(pickle.dumps(app.search))):
+            assert isinstance(copied, BoundToolMethod)
+            assert copied.definition().name == "search"
+        assert pickle.loads(pickle.dumps(Renamed.search)) is Renamed.search
 
     def test_they_pickle_as_methods_do(self):
         app = UserApp({"7": "grace"})

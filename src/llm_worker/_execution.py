@@ -88,6 +88,8 @@ async def _execute(
     except ToolError as exc:
         _log_failure(call.name, exc)
         return ToolResult(call.id, valid_text(str(exc), max_bytes), True)
+    except GeneratorExit:
+        raise  # the call is being closed: a coroutine lets that through
     except BaseException as exc:  # an Exception, or a BaseException of the tool's own
         if passes_through(exc):
             raise

@@ -160,8 +160,12 @@ class ToolMethod(Generic[_AppT_contra, _P, _R_co]):
     def __kwdefaults__(self) -> dict[str, Any] | None:
         return self.__func__.__kwdefaults__
 
-    def __reduce__(self) -> str:
-        return self.__qualname__  # pickled by name, as a function is: MyApp.search is self
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        # Pickled by where it is, as a function is by its name: MyApp.search is self.
+        built = self._built
+        if built is None:
+            return self.__qualname__
+        return (getattr, (built.owner, built.attr_name))
 
     def __repr__(self) -> str:
         return f"<tool method {self.__qualname__}>"
@@ -246,7 +250,9 @@ class BoundToolMethod(Generic[_P, _R_co]):
         return getattr(self._method.__func__, name)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (getattr, (self.__self__, self.__name__))  # as a bound method pickles
+        built = self._method._built  # the attribute it is under (not always its function's name)
+        name = self.__name__ if built is None else built.attr_name
+        return (getattr, (self.__self__, name))  # as a bound method pickles
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, BoundToolMethod):
@@ -395,13 +401,19 @@ def registered_tools(cls: type) -> tuple[BuiltTool, ...] | None:
     own = cls.__dict__.get(TOOLS_ATTR)
     if own is not None:
         return cast("tuple[BuiltTool, ...]", own)
+    order = {klass: index for index, klass in enumerate(cls.__mro__)}
     by_attr: dict[str, BuiltTool] = {}
     found = False
     for base in reversed(cls.__mro__[1:]):
         tools = cast("tuple[BuiltTool, ...] | None", base.__dict__.get(TOOLS_ATTR))
-        if tools is not None:
-            found = True
-            for record in tools:
+        if tools is None:
+            continue
+        found = True
+        for record in tools:
+            # A base's list holds what it inherited too: the record whose class comes
+            # first in the MRO is the one attribute lookup finds (a diamond's override).
+            kept = by_attr.get(record.attr_name)
+            if kept is None or order[record.owner] < order[kept.owner]:
                 by_attr[record.attr_name] = record
     return tuple(by_attr.values()) if found else None
 

@@ -25,7 +25,13 @@ from .._client import LlmClient
 from .._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
 from .._limits import Limits
 from .._meta import ToolMeta
-from .._registry import is_tool_registry, registered_tools
+from .._registry import (
+    declaration_error,
+    is_tool_registry,
+    name_clashes,
+    qualified_name,
+    registered_tools,
+)
 from .._server import ToolServer
 from .._types import ToolDefinition
 from .._worker import Worker
@@ -263,8 +269,12 @@ def _tool_sources(tools: type | Iterable[ToolMeta]) -> list[tuple[ToolMeta, Appr
                 f"register_tools() takes a @tool_registry class or ToolMetas; "
                 f"{tools.__qualname__} is not a @tool_registry class"
             )
+        built_tools = registered_tools(tools) or ()
+        clashes = name_clashes(built_tools)  # a class of two registries, not decorated itself
+        if clashes:
+            raise declaration_error(qualified_name(tools), clashes)
         sources: list[tuple[ToolMeta, ApprovalPolicy, bool]] = []
-        for built in registered_tools(tools) or ():
+        for built in built_tools:
             # The generated tool class carries the @tool options a Worker reads.
             policy: ApprovalPolicy = getattr(built.tool_class, "requires_approval", False)
             sequential = getattr(built.tool_class, "sequential", False) is True
