@@ -186,6 +186,28 @@ async def test_decisions_are_reported():
 
 
 @pytest.mark.anyio
+async def test_calls_settled_before_a_hook_stops_the_batch_are_reported():
+    """An unknown tool's call, then a pre-hook aborting the next call: the first call's
+    decision is reported too, then the abort; a call held before it is not "paused"."""
+    client = ScriptedClient(
+        [calls(("nope", {}), ("where", {"key": "held"}), ("where", {"key": "stop"}))]
+    )
+    worker, _, recorder = traced(client)
+
+    def decide(ctx):
+        return Pause("ask") if "held" in ctx.call.input_json else Abort("stop")
+
+    worker.add_pre_tool_call_hook(decide)
+    with pytest.raises(WorkerAbortedError):
+        await worker.run("go")
+    decided = [e for e in recorder.log if e[0] == "decided"]
+    assert decided == [
+        ("decided", "call_0_0", "not_found", ""),
+        ("decided", "call_0_2", "aborted", "stop"),
+    ]
+
+
+@pytest.mark.anyio
 async def test_an_abort_and_a_provider_error_end_the_run_so():
     """An abort ends the run span as aborted; a provider error as failed."""
     client = ScriptedClient([calls(("where", {"key": "a"}))])

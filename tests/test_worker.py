@@ -269,6 +269,24 @@ class TestOneResponsesCalls:
         assert str(info.value) == UNLOCKED
         assert worker.history == ()
 
+    @pytest.mark.anyio
+    async def test_a_stream_made_before_lock_cannot_be_entered_after(self):
+        """A stream keeps the worker that made it: after lock() (or unlock()) it refuses to
+        start, and the worker lock() returned runs as usual."""
+        worker, _ = make_worker(ScriptedClient(["hi", "again"]))
+        early = worker.run_stream("x")
+        locked = worker.lock()
+        with pytest.raises(WorkerStateError, match="locked or unlocked after the stream"):
+            async with early:
+                pass
+        assert worker.history == ()
+        assert await locked.run("x") is WorkerResult.FINISHED
+        before_unlock = locked.run_stream("y")
+        locked.unlock()
+        with pytest.raises(WorkerStateError, match="locked or unlocked after the stream"):
+            async with before_unlock:
+                pass
+
     def test_unlock_returns_the_same_worker(self):
         """unlock() returns the very Worker object that lock() was called on."""
         worker, _ = make_worker(ScriptedClient())

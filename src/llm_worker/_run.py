@@ -143,7 +143,7 @@ class RunStream(Generic[DepsT, OutputT]):
     hand back at most one result each).
     """
 
-    __slots__ = ("_events", "_group", "_session", "_start", "_state", "_turns")
+    __slots__ = ("_events", "_group", "_owner", "_session", "_start", "_state", "_turns")
 
     def __init__(
         self,
@@ -158,6 +158,7 @@ class RunStream(Generic[DepsT, OutputT]):
         # Refuse at once what could never run, before the caller enters the stream.
         _check_start(session, start)
         self._session = session
+        self._owner = session.owner  # the Worker or LockedWorker that made it
         self._start = start
         self._turns = _Turns(session, deps, tool_choice, allowed_tools, output)
         self._group: TaskGroup | None = None
@@ -187,6 +188,11 @@ class RunStream(Generic[DepsT, OutputT]):
     async def __aenter__(self) -> Self:
         if self._state != "new":
             raise WorkerStateError("A RunStream can be entered only once")
+        if self._session.owner is not self._owner:
+            raise WorkerStateError(
+                "This stream's worker was locked or unlocked after the stream was made; "
+                "make it again from the worker lock() or unlock() returned"
+            )
         _check_start(self._session, self._start)
         group = anyio.create_task_group()
         await group.__aenter__()
@@ -583,58 +589,62 @@ class _Turns:
         allowed = session.allowed_tools
         output = self.output
         output_tool = None if output is None or output.tool is None else output.tool.name
-        for slot in batch:
-            call = slot.call
-            if call.name == output_tool:
-                # The final answer: the loop's own, not a tool of the application's.
-                assert output is not None
-                text, is_error = output.answer_call(call.input_json)
-                self.answer(batch, slot, text, is_error, ToolCallOutcome.RAN)
-                output.check_retries()  # the answer keeps its result; the calls after it stop
-                continue
-            entry = entry_of(session.handle, call.name)
-            if entry is None:
-                text = str(ToolNotFoundError(call.name))
-                self.answer(batch, slot, text, True, ToolCallOutcome.NOT_FOUND)
-                continue
-            slot.entry = entry
-            if allowed is not None and call.name not in allowed:
-                text = call_text(NOT_ALLOWED, call.name, allowed=", ".join(allowed) or "none")
-                self.answer(batch, slot, text, True, ToolCallOutcome.NOT_ALLOWED)
-                continue
-            policy = entry.requires_approval
-            if not hooks and policy is False:
-                batch.ready(slot, call)
-                continue
-            ctx = ToolCallContext(call, entry.meta, entry.tool, self.deps)
-            slot.hook_context = ctx
-            decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
-            if isinstance(decision, Continue):
-                if policy is not False and await needs_approval(policy, ctx):
-                    batch.hold(slot, ctx.call, "requires approval")
-                else:
-                    batch.ready(slot, ctx.call)
-            elif isinstance(decision, Pause):
-                batch.hold(slot, ctx.call, decision.reason or "paused by a hook")
-            elif isinstance(decision, Skip):
-                slot.reason = decision.reason
-                if decision.reason is None:
-                    text = call_text(SKIPPED, call.name)
-                else:
-                    text = call_text(SKIPPED_BECAUSE, call.name, reason=decision.reason)
-                self.answer(batch, slot, text, True, ToolCallOutcome.SKIPPED)
-            elif isinstance(decision, SyntheticResult):
-                outcome = ToolCallOutcome.ANSWERED
-                self.answer(batch, slot, decision.content, decision.is_error, outcome)
-            else:
-                raise _Aborted(decision, call)  # an abort stops everything: nothing runs
-        trace = self.trace
-        if trace is not None:
+        decided_all = False  # True once no hook stopped the batch: its held calls wait
+        try:
             for slot in batch:
-                if slot.outcome is not None:  # settled here, without running as asked
-                    trace.decided(slot.call, slot.outcome.value, slot.reason)
-                elif slot.state is SlotState.HELD:
-                    trace.decided(slot.call, "paused", slot.reason)
+                call = slot.call
+                if call.name == output_tool:
+                    # The final answer: the loop's own, not a tool of the application's.
+                    assert output is not None
+                    text, is_error = output.answer_call(call.input_json)
+                    self.answer(batch, slot, text, is_error, ToolCallOutcome.RAN)
+                    output.check_retries()  # the answer keeps its result; the calls after it stop
+                    continue
+                entry = entry_of(session.handle, call.name)
+                if entry is None:
+                    text = str(ToolNotFoundError(call.name))
+                    self.answer(batch, slot, text, True, ToolCallOutcome.NOT_FOUND)
+                    continue
+                slot.entry = entry
+                if allowed is not None and call.name not in allowed:
+                    text = call_text(NOT_ALLOWED, call.name, allowed=", ".join(allowed) or "none")
+                    self.answer(batch, slot, text, True, ToolCallOutcome.NOT_ALLOWED)
+                    continue
+                policy = entry.requires_approval
+                if not hooks and policy is False:
+                    batch.ready(slot, call)
+                    continue
+                ctx = ToolCallContext(call, entry.meta, entry.tool, self.deps)
+                slot.hook_context = ctx
+                decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
+                if isinstance(decision, Continue):
+                    if policy is not False and await needs_approval(policy, ctx):
+                        batch.hold(slot, ctx.call, "requires approval")
+                    else:
+                        batch.ready(slot, ctx.call)
+                elif isinstance(decision, Pause):
+                    batch.hold(slot, ctx.call, decision.reason or "paused by a hook")
+                elif isinstance(decision, Skip):
+                    slot.reason = decision.reason
+                    if decision.reason is None:
+                        text = call_text(SKIPPED, call.name)
+                    else:
+                        text = call_text(SKIPPED_BECAUSE, call.name, reason=decision.reason)
+                    self.answer(batch, slot, text, True, ToolCallOutcome.SKIPPED)
+                elif isinstance(decision, SyntheticResult):
+                    outcome = ToolCallOutcome.ANSWERED
+                    self.answer(batch, slot, decision.content, decision.is_error, outcome)
+                else:
+                    raise _Aborted(decision, call)  # an abort stops everything: nothing runs
+            decided_all = True
+        finally:  # the observer hears of what was settled, even if a hook stopped the rest
+            trace = self.trace
+            if trace is not None:
+                for slot in batch:
+                    if slot.outcome is not None:  # settled here, without running as asked
+                        trace.decided(slot.call, slot.outcome.value, slot.reason)
+                    elif decided_all and slot.state is SlotState.HELD:
+                        trace.decided(slot.call, "paused", slot.reason)
 
     @staticmethod
     def answer(
