@@ -616,6 +616,50 @@ async def test_a_hand_written_tools_own_base_exception_is_a_failed_call(inline):
     )
 
 
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # trio has no such exception
+@pytest.mark.parametrize("generated", [False, True], ids=["hand-written", "generated"])
+@pytest.mark.anyio
+async def test_a_cancelled_error_nobody_asked_for_is_the_tools_failure(generated):
+    """A tool awaiting a future someone else cancelled raises asyncio's CancelledError
+    while nothing cancels the run: the call failed (the model reads so) and the run goes
+    on, instead of ending as if it had been cancelled."""
+    import asyncio
+
+    from llm_worker import tool, tool_definitions, tool_registry
+
+    async def await_a_cancelled_future() -> str:
+        future = asyncio.get_running_loop().create_future()
+        future.cancel()
+        return await future
+
+    @tool_registry
+    class Fetch:
+        @tool
+        async def fetch(self) -> str:
+            """Fetch."""
+            return await await_a_cancelled_future()
+
+    class HandFetch:
+        async def execute(self, input_json: str) -> str:
+            return await await_a_cancelled_future()
+
+    worker, _ = make_worker(ScriptedClient([calls(("fetch", {}), ("echo", {"text": "a"})), "ok"]))
+    if generated:
+        worker.register_tools(tool_definitions(Fetch()))
+    else:
+        worker.register_tool(lambda: (ToolMeta(name="fetch"), HandFetch()))
+    with anyio.fail_after(5):
+        assert await worker.run("go") is WorkerResult.FINISHED
+    first, second = results_of(worker.history)
+    assert first.is_error
+    assert first.content == (
+        "Execution failed: CancelledError"
+        if generated
+        else "Internal error: tool 'fetch' failed unexpectedly (CancelledError)"
+    )
+    assert second.content == "a"
+
+
 class Suspends:
     """A hand-written tool that waits once, and notes that its cleanup ran."""
 

@@ -58,12 +58,16 @@ __all__ = [
 def passes_through(exc: BaseException) -> bool:
     """Whether a tool's ``exc`` goes on to the caller: cancellation, ``KeyboardInterrupt``,
     ``SystemExit``. So does an exception group holding one of them (from a task group in
-    the tool). Anything else a tool raises becomes the text of a failed call.
+    the tool). Anything else a tool raises becomes the text of a failed call, so does an
+    asyncio ``CancelledError`` while nothing cancels the task (a future someone else
+    cancelled, awaited by the tool): that is the tool's failure, not a cancellation.
     """
     import anyio  # only on a failure's path: `import llm_worker` does not import anyio
 
-    if isinstance(exc, (KeyboardInterrupt, SystemExit, anyio.get_cancelled_exc_class())):
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)):
         return True
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        return _task_is_cancelled()
     if isinstance(exc, Exception):
         return False
     grouped: object = getattr(exc, "exceptions", None)  # a BaseExceptionGroup
@@ -71,6 +75,21 @@ def passes_through(exc: BaseException) -> bool:
         isinstance(inner, BaseException) and passes_through(inner)
         for inner in cast("tuple[object, ...]", grouped)
     )
+
+
+def _task_is_cancelled() -> bool:
+    # asyncio counts the cancellations asked of a task (3.11+); anyio's scopes ask too.
+    # Elsewhere (trio, or before 3.11) a cancellation is taken for one.
+    import sys
+
+    asyncio = sys.modules.get("asyncio")
+    task = None
+    if asyncio is not None and sys.version_info >= (3, 11):
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no running loop (trio)
+            task = None
+    return task is None or task.cancelling() > 0
 
 
 class ToolError(Exception):
