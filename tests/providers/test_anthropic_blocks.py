@@ -317,6 +317,21 @@ class TestServerTools:
         ]
 
     @pytest.mark.anyio
+    async def test_server_tools_are_sent_beside_the_workers_tools(self, server, notes):
+        """extra_body's tools add to the worker's (the SDK would let them replace them):
+        the worker's first, then the server tool; a forced choice names a tool it sends."""
+        server.add(stream(*wire.claude_text("ok")))
+        async with make_client(server, extra_body=WEB_SEARCH) as client:
+            worker = make_worker(client, notes)
+            assert await worker.run("go", tool_choice="add_note") is WorkerResult.FINISHED
+        body = server.requests[0].json
+        names = [tool["name"] for tool in body["tools"]]
+        assert names == [*sorted(n for n in names if n != "web_search"), "web_search"]
+        assert "add_note" in names
+        assert body["tools"][-1] == WEB_SEARCH["tools"][0]
+        assert body["tool_choice"] == {"type": "tool", "name": "add_note"}
+
+    @pytest.mark.anyio
     async def test_text_between_tool_calls_keeps_its_place(self, server, notes):
         """Text after a tool_use block cannot be rebuilt from text-then-calls: the blocks
         are kept and sent in their order."""

@@ -735,6 +735,79 @@ def chat_stream_error(body: dict) -> str:
 
 class TestCompatibleServers:
     @pytest.mark.anyio
+    @pytest.mark.parametrize("index", [0, None], ids=["all-at-0", "no-index"])
+    async def test_parallel_calls_given_one_index_stay_apart(self, server, notes, index):
+        """Ollama gives every parallel call index 0 (some builds no index at all): a new
+        call id is a new call, not more arguments for the last one."""
+
+        def call(call_id: str, name: str) -> str:
+            delta: dict = {"id": call_id, "type": "function"}
+            delta["function"] = {"name": name, "arguments": '{"title":"a"}'}
+            if index is not None:
+                delta["index"] = index
+            return wire.chunk({"tool_calls": [delta]})
+
+        server.add(
+            stream(
+                wire.chunk({"role": "assistant"}),
+                call("call_A", "add_note"),
+                call("call_B", "get_note"),
+                wire.chunk({}, "tool_calls"),
+                wire.DONE,
+            ),
+            stream(*wire.chat_text("ok")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                assert await worker.run("go") is WorkerResult.FINISHED
+        calls = worker.history[1].tool_calls
+        assert [(c.id, c.name, c.input_json) for c in calls] == [
+            ("call_A", "add_note", '{"title":"a"}'),
+            ("call_B", "get_note", '{"title":"a"}'),
+        ]
+        assert notes.notes == {"a": ""}
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "odd",
+        [
+            'data: {"id":"","object":"","created":0,"model":"","choices":[{"index":0,'
+            '"delta":null,"finish_reason":null,"content_filter_results":{}}]}\n\n',
+            "data: null\n\n",
+            'data: {"id":"x","object":"chat.completion.chunk","created":0,"model":"m",'
+            '"choices":null}\n\n',
+        ],
+        ids=["azure-filter-delta-null", "data-null", "choices-null"],
+    )
+    async def test_chunks_that_leave_fields_out_are_read_past(self, server, notes, odd):
+        """Azure's content-filter chunks (delta: null), `data: null`, `choices: null`: the
+        answer around them is read as if they were not there."""
+        server.add(stream(wire.chunk({"content": "Hel"}), odd, *wire.chat_text("lo")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                assert await worker.run("go") is WorkerResult.FINISHED
+        assert worker.final_text == "Hello"
+
+    @pytest.mark.anyio
+    async def test_usage_with_null_counts_counts_zero(self, server, notes):
+        usage = {"prompt_tokens": 5, "completion_tokens": None, "total_tokens": 5}
+        server.add(
+            stream(
+                wire.chunk({"content": "Hi"}),
+                wire.chunk({}, "stop"),
+                wire.chunk(choices=False, usage=usage),
+                wire.DONE,
+            )
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                assert await worker.run("go") is WorkerResult.FINISHED
+        assert (worker.usage.input_tokens, worker.usage.output_tokens) == (5, 0)
+
+    @pytest.mark.anyio
     async def test_done_after_a_whole_call_without_finish_reason(self, server, notes):
         """OpenRouter/Kimi: ``[DONE]`` after a complete tool call and no ``finish_reason``
         (and no usage chunk) is a whole response: the call runs and the run goes on."""

@@ -222,6 +222,12 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             # extra_body's own output_config (its effort...) would replace ours: merge them.
             merged = {**cast("Mapping[str, object]", given), **output_config}
             extra_body = {**self.extra_body, "output_config": merged}
+        server_tools = self.extra_body.get("tools")
+        if tools and isinstance(server_tools, list):
+            # extra_body's tools (server tools: web search...) would replace the worker's:
+            # send both, the worker's first.
+            tools = [*tools, *cast("list[dict[str, Any]]", server_tools)]
+            extra_body = {k: v for k, v in (extra_body or {}).items() if k != "tools"} or None
         return await self._client.messages.create(
             model=self.model,
             max_tokens=self.max_tokens,
@@ -533,17 +539,22 @@ class _EventReader:
             )
             return [*head, ToolUseStop(event.index)]
         if event.type == "message_start":
-            usage = event.message.usage
-            self.cached_tokens = usage.cache_read_input_tokens or 0
-            self.input_tokens = (
-                usage.input_tokens + (usage.cache_creation_input_tokens or 0) + self.cached_tokens
-            )
-            self.output_tokens = usage.output_tokens
+            usage = cast("Any", event.message.usage)
+            if usage is not None:
+                self.cached_tokens = usage.cache_read_input_tokens or 0
+                self.input_tokens = (
+                    (usage.input_tokens or 0)
+                    + (usage.cache_creation_input_tokens or 0)
+                    + self.cached_tokens
+                )
+                self.output_tokens = usage.output_tokens or 0
         elif event.type == "message_delta":
             if event.delta.stop_reason is not None:
                 self.stop_reason = event.delta.stop_reason
-            delta_usage = event.usage
-            self.output_tokens = delta_usage.output_tokens
+            delta_usage = cast("Any", event.usage)  # typed as always there; a server may not
+            if delta_usage is None:
+                return []
+            self.output_tokens = delta_usage.output_tokens or 0
             if delta_usage.input_tokens is not None:  # cumulative, when sent
                 self.cached_tokens = delta_usage.cache_read_input_tokens or 0
                 self.input_tokens = (

@@ -82,6 +82,7 @@ default) before the stream starts; a failure after the first byte is never retri
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
@@ -689,18 +690,32 @@ class _ChunkReader:
     def __init__(self, nulls: _NullDropper | None = None) -> None:
         self.arguments: dict[int, list[str]] = {}  # started calls: index -> fragments
         self.names: dict[int, str] = {}
+        self.ids: dict[int, str] = {}
+        # The server's index of a call -> ours. Ours is the server's, unless the server
+        # gives two calls one index (Ollama sends 0 for each, some builds none at all):
+        # a new id at an index is a new call.
+        self.latest: dict[object, int] = {}
         self.nulls = nulls
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
     def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
         events: list[LlmEvent] = []
+        # Typed as always there; servers leave them out: a `data: null` chunk, Azure's
+        # content-filter chunks with `delta: null`, `choices: null`.
+        if cast("ChatCompletionChunk | None", chunk) is None:
+            return events
         if chunk.usage is not None:
             self.usage = _chat_usage(chunk.usage)
-        for choice in chunk.choices:
+        for choice in cast("list[Any] | None", chunk.choices) or ():
             if choice.index != 0:
                 continue
             delta = choice.delta
+            if delta is None:
+                if choice.finish_reason is not None and self.finish_reason is None:
+                    self.finish_reason = choice.finish_reason
+                    events.extend(self.stops())
+                continue
             reasoning = _reasoning_text(delta)
             if reasoning:
                 events.append(ReasoningDelta(reasoning))
@@ -710,17 +725,28 @@ class _ChunkReader:
                 events.append(TextDelta(delta.refusal))
             for call in delta.tool_calls or ():
                 function = call.function
-                fragments = self.arguments.get(call.index)
-                if fragments is None:
-                    fragments = self.arguments[call.index] = []
-                    call_id = call.id or f"call_{chunk.id}_{call.index}"
+                given: object = call.index  # an int, says the SDK; some servers send none
+                latest = self.latest.get(given)
+                if latest is None or (call.id and call.id != self.ids[latest]):
+                    # A new call: at the server's index, unless a call already has it.
+                    if isinstance(given, int) and given not in self.arguments:
+                        index = given
+                    else:
+                        index = max(self.arguments, default=-1) + 1
+                    self.latest[given] = index
+                    self.arguments[index] = []
+                    call_id = call.id or _made_up_id(chunk.id, index)
                     name = (function.name if function is not None else None) or ""
-                    self.names[call.index] = name
-                    events.append(ToolUseStart(call.index, call_id, name))
+                    self.names[index] = name
+                    self.ids[index] = call_id
+                    events.append(ToolUseStart(index, call_id, name))
+                else:
+                    index = latest
+                fragments = self.arguments[index]
                 if function is not None and function.arguments:
                     fragments.append(function.arguments)
                     if self.nulls is None:
-                        events.append(ToolInputDelta(call.index, function.arguments))
+                        events.append(ToolInputDelta(index, function.arguments))
             if choice.finish_reason is not None and self.finish_reason is None:
                 self.finish_reason = choice.finish_reason
                 events.extend(self.stops())
@@ -757,6 +783,14 @@ class _ChunkReader:
             if not isinstance(value, dict):
                 return False
         return True
+
+
+def _made_up_id(chunk_id: str, index: int) -> str:
+    # From the chunk's id and the call's index; a server that gives no chunk id either
+    # would make every response's first call "call__0": then a random one.
+    if chunk_id:
+        return f"call_{chunk_id}_{index}"
+    return f"call_{secrets.token_hex(12)}"
 
 
 def _reasoning_text(delta: object) -> str | None:
@@ -855,8 +889,8 @@ class _ResponseEventReader:
 def _chat_usage(usage: CompletionUsage) -> Usage:
     prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
     return Usage(
-        usage.prompt_tokens,
-        usage.completion_tokens,
+        usage.prompt_tokens or 0,  # typed as always there; some servers send null
+        usage.completion_tokens or 0,
         cached_input_tokens=(prompt.cached_tokens or 0) if prompt is not None else 0,
         reasoning_tokens=(completion.reasoning_tokens or 0) if completion is not None else 0,
     )
