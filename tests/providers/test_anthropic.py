@@ -8,6 +8,7 @@ sent, and what the worker did with the streamed answer. Nothing of the SDK is mo
 from __future__ import annotations
 
 import itertools
+import json
 
 import anthropic
 import anyio
@@ -335,6 +336,27 @@ class TestStream:
 
 
 class TestConversation:
+    @pytest.mark.anyio
+    async def test_calls_a_server_gave_no_id_get_ids_of_their_own(self, server, notes):
+        """Two calls whose ids a server left empty: each gets an id of its own, and the
+        next request sends each result under its call's id."""
+        server.add(
+            stream(
+                *wire.claude_tool_calls(
+                    [("", "add_note", '{"title":"x"}'), ("", "get_note", '{"title":"x"}')]
+                )
+            ),
+            stream(*wire.claude_text("ok")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            assert await worker.run("go") is WorkerResult.FINISHED
+        ids = [call.id for call in worker.history[1].tool_calls]
+        assert len(set(ids)) == 2
+        assert all(ids)
+        assert_history_valid(worker.history)
+        assert all(call_id in json.dumps(server.requests[1].json) for call_id in ids)
+
     @pytest.mark.anyio
     async def test_multi_turn_tool_calling(self, server, notes):
         """Two runs, four requests: every request carries the whole conversation so far,

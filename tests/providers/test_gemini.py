@@ -570,6 +570,15 @@ class TestThoughtSignatures:
 
 
 class TestErrors:
+    @pytest.mark.anyio
+    async def test_a_fastapi_style_body_gives_its_message(self, server):
+        """A proxy's `{"detail": "..."}` body: its detail is the message, not a repr."""
+        server.add(error(500, {"detail": "upstream exploded"}))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.status, info.value.message) == (500, "upstream exploded")
+
     @pytest.mark.parametrize(
         ("status", "kind", "message", "retryable"),
         [

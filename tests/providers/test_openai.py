@@ -407,6 +407,25 @@ class TestConversation:
 
 class TestErrors:
     @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("status", "body", "message"),
+        [
+            (422, {"detail": [{"loc": ["body", "messages"], "msg": "field required"}]},
+             "body.messages: field required"),
+            (500, {"detail": "upstream exploded"}, "upstream exploded"),
+        ],
+        ids=["fastapi-422", "detail-500"],
+    )  # fmt: skip
+    async def test_a_fastapi_style_body_gives_its_message(self, server, status, body, message):
+        """Many compatible servers answer errors as FastAPI does: the message is the
+        body's detail, not the SDK's "Error code: 422"."""
+        server.add(error(status, body))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.status, info.value.message) == (status, message)
+
+    @pytest.mark.anyio
     async def test_rate_limited(self, server):
         """A 429 becomes a retryable ProviderError with the provider's message and status,
         chained to the SDK's RateLimitError; the history keeps only the user message."""

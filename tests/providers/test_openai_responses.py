@@ -7,6 +7,7 @@ each test asserts the ``input`` the SDK sent and what the worker made of the ans
 from __future__ import annotations
 
 import itertools
+import json
 
 import openai
 import pytest
@@ -205,6 +206,29 @@ class TestStream:
 
 
 class TestConversation:
+    @pytest.mark.anyio
+    async def test_calls_a_server_gave_no_id_get_ids_of_their_own(self, server, notes):
+        """Two calls whose ids a server left empty: each gets an id of its own, and the
+        next request sends each result under its call's id."""
+        server.add(
+            stream(
+                *wire.ResponseEvents()
+                .start()
+                .call("", "add_note", '{"title":"x"}')
+                .call("", "get_note", '{"title":"x"}')
+                .completed()
+            ),
+            stream(*wire.ResponseEvents().start().text("ok").completed()),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            assert await worker.run("go") is WorkerResult.FINISHED
+        ids = [call.id for call in worker.history[1].tool_calls]
+        assert len(set(ids)) == 2
+        assert all(ids)
+        assert_history_valid(worker.history)
+        assert all(call_id in json.dumps(server.requests[1].json) for call_id in ids)
+
     @pytest.mark.anyio
     async def test_multi_turn_tool_calling(self, server, notes):
         """Two runs, four requests: each sends the whole conversation as ``input``, and

@@ -32,6 +32,7 @@ __all__ = [
     "body_text",
     "compact_json",
     "connection_failed",
+    "detail_text",
     "error_field",
     "is_retryable_status",
     "output_schema",
@@ -108,6 +109,33 @@ def proxied_message(body: object) -> str | None:
         return None
     provider = fields.get("provider_name")
     return f"{provider}: {detail}" if isinstance(provider, str) and provider else detail
+
+
+def detail_text(body: object) -> str | None:
+    """The message of a FastAPI-style error body: ``{"detail": "..."}``, or
+    ``{"detail": [{"loc": [...], "msg": "..."}, ...]}`` (what many compatible servers send)."""
+    if not isinstance(body, Mapping):
+        return None
+    detail = cast("Mapping[str, object]", body).get("detail")
+    if isinstance(detail, str):
+        return body_text(detail)
+    if not isinstance(detail, list):
+        return None
+    parts: list[str] = []
+    for item in cast("list[object]", detail)[:5]:
+        if not isinstance(item, Mapping):
+            continue
+        fields = cast("Mapping[str, object]", item)
+        message, location = fields.get("msg"), fields.get("loc")
+        if not isinstance(message, str):
+            continue
+        where = (
+            ".".join(str(p) for p in cast("list[object]", location))
+            if isinstance(location, list)
+            else ""
+        )
+        parts.append(f"{where}: {message}" if where else message)
+    return body_text("; ".join(parts)) if parts else None
 
 
 def body_text(body: object) -> str | None:

@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -508,15 +509,16 @@ class _EventReader:
             if self.said_text:
                 self.gap = True
             if start.type == "tool_use":
+                call_id = start.id or f"toolu_{secrets.token_hex(12)}"  # a server left it out
                 data = {
                     "type": "tool_use",
-                    "id": start.id,
+                    "id": call_id,
                     "name": start.name,
                     "input": start.input,
                 }
                 self.blocks[event.index] = _Block(data)
                 self.tool_blocks.add(event.index)
-                return [ToolUseStart(event.index, start.id, start.name)]
+                return [ToolUseStart(event.index, call_id, start.name)]
             self.blocks[event.index] = _Block(start.to_dict(mode="json"))
             if start.type == "thinking" and start.thinking:
                 return [ReasoningDelta(start.thinking)]

@@ -122,6 +122,7 @@ from ._common import (
     body_text,
     compact_json,
     connection_failed,
+    detail_text,
     is_retryable_status,
     output_schema,
     own_items,
@@ -773,11 +774,12 @@ def provider_error(exc: Exception) -> ProviderError:
     if isinstance(exc, errors.APIError):
         status = exc.code if isinstance(exc.code, int) and exc.code >= 400 else None
         details: object = getattr(exc, "details", None)
+        detailed = detail_text(details)  # a FastAPI-style body from a proxy
         from_body = isinstance(details, Mapping) and "error" in details
         message = exc.message if isinstance(exc.message, str) else None
         if message and not from_body:
             message = body_text(message)  # a page that is not JSON (a proxy's...)
-        message = message or exc.status or str(exc)
+        message = message or detailed or exc.status or str(exc)
         retryable = status is None or is_retryable_status(status)
         return ProviderError(PROVIDER, message, status=status, retryable=retryable)
     if isinstance(exc, httpx2.TimeoutException):

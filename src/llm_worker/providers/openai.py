@@ -128,6 +128,7 @@ from ._common import (
     body_text,
     compact_json,
     connection_failed,
+    detail_text,
     error_field,
     is_retryable_status,
     output_schema,
@@ -843,7 +844,8 @@ class _ResponseEventReader:
                 return []
             self.open_calls[event.output_index] = False
             self.called = True
-            return [ToolUseStart(event.output_index, item.call_id, item.name)]
+            call_id = item.call_id or f"call_{secrets.token_hex(12)}"  # a server left it out
+            return [ToolUseStart(event.output_index, call_id, item.name)]
         if event.type == "response.output_item.done":
             item = event.item
             if item.type == "reasoning":
@@ -917,6 +919,7 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
         message = (
             proxied_message(exc.body)
             or error_field(exc.body, "message")
+            or detail_text(exc.body)
             or body_text(exc.body)
             or exc.message
         )
