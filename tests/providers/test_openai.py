@@ -788,6 +788,30 @@ class TestCompatibleServers:
         assert notes.notes == {"a": ""}
 
     @pytest.mark.anyio
+    async def test_an_id_after_a_calls_first_delta_is_the_same_call(self, server, notes):
+        """A server that names the call first and gives its id with the arguments: one
+        call, not two."""
+        first = {"index": 0, "type": "function", "function": {"name": "add_note"}}
+        then = {"index": 0, "id": "call_A", "function": {"arguments": '{"title":"a"}'}}
+        server.add(
+            stream(
+                wire.chunk({"role": "assistant"}),
+                wire.chunk({"tool_calls": [first]}),
+                wire.chunk({"tool_calls": [then]}),
+                wire.chunk({}, "tool_calls"),
+                wire.DONE,
+            ),
+            stream(*wire.chat_text("ok")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                assert await worker.run("go") is WorkerResult.FINISHED
+        [call] = worker.history[1].tool_calls
+        assert (call.name, call.input_json) == ("add_note", '{"title":"a"}')
+        assert notes.notes == {"a": ""}
+
+    @pytest.mark.anyio
     @pytest.mark.parametrize(
         "odd",
         [

@@ -728,7 +728,7 @@ class _ChunkReader:
                 function = call.function
                 given: object = call.index  # an int, says the SDK; some servers send none
                 latest = self.latest.get(given)
-                if latest is None or (call.id and call.id != self.ids[latest]):
+                if latest is None or (call.id and self.ids.get(latest, call.id) != call.id):
                     # A new call: at the server's index, unless a call already has it.
                     if isinstance(given, int) and given not in self.arguments:
                         index = given
@@ -739,10 +739,13 @@ class _ChunkReader:
                     call_id = call.id or _made_up_id(chunk.id, index)
                     name = (function.name if function is not None else None) or ""
                     self.names[index] = name
-                    self.ids[index] = call_id
+                    if call.id:  # only the server's own id tells its calls apart
+                        self.ids[index] = call.id
                     events.append(ToolUseStart(index, call_id, name))
                 else:
                     index = latest
+                    if call.id:  # an id after the call's first delta: the same call
+                        self.ids.setdefault(index, call.id)
                 fragments = self.arguments[index]
                 if function is not None and function.arguments:
                     fragments.append(function.arguments)
