@@ -5,6 +5,7 @@ import copy
 import inspect
 import pickle
 import re
+import sys
 import threading
 import typing
 import warnings
@@ -1455,6 +1456,16 @@ class TestIntrospection:
         assert typing.get_type_hints(app.find) == hints
         assert typing.get_type_hints(UserApp.find) == hints
         assert (app.find.__name__, app.find.__qualname__) == ("find", "UserApp.find")
+
+    def test_a_bound_tool_method_is_of_its_functions_module(self):
+        """As a bound method: ``inspect.getmodule``, doc tools and loggers find the app's
+        module; the class itself stays the library's (and pickles by that name)."""
+        app = UserApp()
+        assert app.find.__module__ == UserApp.find.__module__ == __name__
+        assert inspect.getmodule(app.find) is sys.modules[__name__]
+        assert BoundToolMethod.__module__ == "llm_worker"
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            assert pickle.loads(pickle.dumps(BoundToolMethod, protocol)) is BoundToolMethod
 
     def test_a_tool_under_another_name_copies_and_pickles_as_itself(self):
         """A tool method assigned under a name that is not its function's."""

@@ -346,9 +346,11 @@ def _present_loaded() -> None:
             if value is _NOT_YET:  # the module is still being imported (by another thread)
                 complete = False
                 continue
-            if getattr(value, "__module__", "").startswith("llm_worker."):
+            home_name = getattr(value, "__module__", "")
+            if home_name.startswith("llm_worker."):
                 with contextlib.suppress(AttributeError, TypeError):  # aliases: ToolDefinition
-                    value.__module__ = __name__
+                    # The same type: a name that is also a descriptor stays one.
+                    value.__module__ = type(home_name)(__name__)
             namespace[name] = value
         if complete:
             _presented.add(home)

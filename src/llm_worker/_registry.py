@@ -201,6 +201,25 @@ class _FunctionAnnotations(dict[str, Any]):
         return annotations
 
 
+class _FunctionModule(str):
+    """A bound tool method's ``__module__``: its function's, as a bound method's.
+
+    On the class itself, the class's own module (a ``str``, as pickle and ``help``
+    expect of a class's ``__module__``).
+    """
+
+    __slots__ = ()
+
+    def __get__(self, instance: object, owner: type | None = None) -> str:
+        if instance is None:
+            return self
+        module: str = cast("BoundToolMethod[..., Any]", instance)._method.__func__.__module__
+        return module
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (str, (str(self),))  # pickle names the class's module with a plain str
+
+
 @final
 class BoundToolMethod(Generic[_P, _R_co]):
     """A ``@tool`` method bound to an instance: call it, or get its ``definition()``."""
@@ -241,6 +260,7 @@ class BoundToolMethod(Generic[_P, _R_co]):
         return signature.replace(parameters=tuple(signature.parameters.values())[1:])
 
     __annotations__ = _FunctionAnnotations()
+    __module__ = _FunctionModule(__module__)
 
     def __getattr__(self, name: str) -> Any:
         # As a bound method does: what it lacks is the function's (``__code__``, so that
