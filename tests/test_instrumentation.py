@@ -26,6 +26,7 @@ from llm_worker import (
     ToolMeta,
     Worker,
     WorkerAbortedError,
+    WorkerResult,
     tool,
     tool_definitions,
     tool_registry,
@@ -274,3 +275,36 @@ def test_no_instrumentation_by_default():
     worker = Worker(ScriptedClient())
     worker.register_tool(lambda: (ToolMeta(name="x"), Probe.ToolWhere(Probe())))
     assert worker._session.instrumentation is None
+
+
+@pytest.mark.anyio
+async def test_an_observer_failing_at_the_start_changes_nothing():
+    """An observer whose run() raises: the run fails with its error before anything
+    changed (no user message, no decisions taken), and the worker can run again."""
+
+    class Refusing(Recorder):
+        fail = True
+
+        def run(self, *, kind, client, system_prompt, tools):
+            if self.fail:
+                raise RuntimeError("observer down")
+            return super().run(kind=kind, client=client, system_prompt=system_prompt, tools=tools)
+
+    client = ScriptedClient([calls(("where", {"key": "a"})), "done"])
+    recorder = Refusing()
+    worker = Worker(client, instrumentation=recorder)
+    worker.register_tools(tool_definitions(Probe()))
+    worker.add_pre_tool_call_hook(lambda ctx: Pause("ask"))
+    with pytest.raises(RuntimeError, match="observer down"):
+        await worker.run("go")
+    assert worker.history == ()
+    assert client.requests == []
+    recorder.fail = False
+    assert await worker.run("go") is WorkerResult.PAUSED
+    recorder.fail = True
+    with pytest.raises(RuntimeError, match="observer down"):
+        await worker.resume({"call_0_0": Approve()})
+    assert len(worker.pending) == 1
+    assert len(worker.history) == 2
+    recorder.fail = False
+    assert await worker.resume({"call_0_0": Approve()}) is WorkerResult.FINISHED

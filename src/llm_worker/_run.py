@@ -41,6 +41,7 @@ from ._context import ProgressReports, ToolContext
 from ._conversation import (
     AssistantMessage,
     HistoryView,
+    RunUsage,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -300,6 +301,7 @@ class _Turns:
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
         self.trace: RunSpan | None = None  # the observer's, if the worker has one
+        self.usage_before = _NOTHING_SPENT  # what the run cost before this part (a resume)
         self.error: BaseException | None = None  # what ended the run, if not a result
         self.ended = False  # whether events() ran to its end (or its error)
 
@@ -308,6 +310,16 @@ class _Turns:
     def begin(self, start: Start) -> None:
         """Claim the session for this run; a resume or retry keeps the run's tool selection."""
         session = self.session
+        instrumentation = session.instrumentation
+        # The observer first: if it fails, the run has changed nothing.
+        trace = None
+        if instrumentation is not None:
+            trace = instrumentation.run(
+                kind=start.kind,
+                client=session.client,
+                system_prompt=session.system_prompt,
+                tools=sorted_definitions(session.handle),
+            )
         if start.kind == "resume":
             self.batch = session.apply_decisions(start.decisions)
             self.turns = self.batch.turns
@@ -321,13 +333,9 @@ class _Turns:
         if start.kind == "retry" and self.output is not None:
             self.output.attempts = 0  # asked again: the answer gets its retries again
         session.phase = Phase.RUNNING
-        if session.instrumentation is not None:
-            self.trace = session.instrumentation.run(
-                kind=start.kind,
-                client=session.client,
-                system_prompt=session.system_prompt,
-                tools=sorted_definitions(session.handle),
-            )
+        if trace is not None:
+            self.trace = trace
+            self.usage_before = session.run_usage  # budgets count a run with its resumes
 
     def abandon(self) -> None:
         """A resumed batch the generator never took ends as a cancelled one."""
@@ -350,7 +358,7 @@ class _Turns:
                 outcome = "failed"
             else:
                 outcome = "cancelled"  # the reader left early, or cancelled the run
-            trace.end(outcome, error, session.run_usage)
+            trace.end(outcome, error, _spent(self.usage_before, session.run_usage))
         if self.channel is not None:
             send, receive = self.channel
             send.close()
@@ -641,7 +649,7 @@ class _Turns:
             trace = self.trace
             if trace is not None:
                 for slot in batch:
-                    if slot.outcome is not None:  # settled here, without running as asked
+                    if slot.outcome not in (None, ToolCallOutcome.RAN):  # not run as asked
                         trace.decided(slot.call, slot.outcome.value, slot.reason)
                     elif decided_all and slot.state is SlotState.HELD:
                         trace.decided(slot.call, "paused", slot.reason)
@@ -995,6 +1003,21 @@ def _asking_for(request: LlmRequest, output: RunOutput) -> LlmRequest:
         # Only a tool call can answer; a forced tool, or "none", stays as asked.
         tool_choice="required" if request.tool_choice == "auto" else request.tool_choice,
         allowed_tools=None if allowed is None else tuple(sorted((*allowed, tool.name))),
+    )
+
+
+_NOTHING_SPENT = RunUsage()
+
+
+def _spent(before: RunUsage, after: RunUsage) -> RunUsage:
+    """What a resume or retry cost on its own: its run's usage, less what came before it."""
+    return RunUsage(
+        after.requests - before.requests,
+        after.tool_calls - before.tool_calls,
+        after.input_tokens - before.input_tokens,
+        after.output_tokens - before.output_tokens,
+        after.cached_input_tokens - before.cached_input_tokens,
+        after.reasoning_tokens - before.reasoning_tokens,
     )
 
 

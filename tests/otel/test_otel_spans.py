@@ -12,21 +12,27 @@ import anyio
 import anyio.from_thread
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import SpanKind, StatusCode
 from otel_support import OpenAIScripted, Telemetry, parent_id, span_id
+from pydantic import BaseModel
 
 from llm_worker import (
     Abort,
     Approve,
+    AssistantMessage,
     Deny,
+    HookError,
     Limits,
+    OutputValidationError,
     Pause,
     ProviderError,
     Skip,
+    ToolResult,
     Usage,
     Worker,
     WorkerAbortedError,
+    WorkerResult,
     tool,
     tool_definitions,
     tool_registry,
@@ -541,3 +547,202 @@ class TestNoTracer:
         assert probe.seen == {"a": trace.INVALID_SPAN_ID}
         assert [p.count for p in telemetry.points("gen_ai.execute_tool.duration")] == [1]
         assert [p.count for p in telemetry.points("gen_ai.client.operation.duration")] == [2]
+
+
+class FailingProcessor(SpanProcessor):
+    """A span processor of the application's that raises when a span of ``name`` starts
+    or ends (``when``), as a buggy or overloaded one does."""
+
+    def __init__(self, name: str, when: str) -> None:
+        self.name, self.when = name, when
+
+    def on_start(self, span, parent_context=None) -> None:
+        if self.when == "start" and span.name.startswith(self.name):
+            raise RuntimeError("processor down")
+
+    def on_end(self, span) -> None:
+        if self.when == "end" and span.name.startswith(self.name):
+            raise RuntimeError("processor down")
+
+
+class TestFailingTelemetry:
+    """Telemetry never changes a run: an SDK that raises is logged, and the run goes on."""
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("name", "when"),
+        [
+            ("invoke_agent", "start"),
+            ("invoke_agent", "end"),
+            ("chat", "start"),
+            ("chat", "end"),
+            ("execute_tool", "start"),
+            ("execute_tool", "end"),
+        ],
+    )
+    @pytest.mark.parametrize("parallel", [False, True])
+    async def test_a_raising_span_processor(self, telemetry, caplog, name, when, parallel):
+        telemetry.tracer_provider.add_span_processor(FailingProcessor(name, when))
+        pairs = [("where", {"key": "a"})] + ([("where", {"key": "b"})] if parallel else [])
+        worker, _ = traced(telemetry, [calls(*pairs), "done"])
+        with anyio.fail_after(5):
+            assert await worker.run("go") is WorkerResult.FINISHED
+        results = [m.content for m in worker.history if isinstance(m, ToolResult)]
+        assert results == ["async ok"] * len(pairs)  # the calls' real results
+        assert worker.history[-1] == AssistantMessage("done", (), "end_turn")
+        assert "OpenTelemetry failed to" in caplog.text
+        with anyio.fail_after(5):  # and the worker goes on
+            worker._session.client.add("again")  # type: ignore[attr-defined]
+            assert await worker.run("more") is WorkerResult.FINISHED
+
+
+class TestWhatSpansSay:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("capture", [False, True])
+    async def test_a_bad_final_answer_is_content(self, telemetry, capture):
+        """The run's status quotes the model's bad structured answer only with
+        capture_content=True (OutputValidationError quotes it)."""
+
+        class Person(BaseModel):
+            age: int
+
+        client = OpenAIScripted(['{"age": "SSN-123-45-6789"}'] * 2)
+        worker = Worker(client, instrumentation=telemetry.instrumentation(capture_content=capture))
+        with pytest.raises(OutputValidationError):
+            await worker.run("go", output_type=Person)
+        run = telemetry.one("invoke_agent")
+        assert attributes(run)["error.type"] == "OutputValidationError"
+        description = run.status.description or ""
+        assert ("SSN-123" in description) is capture
+
+    @pytest.mark.anyio
+    async def test_a_hooks_failure_is_content(self, telemetry):
+        worker, _ = traced(telemetry, [calls(("where", {"key": "hunter2"}))])
+
+        def quoting(ctx):
+            raise ValueError(f"cannot check {ctx.call.input_json}")
+
+        worker.add_pre_tool_call_hook(quoting)
+        with pytest.raises(HookError):
+            await worker.run("go")
+        run = telemetry.one("invoke_agent")
+        assert attributes(run)["error.type"] == "HookError"
+        assert run.status.description is None
+
+    @pytest.mark.anyio
+    async def test_a_resume_reports_what_it_cost_itself(self, telemetry):
+        """resume()'s span counts its own requests, calls and tokens (its budgets count the
+        run's too): summed over a run's spans, nothing is counted twice."""
+        script = [
+            calls(("where", {"key": "a"}), usage=Usage(100, 10)),
+            ScriptedResponse(text="done", usage=Usage(200, 20)),
+        ]
+        worker, _ = traced(telemetry, script)
+        worker.add_pre_tool_call_hook(lambda ctx: Pause("ask"))
+        await worker.run("go")
+        first = attributes(telemetry.one("invoke_agent"))
+        telemetry.exporter.clear()
+        await worker.resume(Approve())
+        second = attributes(telemetry.one("invoke_agent"))
+        assert worker.run_usage.input_tokens == 300  # the budgets' count: the whole run
+        counted = ("llm_worker.run.requests", "llm_worker.run.tool_calls")
+        tokens = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens")
+        assert [first[key] for key in counted + tokens] == [1, 1, 100, 10]
+        assert [second[key] for key in counted + tokens] == [1, 0, 200, 20]
+
+    @pytest.mark.anyio
+    async def test_tokens_no_response_reported_are_not_reported(self, telemetry):
+        worker, _ = traced(telemetry, ["done"])
+        await worker.run("go")
+        run = attributes(telemetry.one("invoke_agent"))
+        assert run["llm_worker.run.requests"] == 1
+        assert "gen_ai.usage.input_tokens" not in run
+        assert "gen_ai.usage.output_tokens" not in run
+
+    @pytest.mark.anyio
+    async def test_a_tools_own_timeout_error_is_not_a_timeout(self, telemetry):
+        """error.type "timeout" is for a call past Limits.tool_timeout, not a tool whose
+        own error says "timed out"."""
+
+        @tool_registry
+        class Upstream:
+            @tool
+            async def fetch(self) -> str:
+                """Fetch."""
+                raise TimeoutError("upstream API timed out after 3s")
+
+        worker = Worker(
+            OpenAIScripted([calls(("fetch", {})), "done"]),
+            instrumentation=telemetry.instrumentation(),
+        )
+        worker.register_tools(tool_definitions(Upstream()))
+        await worker.run("go")
+        span = telemetry.one("execute_tool fetch")
+        assert attributes(span)["error.type"] == "ExecutionFailedError"
+
+    @pytest.mark.anyio
+    async def test_an_answer_through_the_output_tool_is_no_decision(self, telemetry):
+        """The final_result call is the loop's own: no decision event (those are for calls
+        that did not run as asked)."""
+
+        class Person(BaseModel):
+            age: int
+
+        client = OpenAIScripted(
+            [calls(("final_result", {"age": 3})), "done"], supports_output_format=False
+        )
+        worker = Worker(client, instrumentation=telemetry.instrumentation())
+        await worker.run("go", output_type=Person)
+        assert worker.output == Person(age=3)
+        assert telemetry.one("invoke_agent").events == ()
+
+    @pytest.mark.anyio
+    async def test_a_structured_answers_request_has_output_type_json(self, telemetry):
+        class Person(BaseModel):
+            age: int
+
+        worker = Worker(OpenAIScripted(['{"age": 3}']), instrumentation=telemetry.instrumentation())
+        await worker.run("go", output_type=Person)
+        assert attributes(telemetry.one("chat gpt-test"))["gen_ai.output.type"] == "json"
+        telemetry.exporter.clear()
+        worker.clear_history()
+        worker._session.client.add("text")  # type: ignore[attr-defined]
+        await worker.run("go")
+        assert "gen_ai.output.type" not in attributes(telemetry.one("chat gpt-test"))
+
+
+class CountingTracer(trace.NoOpTracer):
+    """The API's no-op tracer (no SDK installed), counting the spans asked of it."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    def start_span(self, *args, **kwargs):
+        self.started += 1
+        return super().start_span(*args, **kwargs)
+
+
+class CountingProvider(trace.NoOpTracerProvider):
+    def __init__(self) -> None:
+        self.tracer = CountingTracer()
+
+    def get_tracer(self, *args, **kwargs):
+        return self.tracer
+
+
+@pytest.mark.anyio
+async def test_no_sdk_under_a_remote_parent_starts_only_the_runs_span():
+    """Without an SDK, a run under a parent from elsewhere (a framework extracted a
+    traceparent) starts no child spans: the no-op span it gets is its parent's."""
+    parent = trace.NonRecordingSpan(
+        trace.SpanContext(0x1234, 0x5678, is_remote=True, trace_flags=trace.TraceFlags(1))
+    )
+    provider = CountingProvider()
+    worker = Worker(
+        OpenAIScripted([calls(("where", {"key": "a"}), ("where", {"key": "b"})), "done"]),
+        instrumentation=OpenTelemetry(tracer_provider=provider),
+    )
+    worker.register_tools(tool_definitions(Probe()))
+    with trace.use_span(parent):
+        assert await worker.run("go") is WorkerResult.FINISHED
+    assert provider.tracer.started == 1

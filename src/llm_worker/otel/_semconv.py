@@ -42,6 +42,7 @@ TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_TYPE: Final = "gen_ai.tool.type"
 TOOL_DESCRIPTION: Final = "gen_ai.tool.description"
+OUTPUT_TYPE: Final = "gen_ai.output.type"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
 ERROR_TYPE: Final = "error.type"
@@ -70,6 +71,7 @@ TOOL_TYPE_FUNCTION: Final = "function"  # executed by the application, from the 
 CANCELLED: Final = "cancelled"  # error.type of an operation its run stopped
 TIMEOUT: Final = "timeout"  # error.type of a tool call past Limits.tool_timeout
 TOOL_ERROR: Final = "tool_error"  # error.type of any other error result
+OUTPUT_TYPE_JSON: Final = "json"  # gen_ai.output.type of a request for a structured answer
 
 # -- metrics ---------------------------------------------------------------------------
 

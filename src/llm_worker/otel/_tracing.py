@@ -17,12 +17,16 @@ held...) are events on the run's span.
 When no tracer provider is configured (the API's default, a no-op), a run
 starts no child spans and activates no contexts: it costs a few attribute
 reads and the (no-op) metric records.
+
+Telemetry never changes a run: an error from the SDK (a span processor or a
+metric reader of the application's that raises) is logged on the
+``llm_worker.otel`` logger, and the run goes on without that span or record.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
+import logging
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -40,10 +44,13 @@ from opentelemetry.trace import Span, SpanKind, StatusCode, TracerProvider
 from .. import __version__
 from .._exceptions import (
     ExecutionFailedError,
+    HookError,
     InternalToolError,
     InvalidArgumentError,
+    OutputValidationError,
     ProviderError,
 )
+from .._model_texts import TIMED_OUT, call_text
 from . import _content
 from . import _semconv as sc
 from ._metrics import Instruments
@@ -57,6 +64,7 @@ __all__ = ["OpenTelemetry"]
 
 _SCOPE = "llm_worker"
 _now = time.perf_counter
+_logger = logging.getLogger("llm_worker.otel")
 
 # error.type of an error result: the ToolError class its text comes from (SPEC §1), or
 # "timeout" for a call past Limits.tool_timeout, else "tool_error".
@@ -64,7 +72,15 @@ _ERROR_PREFIXES = tuple(
     (str(error("")), error.__name__)
     for error in (InvalidArgumentError, ExecutionFailedError, InternalToolError)
 )
-_TIMED_OUT = re.compile(r" timed out after [^ ]+s\Z")
+_TIMED_OUT_HEAD, _TIMED_OUT_TAIL = TIMED_OUT.split("{seconds:g}")
+
+# Errors whose message quotes what the model wrote (its answer, a hook's view of a call):
+# content, so a span's status gives it only with capture_content=True.
+_QUOTING_ERRORS = (OutputValidationError, HookError)
+
+
+def _failed(what: str) -> None:
+    _logger.warning("OpenTelemetry failed to %s; the run goes on", what, exc_info=True)
 
 
 class OpenTelemetry:
@@ -136,16 +152,23 @@ class OpenTelemetry:
             if system_prompt is not None:
                 attributes[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(system_prompt)
             attributes[sc.TOOL_DEFINITIONS] = _content.tool_definitions(tools)
-        span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
-        # A no-op tracer's span has no valid context: nothing below it would record.
-        traced = span.get_span_context().is_valid
+        try:
+            parent = trace.get_current_span().get_span_context()
+            span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
+        except Exception:
+            _failed("start a run's span")
+            return _RunSpan(self, None, common)
+        # A no-op tracer's span is its parent's (or an invalid one): nothing below it would
+        # record. An SDK's span has an id of its own, even if it is not sampled.
+        context = span.get_span_context()
+        traced = context.is_valid and context.span_id != parent.span_id
         return _RunSpan(self, span if traced else None, common)
 
 
 class _RunSpan:
     """One run's span, and the parent of its requests' and tool calls' spans."""
 
-    __slots__ = ("_common", "_context", "_owner", "_span", "_started")
+    __slots__ = ("_common", "_context", "_owner", "_span", "_started", "usage_reported")
 
     def __init__(self, owner: OpenTelemetry, span: Span | None, common: dict[str, Any]) -> None:
         self._owner = owner
@@ -153,6 +176,7 @@ class _RunSpan:
         self._context: Context | None = None if span is None else trace.set_span_in_context(span)
         self._common = common  # provider, model, server
         self._started = _now()
+        self.usage_reported = False  # whether a response of the run said what it cost
 
     def request(self, request: LlmRequest, number: int) -> _RequestSpan:
         owner = self._owner
@@ -160,6 +184,8 @@ class _RunSpan:
         span: Span | None = None
         if self._span is not None:
             attributes: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
+            if request.output_format is not None:
+                attributes[sc.OUTPUT_TYPE] = sc.OUTPUT_TYPE_JSON
             if owner._capture:
                 if request.system_prompt is not None:
                     attributes[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(
@@ -167,13 +193,16 @@ class _RunSpan:
                     )
                 attributes[sc.INPUT_MESSAGES] = _content.input_messages(request.messages)
                 attributes[sc.TOOL_DEFINITIONS] = _content.tool_definitions(request.tools)
-            span = owner._tracer.start_span(
-                sc.CHAT if model is None else f"{sc.CHAT} {model}",
-                self._context,
-                SpanKind.CLIENT,
-                attributes,
-            )
-        return _RequestSpan(owner, span, self._common, self._context)
+            try:
+                span = owner._tracer.start_span(
+                    sc.CHAT if model is None else f"{sc.CHAT} {model}",
+                    self._context,
+                    SpanKind.CLIENT,
+                    attributes,
+                )
+            except Exception:
+                _failed("start a model request's span")
+        return _RequestSpan(self, span, self._common, self._context)
 
     def tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer:
         owner = self._owner
@@ -197,9 +226,13 @@ class _RunSpan:
             attributes[sc.TOOL_DESCRIPTION] = meta.description
         if owner._capture:
             attributes[sc.TOOL_CALL_ARGUMENTS] = call.input_json
-        span = owner._tracer.start_span(
-            f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
-        )
+        try:
+            span = owner._tracer.start_span(
+                f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
+            )
+        except Exception:
+            _failed("start a tool call's span")
+            return _ToolTimer(owner._instruments.tool_duration, measured)
         return _ToolSpan(owner._instruments.tool_duration, measured, span, self._context, owner)
 
     def decided(self, call: ToolCall, outcome: str, reason: str | None) -> None:
@@ -213,9 +246,18 @@ class _RunSpan:
         }
         if reason is not None:
             attributes[sc.DECISION_REASON] = reason
-        span.add_event(sc.DECISION_EVENT, attributes)
+        try:
+            span.add_event(sc.DECISION_EVENT, attributes)
+        except Exception:
+            _failed("record a decision")
 
     def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
+        try:
+            self._end(outcome, error, usage)
+        except Exception:
+            _failed("end a run's span")
+
+    def _end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
         elapsed = _now() - self._started
         error_type: str | None = None
         if outcome == "cancelled":
@@ -237,32 +279,35 @@ class _RunSpan:
                 sc.RUN_OUTCOME: outcome,
                 sc.RUN_REQUESTS: usage.requests,
                 sc.RUN_TOOL_CALLS: usage.tool_calls,
-                sc.USAGE_INPUT_TOKENS: usage.input_tokens,
-                sc.USAGE_OUTPUT_TOKENS: usage.output_tokens,
             }
         )
-        if usage.cached_input_tokens:
-            span.set_attribute(sc.USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_input_tokens)
-        if usage.reasoning_tokens:
-            span.set_attribute(sc.USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens)
+        if self.usage_reported:  # tokens no response reported are not known to be 0
+            span.set_attribute(sc.USAGE_INPUT_TOKENS, usage.input_tokens)
+            span.set_attribute(sc.USAGE_OUTPUT_TOKENS, usage.output_tokens)
+            if usage.cached_input_tokens:
+                span.set_attribute(sc.USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_input_tokens)
+            if usage.reasoning_tokens:
+                span.set_attribute(sc.USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens)
         if error_type is not None:
-            _set_error(span, error_type, None if error is None else str(error))
+            quoting = isinstance(error, _QUOTING_ERRORS) and not self._owner._capture
+            _set_error(span, error_type, None if error is None or quoting else str(error))
         span.end()
 
 
 class _RequestSpan:
     """One model request's span; active while each event of its response is read."""
 
-    __slots__ = ("_active", "_common", "_owner", "_span", "_started")
+    __slots__ = ("_active", "_common", "_owner", "_run", "_span", "_started")
 
     def __init__(
         self,
-        owner: OpenTelemetry,
+        run: _RunSpan,
         span: Span | None,
         common: dict[str, Any],
         parent: Context | None,
     ) -> None:
-        self._owner = owner
+        self._run = run
+        self._owner = run._owner
         self._span = span
         self._common = common
         self._active = None if span is None else trace.set_span_in_context(span, parent)
@@ -272,6 +317,14 @@ class _RequestSpan:
         return None if self._active is None else _Attached(self._active)
 
     def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
+        if message is not None and message.usage is not None:
+            self._run.usage_reported = True
+        try:
+            self._end(message, error)
+        except Exception:
+            _failed("end a model request's span")
+
+    def _end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
         elapsed = _now() - self._started
         instruments = self._owner._instruments
         measured: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
@@ -320,13 +373,19 @@ class _ToolTimer:
         return None
 
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        try:
+            self._end(result, error)
+        except Exception:
+            _failed("end a tool call's span")
+
+    def _end(self, result: ToolResult | None, error: BaseException | None) -> None:
         self._measure(result, error)
 
     def _measure(self, result: ToolResult | None, error: BaseException | None) -> str | None:
         """Record the call's duration; its error.type (``None`` if it succeeded)."""
         elapsed = _now() - self._started
-        error_type = _call_error_type(result, error)
         measured = self._measured
+        error_type = _call_error_type(measured[sc.TOOL_NAME], result, error)
         if error_type is not None:
             measured = {**measured, sc.ERROR_TYPE: error_type}
         self._histogram.record(elapsed, measured)
@@ -354,7 +413,7 @@ class _ToolSpan(_ToolTimer):
     def activate(self) -> AbstractContextManager[None]:
         return _Attached(self._active)
 
-    def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+    def _end(self, result: ToolResult | None, error: BaseException | None) -> None:
         error_type = self._measure(result, error)
         span = self._span
         if error_type is None:
@@ -443,22 +502,38 @@ def _error_type(error: BaseException) -> str:
     return type(error).__qualname__
 
 
-def _call_error_type(result: ToolResult | None, error: BaseException | None) -> str | None:
-    """A call's error.type: ``None`` if it succeeded."""
+def _call_error_type(
+    name: str, result: ToolResult | None, error: BaseException | None
+) -> str | None:
+    """The error.type of a call of tool ``name``: ``None`` if it succeeded."""
     if error is not None:
         return _error_type(error)
     if result is None:
         return sc.CANCELLED  # its run stopped it
-    return _result_error_type(result.content) if result.is_error else None
+    return _result_error_type(name, result.content) if result.is_error else None
 
 
-def _result_error_type(text: str) -> str:
+def _result_error_type(name: str, text: str) -> str:
     for prefix, error_type in _ERROR_PREFIXES:
         if text.startswith(prefix):
-            if error_type == "ExecutionFailedError" and _TIMED_OUT.search(text):
+            if error_type == "ExecutionFailedError" and _is_timed_out(name, text[len(prefix) :]):
                 return sc.TIMEOUT
             return error_type
     return sc.TOOL_ERROR
+
+
+def _is_timed_out(name: str, message: str) -> bool:
+    """Whether ``message`` is the loop's own for a call of ``name`` past its timeout (not a
+    tool's error that happens to say "timed out")."""
+    head = call_text(_TIMED_OUT_HEAD, name)
+    if not (message.startswith(head) and message.endswith(_TIMED_OUT_TAIL)):
+        return False
+    seconds = message[len(head) : len(message) - len(_TIMED_OUT_TAIL)]
+    try:
+        float(seconds)
+    except ValueError:
+        return False
+    return True
 
 
 def _message_of(error: BaseException) -> str | None:
