@@ -12,12 +12,15 @@ from llm_worker import (
     Abort,
     Continue,
     HookError,
+    MediaPart,
     Pause,
     PostToolCallContext,
     Skip,
+    TextPart,
     ToolCall,
     ToolCallContext,
     ToolResult,
+    ToolReturn,
     Worker,
     WorkerAbortedError,
     WorkerResult,
@@ -677,3 +680,61 @@ class TestHookErrors:
             await worker.run("go")
         assert await worker.run("again") is WorkerResult.FINISHED
         assert_history_valid(client.requests[-1].messages)
+
+
+@tool_registry
+class Charts:
+    @tool
+    async def chart(self) -> ToolReturn:
+        """A chart with a caption."""
+        return ToolReturn([TextPart("token sk-SECRET"), MediaPart("image/png", data=b"png")])
+
+
+def _redact(ctx: PostToolCallContext) -> None:
+    ctx.result = dataclasses.replace(
+        ctx.result, content=ctx.result.content.replace("sk-SECRET", "***")
+    )
+
+
+class TestRichResults:
+    """A rich result's ``content`` is the text of its ``parts`` (which a client sends):
+    whichever of the two a post-hook changes, the other follows."""
+
+    async def _run(self, hook) -> tuple[Worker, ScriptedClient]:
+        client = ScriptedClient([calls(("chart", {})), "done"])
+        worker = Worker(client)
+        worker.register_tools(tool_definitions(Charts()))
+        worker.add_post_tool_call_hook(hook)
+        with anyio.fail_after(5):
+            await worker.run("go")
+        return worker, client
+
+    @pytest.mark.anyio
+    async def test_a_redacted_content_redacts_the_parts(self):
+        worker, client = await self._run(_redact)
+        (result,) = results_of(worker.history)
+        assert result.content == "token ***"
+        assert result.parts == (TextPart("token ***"), MediaPart("image/png", data=b"png"))
+        sent = client.requests[-1].messages[-1]
+        assert sent == result  # what the client is given, and so the provider
+        assert "sk-SECRET" not in worker.state.to_json()
+
+    @pytest.mark.anyio
+    async def test_rewritten_parts_rewrite_the_content(self):
+        def caption(ctx: PostToolCallContext) -> None:
+            ctx.result = dataclasses.replace(
+                ctx.result, parts=(TextPart("a chart"), *ctx.result.parts[1:])
+            )
+
+        worker, _ = await self._run(caption)
+        (result,) = results_of(worker.history)
+        assert result.content == "a chart"
+        assert result.parts == (TextPart("a chart"), MediaPart("image/png", data=b"png"))
+
+    @pytest.mark.anyio
+    async def test_content_and_parts_that_disagree_are_the_hooks_error(self):
+        def both(ctx: PostToolCallContext) -> None:
+            ctx.result = dataclasses.replace(ctx.result, content="one", parts=(TextPart("two"),))
+
+        with pytest.raises(HookError, match="content is not the text of the parts"):
+            await self._run(both)

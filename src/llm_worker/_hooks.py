@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from ._content import MediaPart, TextPart, text_of
 from ._conversation import ToolCall, ToolResult
 from ._exceptions import HookError
 from ._meta import ToolMeta
@@ -194,10 +195,12 @@ async def run_post_hooks(
     """Run hooks in order until one returns ``Abort``.
 
     A hook may change the result's content and ``is_error``; the result keeps
-    answering the model's call id whatever the hook does to it.
+    answering the model's call id whatever the hook does to it, and a rich
+    result's ``content`` stays the text of its ``parts``.
     """
     call_id = ctx.result.call_id
     for hook in hooks:
+        before = ctx.result
         decision = await _call(hook, ctx, "post_tool_call", _POST_DECISIONS)
         result: object = ctx.result
         if not isinstance(result, ToolResult) or not isinstance(result.content, str):
@@ -206,11 +209,37 @@ async def run_post_hooks(
                 "post_tool_call",
                 f"set ctx.result to {result!r}, not a ToolResult with text content",
             )
+        if result.parts and result is not before:
+            result = _text_agreeing(hook, before, result)
         if result.call_id != call_id:
-            ctx.result = dataclasses.replace(result, call_id=call_id)
+            result = dataclasses.replace(result, call_id=call_id)
+        ctx.result = result
         if isinstance(decision, Abort):
             return decision
     return Continue()
+
+
+def _text_agreeing(
+    hook: Callable[..., object], before: ToolResult, after: ToolResult
+) -> ToolResult:
+    """``after`` with ``content`` the text of its ``parts``: whichever the hook changed wins.
+
+    A client sends a rich result's parts, not its ``content``: a hook that redacted
+    only the content must not see the parts sent as they were.
+    """
+    if after.content == text_of(after.parts):
+        return after
+    if after.parts == before.parts:  # the text was rewritten: it replaces the parts' text
+        media = tuple(part for part in after.parts if isinstance(part, MediaPart))
+        return dataclasses.replace(after, parts=(TextPart(after.content), *media))
+    if after.content == before.content:  # the parts were rewritten: the text follows them
+        return dataclasses.replace(after, content=text_of(after.parts))
+    raise HookError(
+        _hook_name(hook),
+        "post_tool_call",
+        "changed both the result's content and its parts, and the content is not the "
+        "text of the parts (change one of them, or make them agree)",
+    )
 
 
 async def needs_approval(policy: ApprovalPolicy, ctx: ToolCallContext) -> bool:
