@@ -304,8 +304,9 @@ class TestThreadBound:
         assert results == ["unblocked"] * 3
         assert app.most_running == 2
 
-    async def test_a_cancelled_run_does_not_wait_for_its_thread(self):
-        """Cancelling a call abandons its thread at once; the thread keeps its slot until done."""
+    async def test_a_cancelled_run_does_not_wait_for_its_thread(self, caplog):
+        """Cancelling a call abandons its thread at once; the thread keeps its slot until done.
+        A call that ends waiting for a slot never started: a warning says so, and why."""
         app = Hostile()
         anyio.to_thread.current_default_thread_limiter().total_tokens = 1
         execute = tool_of(app, "block_untimed").execute
@@ -313,9 +314,15 @@ class TestThreadBound:
             with anyio.move_on_after(SHORT):
                 await execute("")
             assert app.running == 1  # abandoned, still running
+            assert "waiting for a thread" not in caplog.text
             with anyio.move_on_after(SHORT):
                 await execute("")  # waits for the slot the abandoned thread holds
             assert (app.most_running, app.finished) == (1, 0)
+            assert (
+                "A call of tool 'block_untimed' ended waiting for a thread: every tool thread "
+                "of this event loop was busy (1 alive, 1 of them abandoned by calls that "
+                "timed out or were cancelled)"
+            ) in caplog.text
             app.gate.set()
             await wait_for(lambda: app.finished == 1)
             assert await execute("") == "unblocked"  # the slot is free again

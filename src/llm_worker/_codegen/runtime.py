@@ -160,7 +160,9 @@ def make_execute(
             if is_async:
                 result = await self._method(self.ctx, **kwargs)
             elif thread is True:
-                return await run_in_thread(_call_to_text, self._method, self.ctx, kwargs, tool_name)
+                return await run_in_thread(
+                    _call_to_text, self._method, self.ctx, kwargs, tool_name, tool_name=tool_name
+                )
             elif thread:  # "dedicated": the app object's own thread
                 return await dedicated_thread_of(self.ctx).run(
                     _call_to_text, self._method, self.ctx, kwargs, tool_name
@@ -215,7 +217,7 @@ async def _run(
         return result if type(result) is str else await _result_text(result, tool_name)
     if thread is True:
         # Threads cannot be interrupted: abandon it; it may still finish on its own.
-        return await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name)
+        return await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name, tool_name=tool_name)
     return await dedicated_thread_of(ctx).run(_call_to_text, func, ctx, kwargs, tool_name)
 
 
@@ -234,7 +236,7 @@ async def _result_text(result: object, tool_name: str) -> str | ToolReturn:
 
 async def _repr_in_thread(result: object, tool_name: str) -> str:
     # repr() is the tool's code, and may be slow: never on the event loop.
-    return await run_in_thread(_repr_text, result, tool_name)
+    return await run_in_thread(_repr_text, result, tool_name, tool_name=tool_name)
 
 
 def _call_to_text(

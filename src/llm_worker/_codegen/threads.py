@@ -11,12 +11,13 @@ it is started until the function returns, abandoned or not, and starts no
 more than ``anyio.to_thread.current_default_thread_limiter().total_tokens``
 (40 by default) at once, on asyncio and trio alike. A call that finds them all
 taken waits for one to end: inside its timeout, so a call that waits too long
-times out like any other.
+times out like any other (and a warning says that it waited for a thread, and why).
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import weakref
 from collections.abc import Callable
@@ -27,6 +28,8 @@ import anyio  # its submodules load when first used: `import llm_worker` stays c
 __all__ = ["run_in_thread"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("llm_worker")
 
 # An abandoned thread frees its slot from its own thread, without waking the event loop
 # (a call back into a loop that is shutting down could block forever): waiting calls also
@@ -42,11 +45,12 @@ class _ToolThreads:
     starting a thread takes no lock.
     """
 
-    __slots__ = ("alive", "freed", "lock", "waiting", "wake")
+    __slots__ = ("abandoned", "alive", "freed", "lock", "waiting", "wake")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()  # for each call's handshake with its thread
         self.alive = 0  # started and not yet returned, or about to start
+        self.abandoned = 0  # of those, the ones whose call ended before them
         self.freed: collections.deque[None] = collections.deque()
         self.waiting = 0
         self.wake = anyio.Event()
@@ -56,20 +60,33 @@ class _ToolThreads:
         while freed:
             freed.popleft()
             self.alive -= 1
+            self.abandoned -= 1
         if self.alive < bound:
             self.alive += 1
             return True
         return False
 
-    async def acquire(self, limiter: anyio.CapacityLimiter) -> None:
+    async def acquire(self, limiter: anyio.CapacityLimiter, name: str) -> None:
         """Wait for a free slot (the bound is read each time: it may change at run time)."""
-        while not self.try_acquire(limiter.total_tokens):
-            self.waiting += 1
-            try:
-                with anyio.move_on_after(_RECHECK_SECONDS):
-                    await self.wake.wait()
-            finally:
-                self.waiting -= 1
+        try:
+            while not self.try_acquire(limiter.total_tokens):
+                self.waiting += 1
+                try:
+                    with anyio.move_on_after(_RECHECK_SECONDS):
+                        await self.wake.wait()
+                finally:
+                    self.waiting -= 1
+        except anyio.get_cancelled_exc_class():
+            # The call's result says only that it timed out (or stopped): say why.
+            logger.warning(
+                "A call of tool %r ended waiting for a thread: every tool thread of this "
+                "event loop was busy (%d alive, %d of them abandoned by calls that timed "
+                "out or were cancelled)",
+                name,
+                self.alive,
+                self.abandoned,
+            )
+            raise
 
     def release(self) -> None:
         """Free a slot, on the event loop's thread."""
@@ -136,11 +153,15 @@ class _Call(Generic[T]):
         """
         with self.threads.lock:
             self.gone = True
-            return self.running
+            running = self.running
+        if running:
+            self.threads.abandoned += 1  # on the event loop: the thread frees it through `freed`
+        return running
 
 
-async def run_in_thread(func: Callable[..., T], *args: Any) -> T:
-    """``func(*args)`` in a worker thread, within this event loop's bound on tool threads.
+async def run_in_thread(func: Callable[..., T], *args: Any, tool_name: str) -> T:
+    """``func(*args)`` in a worker thread, within this event loop's bound on tool threads
+    (for a call of ``tool_name``).
 
     Cancellation (a timeout, a cancelled run) abandons the thread: this returns
     at once, and the thread keeps its slot until ``func`` returns.
@@ -148,7 +169,7 @@ async def run_in_thread(func: Callable[..., T], *args: Any) -> T:
     limiter = anyio.to_thread.current_default_thread_limiter()
     threads = _tool_threads(limiter)
     if not threads.try_acquire(limiter.total_tokens):
-        await threads.acquire(limiter)
+        await threads.acquire(limiter, tool_name)
     call = _Call(threads, func, args)
     try:
         result = await anyio.to_thread.run_sync(call.run, abandon_on_cancel=True, limiter=limiter)
