@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import TypedDict
 
 import anyio
 import pytest
@@ -262,6 +263,37 @@ class TestDepsTypes:
             worker.run_stream("go")
         with pytest.raises(TypeError, match="got OtherDeps"):
             worker.run_stream("go", deps=OtherDeps(1))  # type: ignore[arg-type]
+
+
+class UserDeps(TypedDict):
+    user: str
+
+
+@tool_registry
+class Greeter:
+    @tool
+    async def greet(self, ctx: ToolContext[UserDeps]) -> str:
+        """Greet the run's user."""
+        return f"hello {ctx.deps['user']}"
+
+
+class TestTypedDictDeps:
+    """A ``TypedDict`` deps_type: its deps are dicts (isinstance cannot check one)."""
+
+    @pytest.mark.anyio
+    async def test_runs_take_dicts(self):
+        worker = Worker(ScriptedClient([calls(("greet", {})), "ok"]), deps_type=UserDeps)
+        worker.register_tools(tool_definitions(Greeter()))
+        with anyio.fail_after(5):
+            await worker.run("go", deps={"user": "ada"})
+        assert [r.content for r in results_of(worker.history)] == ["hello ada"]
+        with pytest.raises(TypeError, match="take deps of type UserDeps"):
+            worker.run_stream("go", deps=Deps("ada"))  # type: ignore[arg-type]
+
+    def test_a_tool_for_other_deps_is_still_refused(self):
+        worker = Worker(ScriptedClient(), deps_type=UserDeps)
+        with pytest.raises(TypeError, match="takes ToolContext\\[Deps\\]"):
+            worker.register_tools(tool_definitions(Notes()))
 
 
 class Counting:

@@ -14,12 +14,12 @@ import math
 import threading
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Generic, Protocol
+from typing import Any, Generic, Protocol
 
 import anyio  # its submodules load when first used: `import llm_worker` stays cheap
-from typing_extensions import TypeVar, final
+from typing_extensions import TypeVar, final, is_typeddict
 
-__all__ = ["ProgressReports", "ProgressSink", "ToolContext"]
+__all__ = ["ProgressReports", "ProgressSink", "ToolContext", "deps_fit", "deps_types_fit"]
 
 DepsT = TypeVar("DepsT", default=None)
 
@@ -143,3 +143,17 @@ class ProgressReports:
             reports = list(self._latest.values())
             self._latest.clear()
         return reports
+
+
+def deps_fit(deps: object, deps_type: type[Any]) -> bool:
+    """Whether ``deps`` is of ``deps_type`` (a ``TypedDict``'s are dicts: it has no
+    instances to check)."""
+    if is_typeddict(deps_type):
+        return isinstance(deps, dict)
+    return isinstance(deps, deps_type)
+
+
+def deps_types_fit(given: type[Any], wanted: type[Any]) -> bool:
+    """Whether deps of type ``given`` are what a tool taking ``ToolContext[wanted]`` wants
+    (a ``TypedDict`` it wants, the checkers tell: it has no subclasses to check)."""
+    return given is wanted or is_typeddict(wanted) or issubclass(given, wanted)

@@ -31,6 +31,7 @@ from typing_extensions import TypeVar
 
 from ._approvals import Decision, PendingCall
 from ._client import LlmClient, ToolChoice
+from ._context import deps_fit, deps_types_fit
 from ._conversation import AssistantMessage, Message, RunUsage
 from ._exceptions import WorkerStateError
 from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
@@ -366,7 +367,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
 
     def _check_deps(self, deps: object) -> None:
         deps_type = self._session.deps_type
-        if deps_type is not None and not isinstance(deps, deps_type):
+        if deps_type is not None and not deps_fit(deps, deps_type):
             raise TypeError(
                 f"this worker's runs take deps of type {deps_type.__qualname__} (deps_type=); "
                 f"got {type(deps).__qualname__}"
@@ -392,7 +393,7 @@ async def _drain(stream: RunStream[Any]) -> WorkerResult:
 def _check_deps_type(entry: ToolEntry, deps_type: type[Any]) -> None:
     # A generated tool says which Deps its ToolContext[Deps] wants (deps_type).
     wanted: object = getattr(entry.tool, "deps_type", None)
-    if isinstance(wanted, type) and not issubclass(deps_type, wanted):
+    if isinstance(wanted, type) and not deps_types_fit(deps_type, wanted):
         raise TypeError(
             f"tool {entry.meta.name!r} takes ToolContext[{wanted.__qualname__}], but this "
             f"worker's runs give deps of type {deps_type.__qualname__} (deps_type=)"

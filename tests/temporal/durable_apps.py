@@ -28,12 +28,14 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from llm_worker import (
+        Abort,
         AssistantMessage,
         Completion,
         ExecutionFailedError,
         Limits,
         LlmEvent,
         LlmRequest,
+        PostToolCallContext,
         ProviderError,
         Skip,
         SyntheticResult,
@@ -238,6 +240,23 @@ class FlakyModel(PlanModel):
         return super().stream(request)
 
 
+class GatedModel(PlanModel):
+    """``PlanModel``, but each request first marks ``started`` and waits while ``gate``
+    exists: a model request that is under way for as long as the test likes."""
+
+    def __init__(self, gate: Path, started: Path) -> None:
+        super().__init__()
+        self.gate = gate
+        self.started = started
+
+    async def _events(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        self.started.touch()
+        while self.gate.exists():
+            await asyncio.sleep(0.05)
+        async for event in super()._events(request):
+            yield event
+
+
 async def _failing(error: ProviderError) -> AsyncIterator[LlmEvent]:
     raise error
     yield  # an async generator that fails on its first step, as a real client's stream
@@ -368,6 +387,29 @@ def answer_audits(ctx: ToolCallContext) -> SyntheticResult | None:
 @workflow.defn(name="LedgerWorkflow")
 class ChangedLedgerWorkflow(ConversationWorkflow):
     durable = CHANGED
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+# A post-hook that aborts the run when a "refuse" result comes, while other calls run.
+STOPPING = DurableWorker(
+    "stopping",
+    limits=Limits(tool_timeout=30),
+    tool_activity=ActivityConfig(heartbeat_timeout=timedelta(seconds=2), retry_policy=FAST_RETRIES),
+)
+STOPPING.register_tools(Ledger)
+
+
+@STOPPING.add_post_tool_call_hook
+def stop_at_a_refusal(ctx: PostToolCallContext) -> Abort | None:
+    return Abort("refused") if ctx.call.name == "refuse" else None
+
+
+@workflow.defn
+class StoppingWorkflow(ConversationWorkflow):
+    durable = STOPPING
 
     @workflow.run
     async def run(self, start: ConversationStart) -> ConversationOutcome:

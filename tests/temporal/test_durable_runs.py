@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
-from temporalio.exceptions import ApplicationError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError, CancelledError
 
 from llm_worker import (
     Approve,
@@ -38,9 +44,11 @@ from .durable_apps import (
     LIMITED,
     SHORT,
     SPLIT,
+    STOPPING,
     VAULT_QUEUE,
     Deps,
     FlakyModel,
+    GatedModel,
     HookedWorkflow,
     Ledger,
     LedgerWorkflow,
@@ -48,6 +56,7 @@ from .durable_apps import (
     PlanModel,
     ShortWorkflow,
     SplitWorkflow,
+    StoppingWorkflow,
     call,
     plan,
     read_journal,
@@ -59,6 +68,7 @@ from .support import (
     history_events,
     temporal_worker,
     wait_for_status,
+    wait_until,
     workflow_id,
 )
 
@@ -633,3 +643,97 @@ class TestFailures:
         assert state.history[1].tool_calls == (ToolCall("x", "audit", '{"account": "ada"}'),)
         assert state.history[2] == ToolResult("x", "ada is in order")
         assert json.loads(state.to_json())["usage"]["requests"] == 1
+
+
+def _kinds(events: list[Any]) -> list[str]:
+    return [EventType.Name(event.event_type).removeprefix("EVENT_TYPE_") for event in events]
+
+
+class TestCancellation:
+    """A call cancelled in the workflow (an abort, a cancelled workflow) cancels its
+    activity at once and ends as in a process: never a workflow task stuck re-delivering
+    the cancellation (Temporal's deadlock detector), never waiting for the tool."""
+
+    async def test_an_abort_while_a_call_runs_cancels_its_activity(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        ledger = Ledger(tmp_path)
+        ledger.block.touch()  # slow_credit runs until the test ends
+        activities = STOPPING.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        try:
+            async with temporal_worker(
+                client, task_queue, workflows=[StoppingWorkflow], activities=activities
+            ):
+                conversation = await Conversation.start(
+                    client,
+                    StoppingWorkflow,
+                    plan(
+                        [
+                            call("refuse", "a", reason="closed"),
+                            call("slow_credit", "b", account="ada", amount=5),
+                        ]
+                    ),
+                    id=workflow_id(),
+                    task_queue=task_queue,
+                )
+                with pytest.raises(WorkflowFailureError) as failed:
+                    await finished(conversation, seconds=15)
+                events = await history_events(conversation.handle)
+        finally:
+            ledger.block.unlink()
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "WorkerAbortedError"
+        state = RunState.from_json(cause.details[0])
+        assert state.history[-1] == ToolResult(
+            "b",
+            "Tool call 'slow_credit' was cancelled before it finished: the run was aborted "
+            "(refused)",
+            True,
+        )
+        kinds = _kinds(events)
+        assert "WORKFLOW_TASK_FAILED" not in kinds
+        assert "ACTIVITY_TASK_CANCEL_REQUESTED" in kinds
+
+    @pytest.mark.parametrize("under_way", ["tool call", "model request"])
+    async def test_a_workflow_cancelled_mid_call_is_cancelled(
+        self, client: Client, task_queue: str, tmp_path: Path, under_way: str
+    ):
+        """CANCELED, promptly, whether a tool call or a model request was under way (the
+        cancelled model request was a ProviderError that failed the workflow)."""
+        ledger = Ledger(tmp_path)
+        gate, started = tmp_path / "gate", tmp_path / "model started"
+        if under_way == "tool call":
+            ledger.block.touch()
+            model: PlanModel = PlanModel()
+        else:
+            gate.touch()
+            model = GatedModel(gate, started)
+        activities = LEDGER.activities(model=model, tools=tool_definitions(ledger))
+        try:
+            async with temporal_worker(
+                client, task_queue, workflows=[LedgerWorkflow], activities=activities
+            ):
+                conversation = await Conversation.start(
+                    client,
+                    LedgerWorkflow,
+                    plan([call("slow_credit", "s", account="ada", amount=5)]),
+                    id=workflow_id(),
+                    task_queue=task_queue,
+                    deps=Deps("ada"),
+                )
+                if under_way == "tool call":
+                    await wait_until(lambda: ledger.balances() == {"ada": 5})
+                else:
+                    await wait_until(started.exists)
+                await conversation.handle.cancel()
+                with pytest.raises(WorkflowFailureError) as failed:
+                    await finished(conversation, seconds=15)
+                description = await conversation.handle.describe()
+                events = await history_events(conversation.handle)
+        finally:
+            ledger.block.unlink(missing_ok=True)
+            gate.unlink(missing_ok=True)
+        assert isinstance(failed.value.cause, CancelledError)
+        assert description.status is WorkflowExecutionStatus.CANCELED
+        assert "WORKFLOW_TASK_FAILED" not in _kinds(events)

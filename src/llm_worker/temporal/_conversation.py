@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from .._approvals import Decision, PendingCall
+from .._context import deps_fit
 from .._conversation import Message
 from .._exceptions import WorkerStateError
 from .._state import RunState
@@ -79,7 +80,7 @@ class Conversation:
         """
         durable = workflow.durable
         deps_type = durable.deps_type
-        if deps_type is not None and not isinstance(deps, deps_type):
+        if deps_type is not None and not deps_fit(deps, deps_type):
             raise TypeError(
                 f"{workflow.__qualname__}'s runs take deps of type {deps_type.__qualname__} "
                 f"(its DurableWorker's deps_type); got {type(deps).__qualname__}"

@@ -9,14 +9,20 @@ Temporal records each completion in the workflow's history, so on replay these
 return the recorded results and nothing runs again.
 
 Everything here runs inside the workflow: no I/O, no clock, no randomness.
+A call cancelled (the run stopped, the workflow was cancelled) asks Temporal to
+cancel its activity, waits until that is recorded, and is cancelled as in a
+process.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
+import anyio
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
@@ -29,6 +35,8 @@ from ._config import ActivityConfig
 from ._wire import dump_request, load_events, load_result
 
 __all__ = ["ActivityModel", "ActivityTool"]
+
+_T = TypeVar("_T")
 
 
 class ActivityModel:
@@ -46,12 +54,14 @@ class ActivityModel:
 
     async def _stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         try:
-            data = await workflow.execute_activity(
-                self._activity,
-                dump_request(request),
-                result_type=list,
-                summary=f"model request {len(request.messages)} messages",
-                **self._options,
+            data = await _completed(
+                workflow.start_activity(
+                    self._activity,
+                    dump_request(request),
+                    result_type=list,
+                    summary=f"model request {len(request.messages)} messages",
+                    **self._options,
+                )
             )
         except ActivityError as exc:
             raise _model_error(exc) from None
@@ -118,18 +128,20 @@ class ActivityTool:
     async def _call(self, input_json: str, call_id: str, key: str, deps: object) -> str:
         name = self.meta.name
         try:
-            data = await workflow.execute_activity(
-                self._activity,
-                {
-                    "tool": name,
-                    "call_id": call_id,
-                    "input_json": input_json,
-                    "idempotency_key": key,
-                    "deps": self._dump_deps(deps),
-                },
-                result_type=dict,
-                summary=name,
-                **self._options,
+            data = await _completed(
+                workflow.start_activity(
+                    self._activity,
+                    {
+                        "tool": name,
+                        "call_id": call_id,
+                        "input_json": input_json,
+                        "idempotency_key": key,
+                        "deps": self._dump_deps(deps),
+                    },
+                    result_type=dict,
+                    summary=name,
+                    **self._options,
+                )
             )
         except ActivityError as exc:
             raise ExecutionFailedError(
@@ -142,6 +154,27 @@ class ActivityTool:
 
     def __repr__(self) -> str:
         return f"<ActivityTool {self.meta.name!r}>"
+
+
+async def _completed(handle: workflow.ActivityHandle[_T]) -> _T:
+    """What ``handle``'s activity returned. Cancelled, this asks Temporal to cancel the
+    activity, waits (shielded) until it is, and raises the cancellation.
+
+    Not ``await handle``: the handle takes a cancellation as a request and waits for the
+    activity, and anyio, seeing its task still waiting, delivers the cancellation again
+    at every turn of the workflow's event loop, which then never goes idle to send the
+    request (Temporal's deadlock detector fails the workflow task).
+    """
+    try:
+        return await asyncio.shield(handle)
+    except asyncio.CancelledError:
+        handle.cancel()
+        with (
+            anyio.CancelScope(shield=True),
+            contextlib.suppress(ActivityError, asyncio.CancelledError),
+        ):
+            await handle
+        raise
 
 
 class _Failed(ToolError):
