@@ -33,6 +33,7 @@ __all__ = [
     "CANCELLED",
     "DENIED",
     "DURABLE_CALL_FAILED",
+    "DURABLE_RESULT_TOO_LARGE",
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
     "MCP_BAD_CONTENT",
@@ -177,6 +178,11 @@ MCP_BAD_CONTENT = "MCP tool '{name}' sent {what} that cannot be read: {problem}"
 
 # A tool call's activity that Temporal gave up on (its retries ran out, or it timed out).
 DURABLE_CALL_FAILED = "tool '{name}' did not complete: {why}"
+# A result too large for Temporal to record (DurableWorker(max_payload_bytes=)).
+DURABLE_RESULT_TOO_LARGE = (
+    "tool '{name}' returned {size} bytes, over the {limit} bytes a durable run can record "
+    "of one result; return less (a summary, a page, a link)"
+)
 
 # -- arguments over a limit (the text after "Invalid argument: ") ----------------------------
 

@@ -416,6 +416,33 @@ class StoppingWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
+@tool_registry
+class Reports:
+    @tool
+    async def report(self, size: int) -> str:
+        """A report of ``size`` characters."""
+        return "r" * size
+
+
+# Payloads of at most 6 000 bytes: a result or a conversation past that does not fit.
+TIGHT = DurableWorker(
+    "tight",
+    limits=Limits(tool_timeout=30),
+    tool_activity=ActivityConfig(retry_policy=FAST_RETRIES),
+    max_payload_bytes=6_000,
+)
+TIGHT.register_tools(Reports)
+
+
+@workflow.defn
+class TightWorkflow(ConversationWorkflow):
+    durable = TIGHT
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
 # -- a worker process, for the crash tests ----------------------------------------------------
 
 

@@ -36,6 +36,7 @@ from llm_worker import (
 )
 from llm_worker.temporal import (
     Conversation,
+    DurableWorker,
 )
 
 from .durable_apps import (
@@ -45,6 +46,7 @@ from .durable_apps import (
     SHORT,
     SPLIT,
     STOPPING,
+    TIGHT,
     VAULT_QUEUE,
     Deps,
     FlakyModel,
@@ -54,9 +56,11 @@ from .durable_apps import (
     LedgerWorkflow,
     LimitedWorkflow,
     PlanModel,
+    Reports,
     ShortWorkflow,
     SplitWorkflow,
     StoppingWorkflow,
+    TightWorkflow,
     call,
     plan,
     read_journal,
@@ -737,3 +741,66 @@ class TestCancellation:
         assert isinstance(failed.value.cause, CancelledError)
         assert description.status is WorkflowExecutionStatus.CANCELED
         assert "WORKFLOW_TASK_FAILED" not in _kinds(events)
+
+
+class TestPayloadLimits:
+    """What would not fit in a Temporal payload (max_payload_bytes) is never sent: a tool
+    result is an error result, a model request fails the run with its state. Before,
+    the server refused it at every attempt: the activity ran again without end, or the
+    workflow task failed again and again, the run never ending."""
+
+    async def test_a_result_too_large_to_record_is_an_error_result(
+        self, client: Client, task_queue: str
+    ):
+        activities = TIGHT.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[TightWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                TightWorkflow,
+                plan([call("report", "r", size=8_000)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+            )
+            result = await finished(conversation, seconds=30)
+            events = await history_events(conversation.handle)
+        (message,) = [m for m in result.state.history if isinstance(m, ToolResult)]
+        assert message.is_error
+        assert message.content.startswith(
+            "Execution failed: tool 'report' returned 80"  # 8 000 and the JSON around it
+        )
+        assert message.content.endswith(
+            "bytes, over the 6000 bytes a durable run can record of one result; return "
+            "less (a summary, a page, a link)"
+        )
+        assert _kinds(events).count("ACTIVITY_TASK_STARTED") == 3  # model, tool once, model
+
+    async def test_a_conversation_too_large_to_send_fails_the_run_with_its_state(
+        self, client: Client, task_queue: str
+    ):
+        activities = TIGHT.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[TightWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                TightWorkflow,
+                plan([call("report", "a", size=3_000)], [call("report", "b", size=3_000)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation, seconds=30)
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "ProviderError"
+        assert "over the 6000 bytes a durable run can send as one activity's input" in (
+            cause.message
+        )
+        state = RunState.from_json(cause.details[0])
+        assert [m.call_id for m in state.history if isinstance(m, ToolResult)] == ["a", "b"]
+
+    def test_the_limit_is_checked(self):
+        with pytest.raises(ValueError, match="max_payload_bytes must be a positive int"):
+            DurableWorker("x", max_payload_bytes=0)

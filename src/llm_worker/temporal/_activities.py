@@ -1,8 +1,8 @@
 """The activities: the real model request and the real tool call, on an activity worker.
 
-``model_request_activity(name, client)`` streams one request through the
+``model_request_activity(name, client, ...)`` streams one request through the
 user's own ``LlmClient`` and returns the whole response as events.
-``tool_call_activity(name, handle, limits, deps)`` runs one call on the
+``tool_call_activity(name, handle, limits, deps, ...)`` runs one call on the
 user's own tools exactly as a process's Worker would (input limits, the
 tool's timeout, the result cap, a ``ToolError`` as the result the model
 reads). Both run outside the workflow, so they may do anything: I/O, clocks,
@@ -27,13 +27,15 @@ from temporalio.exceptions import ApplicationError
 
 from .._client import LlmClient, LlmEvent, LlmRequest
 from .._context import ToolContext
-from .._conversation import ToolCall
-from .._exceptions import LlmClientError, ProviderError
+from .._conversation import ToolCall, ToolResult
+from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError
 from .._execution import execute_call
 from .._limits import Limits
+from .._model_texts import DURABLE_RESULT_TOO_LARGE, call_text
 from .._server import ToolServerHandle, entry_of
 from .._state_json import dump_result
 from ._deps import DepsCodec
+from ._payloads import payload_size
 from ._wire import coalesce, dump_events, load_request
 
 __all__ = ["model_request_activity", "tool_call_activity"]
@@ -43,9 +45,10 @@ _T = TypeVar("_T")
 
 
 def model_request_activity(
-    name: str, client: LlmClient
+    name: str, client: LlmClient, max_payload_bytes: int
 ) -> Callable[[JsonDict], Awaitable[list[JsonDict]]]:
-    """The activity ``name``: one model request through ``client``."""
+    """The activity ``name``: one model request through ``client``; a response over
+    ``max_payload_bytes`` fails it for good."""
 
     @activity.defn(name=name)
     async def model_request(request: JsonDict) -> list[JsonDict]:
@@ -65,15 +68,25 @@ def model_request_activity(
             ) from exc
         except LlmClientError as exc:  # a client that breaks the protocol does so every time
             raise ApplicationError(str(exc), type="LlmClientError", non_retryable=True) from exc
-        return dump_events(coalesce(events))
+        data = dump_events(coalesce(events))
+        size = payload_size(data)
+        if size > max_payload_bytes:  # asking again would only get as long an answer
+            raise ApplicationError(
+                f"the model's response is {size} bytes, over the {max_payload_bytes} bytes a "
+                f"durable run can record of one (max_payload_bytes)",
+                type="LlmClientError",
+                non_retryable=True,
+            )
+        return data
 
     return model_request
 
 
 def tool_call_activity(
-    name: str, handle: ToolServerHandle, limits: Limits, deps: DepsCodec
+    name: str, handle: ToolServerHandle, limits: Limits, deps: DepsCodec, max_payload_bytes: int
 ) -> Callable[[JsonDict], Awaitable[JsonDict]]:
-    """The activity ``name``: one call of one of ``handle``'s tools, within ``limits``."""
+    """The activity ``name``: one call of one of ``handle``'s tools, within ``limits``; a
+    result over ``max_payload_bytes`` is an error result."""
 
     @activity.defn(name=name)
     async def tool_call(call: JsonDict) -> JsonDict:
@@ -97,7 +110,13 @@ def tool_call_activity(
             sink=progress,
             idempotency_key=str(call["idempotency_key"]),
         )
-        return dump_result(await _beating(progress, execute_call(entry, run_call, limits, context)))
+        result = await _beating(progress, execute_call(entry, run_call, limits, context))
+        data = dump_result(result)
+        size = payload_size(data)
+        if size > max_payload_bytes:
+            text = call_text(DURABLE_RESULT_TOO_LARGE, tool, size=size, limit=max_payload_bytes)
+            data = dump_result(ToolResult(run_call.id, str(ExecutionFailedError(text)), True))
+        return data
 
     return tool_call
 

@@ -38,6 +38,7 @@ from .._worker import Worker
 from ._activities import model_request_activity, tool_call_activity
 from ._config import MODEL_REQUEST_TIMEOUT, TOOL_TIMEOUT_GRACE, ActivityConfig
 from ._deps import DepsCodec
+from ._payloads import DEFAULT_MAX_PAYLOAD_BYTES
 from ._stand_ins import ActivityModel, ActivityTool
 
 __all__ = ["DurableWorker"]
@@ -66,7 +67,10 @@ class DurableWorker(Generic[DepsT]):
     ``Worker``'s; ``limits.tool_timeout`` becomes each tool call activity's
     start-to-close timeout (plus ``TOOL_TIMEOUT_GRACE``). ``model_activity`` and
     ``tool_activity`` set the activities' task queues, timeouts and retry
-    policies. Hooks and approval policies run in the workflow and must be
+    policies. ``max_payload_bytes`` is the most an activity's input or result may
+    be as JSON (under the Temporal server's blob size limit, 2 MiB by default): a
+    model request past it fails the run, a tool result past it is an error
+    result. Hooks and approval policies run in the workflow and must be
     deterministic (see docs/durable.md).
     """
 
@@ -80,6 +84,7 @@ class DurableWorker(Generic[DepsT]):
         deps_type: type[DepsT] | None = None,
         model_activity: ActivityConfig | None = None,
         tool_activity: ActivityConfig | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("DurableWorker needs a name (it names its activities)")
@@ -87,12 +92,15 @@ class DurableWorker(Generic[DepsT]):
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
+        if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
+            raise ValueError(f"max_payload_bytes must be a positive int, got {max_payload_bytes!r}")
         self.name = name
         self.system_prompt = system_prompt
         self.max_turns = max_turns
         self.limits = limits or Limits()
         self.model_activity = model_activity or ActivityConfig()
         self.tool_activity = tool_activity or ActivityConfig()
+        self.max_payload_bytes = max_payload_bytes
         self._deps = DepsCodec(deps_type)
         self._tools: dict[str, _DurableTool] = {}
         self._pre_hooks: list[PreToolCallHook] = []
@@ -169,7 +177,12 @@ class DurableWorker(Generic[DepsT]):
         is its activity's, so the workflow sets no timer per call.
         """
         worker: Worker[DepsT] = Worker(
-            ActivityModel(self.model_activity_name, self.model_activity, MODEL_REQUEST_TIMEOUT),
+            ActivityModel(
+                self.model_activity_name,
+                self.model_activity,
+                MODEL_REQUEST_TIMEOUT,
+                self.max_payload_bytes,
+            ),
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,
             limits=dataclasses.replace(self.limits, tool_timeout=None),
@@ -218,7 +231,9 @@ class DurableWorker(Generic[DepsT]):
         """
         made: list[Callable[..., Any]] = []
         if model is not None:
-            made.append(model_request_activity(self.model_activity_name, model))
+            made.append(
+                model_request_activity(self.model_activity_name, model, self.max_payload_bytes)
+            )
         definitions = list(tools)
         if definitions:
             server = ToolServer()
@@ -233,7 +248,9 @@ class DurableWorker(Generic[DepsT]):
                     f"(register_tools) where the workflow can see it, or leave it out here"
                 )
             made.append(
-                tool_call_activity(self.tool_activity_name, handle, self.limits, self._deps)
+                tool_call_activity(
+                    self.tool_activity_name, handle, self.limits, self._deps, self.max_payload_bytes
+                )
             )
         if not made:
             raise ValueError("activities() needs model=..., tools=..., or both")

@@ -32,6 +32,7 @@ from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError, T
 from .._meta import ToolMeta
 from .._model_texts import DURABLE_CALL_FAILED, call_text
 from ._config import ActivityConfig
+from ._payloads import payload_size
 from ._wire import dump_request, load_events, load_result
 
 __all__ = ["ActivityModel", "ActivityTool"]
@@ -42,22 +43,38 @@ _T = TypeVar("_T")
 class ActivityModel:
     """An ``LlmClient`` whose ``stream(request)`` is one model request activity."""
 
-    __slots__ = ("_activity", "_options")
+    __slots__ = ("_activity", "_max_payload_bytes", "_options")
 
-    def __init__(self, activity: str, config: ActivityConfig, default_timeout: timedelta) -> None:
+    def __init__(
+        self,
+        activity: str,
+        config: ActivityConfig,
+        default_timeout: timedelta,
+        max_payload_bytes: int,
+    ) -> None:
         self._activity = activity
         self._options = config.activity_options(default_timeout)
+        self._max_payload_bytes = max_payload_bytes
 
     def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         """Run the request as an activity and yield the whole response's events."""
         return self._stream(request)
 
     async def _stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        sent = dump_request(request)
+        size = payload_size(sent)
+        if size > self._max_payload_bytes:  # Temporal would refuse it at every attempt
+            raise ProviderError(
+                "temporal",
+                f"the model request is {size} bytes, over the {self._max_payload_bytes} bytes "
+                f"a durable run can send as one activity's input (max_payload_bytes): "
+                f"continue the conversation from a shorter history",
+            )
         try:
             data = await _completed(
                 workflow.start_activity(
                     self._activity,
-                    dump_request(request),
+                    sent,
                     result_type=list,
                     summary=f"model request {len(request.messages)} messages",
                     **self._options,
