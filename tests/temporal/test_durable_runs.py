@@ -71,6 +71,7 @@ from .support import (
     finished,
     history_events,
     temporal_worker,
+    wait_for_events,
     wait_for_status,
     wait_until,
     workflow_id,
@@ -336,6 +337,42 @@ class TestApprovals:
             "t2", "Tool call 'transfer_out' was denied; it did not run: one is enough", True
         )
         assert ledger.balances() == {"ada": 7}
+
+    async def test_a_decision_sent_again_with_its_id_decides_nothing_more(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A retried decide (same decision_id) arriving at the next pause, whose call has
+        the same model id, is the first one's repeat: it approves nothing there."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        message = plan(
+            [call("transfer_out", "t1", account="ada", amount=1)],
+            [call("transfer_out", "t1", account="ada", amount=1000)],
+        )
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            assert await conversation.decide({"t1": Approve()}, decision_id="d1") == ("t1",)
+            await wait_for_events(conversation, "approval_requested", 2)
+            await wait_for_status(conversation, "paused")
+            assert await conversation.decide({"t1": Approve()}, decision_id="d1") == ("t1",)
+            pending = await conversation.pending()
+            assert [(p.call.id, p.call.input_json) for p in pending] == [
+                ("t1", '{"account": "ada", "amount": 1000}')
+            ]
+            assert await conversation.decide({"t1": Deny("too much")}, decision_id="d2") == ("t1",)
+            await finished(conversation)
+        ran = [(e["tool"], e["args"]["amount"]) for e in read_journal(ledger.journal)]
+        assert ran == [("transfer_out", 1)]
 
     async def test_decisions_resume_would_refuse_are_refused_and_leave_no_trace(
         self, client: Client, task_queue: str, tmp_path: Path

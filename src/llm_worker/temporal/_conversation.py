@@ -126,18 +126,26 @@ class Conversation:
         data = await self.handle.query("events", after, result_type=dict)
         return EventPage(list(data["events"]), int(data["next"]), str(data["status"]))
 
-    async def decide(self, decisions: Mapping[str, Decision] | Decision) -> tuple[str, ...]:
+    async def decide(
+        self, decisions: Mapping[str, Decision] | Decision, *, decision_id: str | None = None
+    ) -> tuple[str, ...]:
         """Decide the pending calls, as ``resume(decisions)`` takes them; the run goes on.
 
         Raises what ``resume()`` would, with its message (``WorkerStateError``
         when the run is not paused or a pending call has no decision, ``TypeError``
         for what is not a decision), and nothing changes then. Returns the ids
         of the calls decided.
+
+        ``decision_id`` (Temporal's update id) makes a decision that is sent again
+        (a retried request) a no-op: the workflow takes each id once, and a repeat
+        returns what the first got. Without it, a repeat that arrives at the next
+        pause decides that pause's calls if their ids match (model call ids are
+        unique only within one response).
         """
         payload = dump_decisions(decisions)
         try:
             decided: list[object] = await self.handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
-                "decide", payload, result_type=list
+                "decide", payload, result_type=list, id=decision_id
             )
         except WorkflowUpdateFailedError as exc:
             local = _local_error(exc)
