@@ -261,6 +261,12 @@ class TestDepsTypes:
         worker, _ = make(ScriptedClient())
         with pytest.raises(TypeError, match="take deps of type Deps"):
             worker.run_stream("go")
+        with pytest.raises(TypeError) as info:
+            worker.resume_stream()
+        assert str(info.value) == (
+            "this worker's runs take deps of type Deps (deps_type=); resume() got none (a "
+            "run's deps are not kept: resume() takes deps= as run() does)"
+        )
         with pytest.raises(TypeError, match="got OtherDeps"):
             worker.run_stream("go", deps=OtherDeps(1))  # type: ignore[arg-type]
 

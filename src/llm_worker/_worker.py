@@ -198,7 +198,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         ``stream.output`` has the type of ``output_type``.
         """
         self._require_owner()
-        self._check_deps(deps)
+        self._check_deps(deps, "run")
         output = self._output_of(output_type, tool_choice)
         self._check_tool_choice(tool_choice, output)
         return RunStream(
@@ -218,7 +218,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
     ) -> RunStream[DepsT, OutputT]:
         """``resume()``, as a stream of events."""
         self._require_owner()
-        self._check_deps(deps)
+        self._check_deps(deps, "resume")
         return RunStream(
             self._session,
             Start("resume", decisions=decisions),
@@ -231,7 +231,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
     def retry_stream(self, *, deps: DepsT | None = None) -> RunStream[DepsT, OutputT]:
         """``retry()``, as a stream of events."""
         self._require_owner()
-        self._check_deps(deps)
+        self._check_deps(deps, "retry")
         return RunStream(
             self._session,
             Start("retry"),
@@ -365,12 +365,18 @@ class _WorkerBase(Generic[DepsT, OutputT]):
             f"a tool of this worker (its tools: {names or 'none'})"
         )
 
-    def _check_deps(self, deps: object) -> None:
+    def _check_deps(self, deps: object, method: str) -> None:
         deps_type = self._session.deps_type
         if deps_type is not None and not deps_fit(deps, deps_type):
+            given = (
+                f"{method}() got none (a run's deps are not kept: {method}() takes deps= as "
+                f"run() does)"
+                if deps is None
+                else f"got {type(deps).__qualname__}"
+            )
             raise TypeError(
                 f"this worker's runs take deps of type {deps_type.__qualname__} (deps_type=); "
-                f"got {type(deps).__qualname__}"
+                f"{given}"
             )
 
     def _require_owner(self) -> None:
