@@ -249,7 +249,8 @@ BROKEN_STREAMS = [
     ),
     pytest.param(
         [Completion("end_turn"), Completion("end_turn")],
-        "LlmClient sent Completion(stop_reason='end_turn', usage=None) after the Completion event",
+        "LlmClient sent Completion(stop_reason='end_turn', usage=None, response_id=None, "
+        "model=None) after the Completion event",
         id="second-completion",
     ),
     pytest.param(

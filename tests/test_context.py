@@ -301,6 +301,18 @@ class TestTypedDictDeps:
         with pytest.raises(TypeError, match="takes ToolContext\\[Deps\\]"):
             worker.register_tools(tool_definitions(Notes()))
 
+    @pytest.mark.parametrize("deps_type", [int, Deps])
+    def test_a_tool_wanting_a_typed_dict_wants_a_dict(self, deps_type):
+        worker = Worker(ScriptedClient(), deps_type=deps_type)
+        with pytest.raises(TypeError, match="takes ToolContext\\[UserDeps\\]"):
+            worker.register_tools(tool_definitions(Greeter()))
+
+    def test_a_dict_subclass_is_a_typed_dicts_deps(self):
+        class Richer(dict):  # type: ignore[type-arg]
+            pass
+
+        Worker(ScriptedClient(), deps_type=Richer).register_tools(tool_definitions(Greeter()))
+
 
 class Counting:
     """A hand-written tool that opts in to the context with execute_with_context."""

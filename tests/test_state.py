@@ -35,7 +35,7 @@ from llm_worker import (
 )
 from llm_worker._events import ToolCallOutcome
 from llm_worker._state import PausedCall
-from llm_worker.testing import ScriptedClient
+from llm_worker.testing import ScriptedClient, ScriptedResponse
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,6 +71,29 @@ CALL_B = ToolCall("b", "echo", '{"text": "2"}')
 
 
 class TestRoundTrip:
+    @pytest.mark.anyio
+    async def test_the_response_id_and_model_are_kept(self):
+        """The provider's response id and model reach the history and survive save/load;
+        a state written without them (before they existed) still loads."""
+        client = ScriptedClient([ScriptedResponse("hi", response_id="r1", model="m-2025")])
+        worker = Worker(client)
+        await worker.run("go")
+        answer = worker.history[-1]
+        assert isinstance(answer, AssistantMessage)
+        assert (answer.response_id, answer.model) == ("r1", "m-2025")
+        text = worker.state.to_json()
+        loaded = RunState.from_json(text).history[-1]
+        assert isinstance(loaded, AssistantMessage)
+        assert (loaded.response_id, loaded.model) == ("r1", "m-2025")
+        document = json.loads(text)
+        for message in document["history"]:
+            message.pop("response_id", None)
+            message.pop("model", None)
+        older = RunState.from_json(json.dumps(document)).history[-1]
+        assert isinstance(older, AssistantMessage)
+        assert (older.response_id, older.model) == (None, None)
+        assert older == answer  # they are the provider's account: equality ignores them
+
     @pytest.mark.anyio
     async def test_a_paused_run_round_trips(self):
         """A paused run's state written to JSON and read back is the same state."""

@@ -133,10 +133,17 @@ class ToolUseStop:
 
 @dataclass(frozen=True)
 class Completion:
-    """The response is complete: why it stopped, and what it cost if known."""
+    """The response is complete: why it stopped, and what it cost if known.
+
+    ``response_id`` and ``model`` are the provider's id of the response and the
+    model that answered (an alias such as ``gpt-4o`` names a dated model here),
+    when the provider says.
+    """
 
     stop_reason: str
     usage: Usage | None = None
+    response_id: str | None = None
+    model: str | None = None
 
 
 LlmEvent: TypeAlias = (

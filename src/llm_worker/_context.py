@@ -155,5 +155,9 @@ def deps_fit(deps: object, deps_type: type[Any]) -> bool:
 
 def deps_types_fit(given: type[Any], wanted: type[Any]) -> bool:
     """Whether deps of type ``given`` are what a tool taking ``ToolContext[wanted]`` wants
-    (a ``TypedDict`` it wants, the checkers tell: it has no subclasses to check)."""
-    return given is wanted or is_typeddict(wanted) or issubclass(given, wanted)
+    (a ``TypedDict`` wants a dict: which keys, the type checkers tell)."""
+    if given is wanted:
+        return True
+    if is_typeddict(wanted):
+        return issubclass(given, dict)  # a TypedDict's class is a dict's subclass
+    return issubclass(given, wanted)

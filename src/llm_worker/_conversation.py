@@ -169,7 +169,9 @@ class AssistantMessage:
     """What the model answered: text and/or tool calls, in the order it made them.
 
     ``provider_items`` are what the provider needs back on later requests (see
-    ``ProviderItem``); a client of another provider ignores them.
+    ``ProviderItem``); a client of another provider ignores them. ``usage``,
+    ``response_id`` and ``model`` (the model that answered) are the provider's
+    account of the response, when it gives one; equality ignores them.
     """
 
     text: str = ""
@@ -177,6 +179,8 @@ class AssistantMessage:
     stop_reason: str | None = None
     usage: Usage | None = field(default=None, compare=False)
     provider_items: tuple[ProviderItem, ...] = ()
+    response_id: str | None = field(default=None, compare=False)
+    model: str | None = field(default=None, compare=False)
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResult

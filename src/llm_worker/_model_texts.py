@@ -33,6 +33,7 @@ __all__ = [
     "CANCELLED",
     "DENIED",
     "DURABLE_CALL_FAILED",
+    "DURABLE_INPUT_TOO_LARGE",
     "DURABLE_RESULT_TOO_LARGE",
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
@@ -178,6 +179,11 @@ MCP_BAD_CONTENT = "MCP tool '{name}' sent {what} that cannot be read: {problem}"
 
 # A tool call's activity that Temporal gave up on (its retries ran out, or it timed out).
 DURABLE_CALL_FAILED = "tool '{name}' did not complete: {why}"
+# A call too large for Temporal to send to its activity: its arguments and the run's deps.
+DURABLE_INPUT_TOO_LARGE = (
+    "tool '{name}' was not called: its arguments and the run's deps are {size} bytes, over "
+    "the {limit} bytes a durable run can send to one call"
+)
 # A result too large for Temporal to record (DurableWorker(max_payload_bytes=)).
 DURABLE_RESULT_TOO_LARGE = (
     "tool '{name}' returned {size} bytes, over the {limit} bytes a durable run can record "

@@ -119,7 +119,13 @@ class ResponseAssembler:
         )
         text = valid_unicode("".join(self.text))
         return AssistantMessage(
-            text, calls, completion.stop_reason, completion.usage, tuple(self.items)
+            text,
+            calls,
+            completion.stop_reason,
+            completion.usage,
+            tuple(self.items),
+            completion.response_id,
+            completion.model,
         )
 
 

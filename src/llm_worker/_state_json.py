@@ -119,6 +119,8 @@ class _AssistantJson(TypedDict):
     stop_reason: str | None
     usage: _UsageJson | None
     provider_items: list[_ProviderItemJson]
+    response_id: NotRequired[str | None]  # NotRequired: states written before it read
+    model: NotRequired[str | None]
 
 
 class _ToolResultJson(_ResultJson):
@@ -276,6 +278,8 @@ def dump_message(message: Message) -> dict[str, Any]:
             {"provider": item.provider, "kind": item.kind, "data": item.data}
             for item in message.provider_items
         ],
+        **({} if message.response_id is None else {"response_id": message.response_id}),
+        **({} if message.model is None else {"model": message.model}),
     }
 
 
@@ -351,6 +355,8 @@ def _load_message(data: _UserJson | _AssistantJson | _ToolResultJson) -> Message
         data["stop_reason"],
         None if usage is None else Usage(**usage),
         tuple(ProviderItem(**item) for item in data["provider_items"]),
+        data.get("response_id"),
+        data.get("model"),
     )
 
 

@@ -71,6 +71,8 @@ class ScriptedResponse:
     interleave: bool = False
     stop_reason: str | None = None
     usage: Usage | None = None
+    response_id: str | None = None
+    model: str | None = None
 
 
 ScriptStep: TypeAlias = ScriptedResponse | str | Callable[[LlmRequest], ScriptedResponse | str]
@@ -152,7 +154,7 @@ def _events(response: ScriptedResponse, number: int, chunk_size: int | None) -> 
                     events.append(ToolInputDelta(index, pieces[position]))
         events.extend(ToolUseStop(index) for index in range(len(fragments)))
     stop_reason = response.stop_reason or ("tool_use" if response.tool_calls else "end_turn")
-    events.append(Completion(stop_reason, response.usage))
+    events.append(Completion(stop_reason, response.usage, response.response_id, response.model))
     return events
 
 

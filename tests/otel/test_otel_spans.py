@@ -697,6 +697,19 @@ class TestWhatSpansSay:
         assert telemetry.one("invoke_agent").events == ()
 
     @pytest.mark.anyio
+    async def test_the_response_id_and_the_model_that_answered(self, telemetry):
+        """gen_ai.response.id and gen_ai.response.model on the chat span, and the model on
+        its measurements, when the provider says (here an alias answered by a dated model)."""
+        script = [ScriptedResponse("hi", usage=Usage(3, 1), response_id="r1", model="gpt-t-0815")]
+        worker, _ = traced(telemetry, script)
+        await worker.run("go")
+        chat = attributes(telemetry.one("chat gpt-test"))
+        assert (chat["gen_ai.response.id"], chat["gen_ai.response.model"]) == ("r1", "gpt-t-0815")
+        for metric in ("gen_ai.client.operation.duration", "gen_ai.client.token.usage"):
+            for point in telemetry.points(metric):
+                assert point.attributes["gen_ai.response.model"] == "gpt-t-0815"
+
+    @pytest.mark.anyio
     async def test_a_structured_answers_request_has_output_type_json(self, telemetry):
         class Person(BaseModel):
             age: int

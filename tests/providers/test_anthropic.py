@@ -186,7 +186,9 @@ class TestStream:
             ToolUseStart(2, "toolu_b", "get_note"),
             ToolInputDelta(2, "{}"),
             ToolUseStop(2),
-            Completion("tool_use", Usage(60, 30)),
+            Completion(
+                "tool_use", Usage(60, 30), "msg_01XFDUDYJgAACzvnptvVoYEL", "claude-test-model"
+            ),
         ]
 
     @pytest.mark.anyio
@@ -198,7 +200,12 @@ class TestStream:
             assert await events.__anext__() == TextDelta("a")
             await events.aclose()
             again = [event async for event in client.stream(REQUEST)]
-        assert again == [TextDelta("Again."), Completion("end_turn", Usage(25, 9))]
+        assert again == [
+            TextDelta("Again."),
+            Completion(
+                "end_turn", Usage(25, 9), "msg_01XFDUDYJgAACzvnptvVoYEL", "claude-test-model"
+            ),
+        ]
 
     @pytest.mark.anyio
     async def test_text(self, server):

@@ -277,7 +277,7 @@ class TestStream:
             ToolUseStart(1, "c_b", "get_note"),
             ToolInputDelta(1, '{"title": "b"}'),
             ToolUseStop(1),
-            Completion("tool_use", Usage(30, 12)),
+            Completion("tool_use", Usage(30, 12), "7JxlaNnvIuqLxN8Pn7SU4A8", "gemini-test-flash"),
         ]
 
     @pytest.mark.anyio

@@ -213,7 +213,9 @@ class TestStream:
             ToolInputDelta(1, ': "b"}'),
             ToolUseStop(0),
             ToolUseStop(1),
-            Completion("tool_use", Usage(40, 18)),
+            Completion(
+                "tool_use", Usage(40, 18), "chatcmpl-BQb0iSFzE1zz1OVhaqg3u2Yqn1Ezf", "gpt-test-mini"
+            ),
         ]
 
     @pytest.mark.anyio
@@ -225,7 +227,12 @@ class TestStream:
             assert await events.__anext__() == TextDelta("a")
             await events.aclose()
             again = [event async for event in client.stream(REQUEST)]
-        assert again == [TextDelta("Again."), Completion("end_turn", Usage(11, 7))]
+        assert again == [
+            TextDelta("Again."),
+            Completion(
+                "end_turn", Usage(11, 7), "chatcmpl-BQb0iSFzE1zz1OVhaqg3u2Yqn1Ezf", "gpt-test-mini"
+            ),
+        ]
 
     @pytest.mark.anyio
     async def test_text(self, server):

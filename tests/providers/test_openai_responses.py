@@ -156,7 +156,12 @@ class TestStream:
             ToolUseStart(2, "call_b", "get_note"),
             ToolInputDelta(2, "{}"),
             ToolUseStop(2),
-            Completion("tool_use", Usage(80, 24)),
+            Completion(
+                "tool_use",
+                Usage(80, 24),
+                "resp_6859a4b21f84819bba8036beab6d54360be65637a2186412",
+                "gpt-test-mini",
+            ),
         ]
 
     @pytest.mark.anyio

@@ -110,6 +110,12 @@ class TestWire:
             Completion("tool_use", Usage(1, 2)),
         ]
         assert load_events(dump_events(joined)) == joined
+        answered = [Completion("end_turn", None, "resp_1", "gpt-4o-2024-08-06")]
+        assert load_events(dump_events(answered)) == answered
+        # A response recorded before Completion had them replays as it was.
+        assert load_events([{"type": "completion", "stop_reason": "end_turn", "usage": None}]) == [
+            Completion("end_turn")
+        ]
 
     def test_bad_data_is_refused_with_what_is_wrong(self):
         """A field of the wrong type or an unknown event is a ValueError naming it."""

@@ -841,3 +841,55 @@ class TestPayloadLimits:
     def test_the_limit_is_checked(self):
         with pytest.raises(ValueError, match="max_payload_bytes must be a positive int"):
             DurableWorker("x", max_payload_bytes=0)
+
+    async def test_a_call_too_large_to_send_is_an_error_result(
+        self, client: Client, task_queue: str
+    ):
+        """The call's input is its arguments and the run's deps: over the limit together,
+        the tool is not called, and the model reads why."""
+        activities = TIGHT.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[TightWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                TightWorkflow,
+                plan([call("report", "r", size=10)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps={"notes": "n" * 7_000},
+            )
+            result = await finished(conversation, seconds=30)
+            events = await history_events(conversation.handle)
+        (message,) = [m for m in result.state.history if isinstance(m, ToolResult)]
+        assert message.is_error
+        assert message.content.startswith(
+            "Execution failed: tool 'report' was not called: its arguments and the run's deps "
+            "are 71"
+        )
+        assert message.content.endswith("over the 6000 bytes a durable run can send to one call")
+        assert _kinds(events).count("ACTIVITY_TASK_STARTED") == 2  # the two model requests
+
+
+class TestTypedDictDeps:
+    def test_typing_typed_dict_is_refused_where_pydantic_cannot_read_it(self):
+        import sys
+        from typing import TypedDict
+
+        class Plain(TypedDict):
+            user: str
+
+        if sys.version_info < (3, 12):
+            with pytest.raises(TypeError, match=r"declare it with typing_extensions\.TypedDict"):
+                DurableWorker("plain", deps_type=Plain)
+        else:
+            assert DurableWorker("plain", deps_type=Plain).deps_type is Plain
+
+    def test_typed_dict_deps_go_as_json_and_come_back_as_dicts(self):
+        from typing_extensions import TypedDict
+
+        class Who(TypedDict):
+            user: str
+
+        durable = DurableWorker("who", deps_type=Who)
+        assert durable.load_deps(durable.dump_deps({"user": "ada"})) == {"user": "ada"}

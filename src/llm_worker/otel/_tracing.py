@@ -336,6 +336,8 @@ class _RequestSpan:
                 _set_error(span, error_type, None if error is None else _message_of(error))
                 span.end()
             return
+        if message.model is not None:
+            measured[sc.RESPONSE_MODEL] = message.model
         instruments.operation_duration.record(elapsed, measured)
         usage = message.usage
         if usage is not None:
@@ -347,6 +349,10 @@ class _RequestSpan:
             return
         if message.stop_reason is not None:
             span.set_attribute(sc.RESPONSE_FINISH_REASONS, (message.stop_reason,))
+        if message.response_id is not None:
+            span.set_attribute(sc.RESPONSE_ID, message.response_id)
+        if message.model is not None:
+            span.set_attribute(sc.RESPONSE_MODEL, message.model)
         if usage is not None:
             span.set_attribute(sc.USAGE_INPUT_TOKENS, usage.input_tokens)
             span.set_attribute(sc.USAGE_OUTPUT_TOKENS, usage.output_tokens)

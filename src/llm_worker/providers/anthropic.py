@@ -452,6 +452,8 @@ class _EventReader:
         self.said_text = False  # some text went out already
         self.gap = False  # a block of another kind came after that text
         self.stop_reason: str | None = None
+        self.response_id: str | None = None
+        self.model: str | None = None
         self.input_tokens = 0
         self.cached_tokens = 0
         self.output_tokens = 0
@@ -541,7 +543,10 @@ class _EventReader:
             )
             return [*head, ToolUseStop(event.index)]
         if event.type == "message_start":
-            usage = cast("Any", event.message.usage)
+            message = cast("Any", event.message)  # typed as whole; a server may leave out
+            self.response_id = getattr(message, "id", None) or None
+            self.model = getattr(message, "model", None) or None
+            usage = message.usage
             if usage is not None:
                 self.cached_tokens = usage.cache_read_input_tokens or 0
                 self.input_tokens = (
@@ -615,7 +620,7 @@ class _EventReader:
             cached_input_tokens=self.cached_tokens,
             reasoning_tokens=self.reasoning_tokens,
         )
-        return [Completion(self.stop_reason or "end_turn", usage)]
+        return [Completion(self.stop_reason or "end_turn", usage, self.response_id, self.model)]
 
 
 def _rebuilt_alike(blocks: Sequence[_Block]) -> bool:

@@ -567,6 +567,7 @@ class _ChunkReader:
         self.said_text = False
         self.gap = False
         self.response_id: str | None = None
+        self.model: str | None = None
         self.finish_reason: str | None = None
         self.blocked: str | None = None
         self.usage: Usage | None = None
@@ -574,6 +575,8 @@ class _ChunkReader:
     def feed(self, chunk: types.GenerateContentResponse) -> list[LlmEvent]:
         if chunk.response_id:
             self.response_id = chunk.response_id
+        if chunk.model_version:
+            self.model = chunk.model_version
         if chunk.usage_metadata is not None:
             self.usage = _usage(chunk.usage_metadata)
         feedback = chunk.prompt_feedback
@@ -659,7 +662,7 @@ class _ChunkReader:
             reason = self.blocked
         elif reason == "stop":
             reason = "tool_use" if self.calls else "end_turn"
-        return [*self.items(), Completion(reason, self.usage)]
+        return [*self.items(), Completion(reason, self.usage, self.response_id, self.model)]
 
     def items(self) -> list[LlmEvent]:
         """Every part as a provider item, unless text and function calls with ids say it all."""

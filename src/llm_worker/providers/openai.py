@@ -163,6 +163,7 @@ if TYPE_CHECKING:
     from openai.types.completion_usage import CompletionUsage
     from openai.types.responses import (
         FunctionToolParam,
+        Response,
         ResponseFunctionCallOutputItemParam,
         ResponseInputFileContentParam,
         ResponseInputItemParam,
@@ -699,6 +700,8 @@ class _ChunkReader:
         self.nulls = nulls
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
+        self.response_id: str | None = None
+        self.model: str | None = None
 
     def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
         events: list[LlmEvent] = []
@@ -706,6 +709,10 @@ class _ChunkReader:
         # content-filter chunks with `delta: null`, `choices: null`.
         if cast("ChatCompletionChunk | None", chunk) is None:
             return events
+        if self.response_id is None and chunk.id:
+            self.response_id = chunk.id
+        if self.model is None and chunk.model:
+            self.model = chunk.model
         if chunk.usage is not None:
             self.usage = _chat_usage(chunk.usage)
         for choice in cast("list[Any] | None", chunk.choices) or ():
@@ -771,12 +778,15 @@ class _ChunkReader:
     def end(self) -> list[LlmEvent]:
         if self.finish_reason is not None:
             reason = self.finish_reason
-            return [Completion(STOP_REASONS.get(reason, reason), self.usage)]
+            return [self.completion(STOP_REASONS.get(reason, reason))]
         # No finish_reason before [DONE] (OpenRouter, Kimi): complete if the usage chunk
         # came, or if every call's arguments are whole; else the answer may be cut short.
         if self.usage is None and not (self.arguments and self._calls_whole()):
             raise stream_ended(PROVIDER)
-        return [*self.stops(), Completion("tool_use" if self.arguments else "end_turn", self.usage)]
+        return [*self.stops(), self.completion("tool_use" if self.arguments else "end_turn")]
+
+    def completion(self, stop_reason: str) -> Completion:
+        return Completion(stop_reason, self.usage, self.response_id, self.model)
 
     def _calls_whole(self) -> bool:
         for fragments in self.arguments.values():
@@ -868,13 +878,11 @@ class _ResponseEventReader:
                 head.append(ToolInputDelta(event.output_index, item.arguments))
             return [*head, ToolUseStop(event.output_index)]
         if event.type == "response.completed":
-            usage = _responses_usage(event.response.usage)
-            self.result = Completion("tool_use" if self.called else "end_turn", usage)
+            self.result = _completion(event.response, "tool_use" if self.called else "end_turn")
         elif event.type == "response.incomplete":
             details = event.response.incomplete_details
             reason = (details.reason if details is not None else None) or "incomplete"
-            usage = _responses_usage(event.response.usage)
-            self.result = Completion(INCOMPLETE_REASONS.get(reason, reason), usage)
+            self.result = _completion(event.response, INCOMPLETE_REASONS.get(reason, reason))
         elif event.type == "response.failed":
             error = event.response.error
             message = error.message if error is not None else "the response failed"
@@ -889,6 +897,19 @@ class _ResponseEventReader:
         if self.result is None:
             raise stream_ended(PROVIDER)
         return [self.result]
+
+
+def _completion(response: Response, stop_reason: str) -> Completion:
+    """A finished Responses ``response``'s ``Completion``."""
+    # Typed as always there; a server that speaks the API may leave them out.
+    response_id: object = getattr(response, "id", None)
+    model: object = getattr(response, "model", None)
+    return Completion(
+        stop_reason,
+        _responses_usage(response.usage),
+        response_id if isinstance(response_id, str) and response_id else None,
+        model if isinstance(model, str) and model else None,
+    )
 
 
 def _chat_usage(usage: CompletionUsage) -> Usage:

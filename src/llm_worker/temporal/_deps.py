@@ -10,9 +10,11 @@ without one, they must already be JSON data (or ``None``).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from pydantic import TypeAdapter
+from typing_extensions import is_typeddict
 
 __all__ = ["DepsCodec"]
 
@@ -23,6 +25,16 @@ class DepsCodec:
     __slots__ = ("_adapter", "deps_type")
 
     def __init__(self, deps_type: type[Any] | None) -> None:
+        if (
+            deps_type is not None
+            and is_typeddict(deps_type)
+            and type(deps_type).__module__ == "typing"
+            and sys.version_info < (3, 12)
+        ):  # said here, not at the first run: pydantic cannot read it
+            raise TypeError(
+                f"deps_type {deps_type.__qualname__} is a typing.TypedDict, which pydantic "
+                f"cannot read before Python 3.12: declare it with typing_extensions.TypedDict"
+            )
         self.deps_type = deps_type
         self._adapter: TypeAdapter[Any] | None = None
 

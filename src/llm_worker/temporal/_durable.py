@@ -196,7 +196,12 @@ class DurableWorker(Generic[DepsT]):
                 else tool.activity.over(self.tool_activity)
             )
             stand_in = ActivityTool(
-                self.tool_activity_name, tool.meta, config, default_timeout, self._deps.dump
+                self.tool_activity_name,
+                tool.meta,
+                config,
+                default_timeout,
+                self._deps.dump,
+                self.max_payload_bytes,
             )
             worker.register_tool(
                 _definition(tool.meta, stand_in),

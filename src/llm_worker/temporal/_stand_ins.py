@@ -30,7 +30,7 @@ from .._client import LlmEvent, LlmRequest
 from .._context import ToolContext
 from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError, ToolError
 from .._meta import ToolMeta
-from .._model_texts import DURABLE_CALL_FAILED, call_text
+from .._model_texts import DURABLE_CALL_FAILED, DURABLE_INPUT_TOO_LARGE, call_text
 from ._config import ActivityConfig
 from ._payloads import payload_size
 from ._wire import dump_request, load_events, load_result
@@ -118,7 +118,7 @@ class ActivityTool:
     completed (retries used up, timed out) gets an ``Execution failed`` result.
     """
 
-    __slots__ = ("_activity", "_dump_deps", "_options", "meta")
+    __slots__ = ("_activity", "_dump_deps", "_max_payload_bytes", "_options", "meta")
 
     def __init__(
         self,
@@ -127,11 +127,13 @@ class ActivityTool:
         config: ActivityConfig,
         default_timeout: timedelta | None,
         dump_deps: Callable[[object], object],
+        max_payload_bytes: int,
     ) -> None:
         self._activity = activity
         self.meta = meta
         self._options = config.activity_options(default_timeout)
         self._dump_deps = dump_deps
+        self._max_payload_bytes = max_payload_bytes
 
     async def execute(self, input_json: str) -> str:
         """A call outside a run (``ToolServerHandle.call_tool`` in workflow code)."""
@@ -144,17 +146,23 @@ class ActivityTool:
 
     async def _call(self, input_json: str, call_id: str, key: str, deps: object) -> str:
         name = self.meta.name
+        sent = {
+            "tool": name,
+            "call_id": call_id,
+            "input_json": input_json,
+            "idempotency_key": key,
+            "deps": self._dump_deps(deps),
+        }
+        size = payload_size(sent)
+        if size > self._max_payload_bytes:  # Temporal would refuse it at every attempt
+            raise ExecutionFailedError(
+                call_text(DURABLE_INPUT_TOO_LARGE, name, size=size, limit=self._max_payload_bytes)
+            )
         try:
             data = await _completed(
                 workflow.start_activity(
                     self._activity,
-                    {
-                        "tool": name,
-                        "call_id": call_id,
-                        "input_json": input_json,
-                        "idempotency_key": key,
-                        "deps": self._dump_deps(deps),
-                    },
+                    sent,
                     result_type=dict,
                     summary=name,
                     **self._options,

@@ -164,6 +164,8 @@ def _dump_llm_event(event: LlmEvent) -> JsonDict:
         "type": "completion",
         "stop_reason": event.stop_reason,
         "usage": None if event.usage is None else dump_usage(event.usage),
+        "response_id": event.response_id,
+        "model": event.model,
     }
 
 
@@ -199,6 +201,8 @@ def _load_llm_event(data: Any) -> LlmEvent:
         return Completion(
             _field(data, "stop_reason", str),
             None if usage is None else Usage(**{k: _field(usage, k, int) for k in _USAGE}),
+            _optional_text(data, "response_id"),
+            _optional_text(data, "model"),
         )
     raise ValueError(f"unknown model event type {kind!r}")
 
@@ -386,6 +390,15 @@ def load_history(data: object) -> list[Message]:
 
 def _object(data: object) -> Mapping[str, object] | None:
     return cast("Mapping[str, object]", data) if isinstance(data, Mapping) else None
+
+
+def _optional_text(data: object, name: str) -> str | None:
+    """A text field that may be missing (a result recorded by an earlier version)."""
+    document = _object(data)
+    if document is None or document.get(name) is None:
+        return None
+    text: str = _field(document, name, str)
+    return text
 
 
 def _field(data: object, name: str, kind: type | tuple[type, ...]) -> Any:
