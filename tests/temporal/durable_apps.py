@@ -443,6 +443,25 @@ class TightWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
+# Approvals that wait one second at most.
+HASTY = DurableWorker(
+    "hasty",
+    limits=Limits(tool_timeout=30),
+    deps_type=Deps,
+    approval_timeout=timedelta(seconds=1),
+)
+HASTY.register_tools(Ledger)
+
+
+@workflow.defn
+class HastyWorkflow(ConversationWorkflow):
+    durable = HASTY
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
 # -- a worker process, for the crash tests ----------------------------------------------------
 
 

@@ -8,6 +8,7 @@ Worker does with the same model and tools.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ from llm_worker.temporal import (
 )
 
 from .durable_apps import (
+    HASTY,
     HOOKED,
     LEDGER,
     LIMITED,
@@ -51,6 +53,7 @@ from .durable_apps import (
     Deps,
     FlakyModel,
     GatedModel,
+    HastyWorkflow,
     HookedWorkflow,
     Ledger,
     LedgerWorkflow,
@@ -373,6 +376,39 @@ class TestApprovals:
             await finished(conversation)
         ran = [(e["tool"], e["args"]["amount"]) for e in read_journal(ledger.journal)]
         assert ran == [("transfer_out", 1)]
+
+    async def test_a_pause_past_the_approval_timeout_denies_its_calls(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        ledger = Ledger(tmp_path)
+        activities = HASTY.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        async with temporal_worker(
+            client, task_queue, workflows=[HastyWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                HastyWorkflow,
+                plan([call("transfer_out", "t1", account="ada", amount=9)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            result = await finished(conversation, seconds=30)
+            with pytest.raises(WorkerStateError):  # nothing waits any more
+                await conversation.decide(Approve())
+            page = await conversation.events()
+        assert result.state.history[2] == ToolResult(
+            "t1",
+            "Tool call 'transfer_out' was denied; it did not run: no decision came within "
+            "the approval timeout (1s)",
+            True,
+        )
+        assert read_journal(ledger.journal) == []
+        assert [e["type"] for e in page.events].count("decided") == 1
+
+    def test_the_approval_timeout_is_checked(self):
+        with pytest.raises(ValueError, match="approval_timeout must be a positive timedelta"):
+            DurableWorker("x", approval_timeout=timedelta(0))
 
     async def test_decisions_resume_would_refuse_are_refused_and_leave_no_trace(
         self, client: Client, task_queue: str, tmp_path: Path

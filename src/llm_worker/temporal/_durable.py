@@ -67,7 +67,9 @@ class DurableWorker(Generic[DepsT]):
     ``Worker``'s; ``limits.tool_timeout`` becomes each tool call activity's
     start-to-close timeout (plus ``TOOL_TIMEOUT_GRACE``). ``model_activity`` and
     ``tool_activity`` set the activities' task queues, timeouts and retry
-    policies. ``max_payload_bytes`` is the most an activity's input or result may
+    policies. ``approval_timeout``: how long a paused run waits for its decisions
+    before its pending calls are denied (``None``: for ever). ``max_payload_bytes`` is
+    the most an activity's input or result may
     be as JSON (under the Temporal server's blob size limit, 2 MiB by default): a
     model request past it fails the run, a tool result past it is an error
     result. Hooks and approval policies run in the workflow and must be
@@ -84,6 +86,7 @@ class DurableWorker(Generic[DepsT]):
         deps_type: type[DepsT] | None = None,
         model_activity: ActivityConfig | None = None,
         tool_activity: ActivityConfig | None = None,
+        approval_timeout: timedelta | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -92,6 +95,12 @@ class DurableWorker(Generic[DepsT]):
             raise ValueError(f"max_turns must be at least 1, got {max_turns}")
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
+        if approval_timeout is not None and (
+            not isinstance(approval_timeout, timedelta) or approval_timeout <= timedelta(0)
+        ):
+            raise ValueError(
+                f"approval_timeout must be a positive timedelta (or None), got {approval_timeout!r}"
+            )
         if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
             raise ValueError(f"max_payload_bytes must be a positive int, got {max_payload_bytes!r}")
         self.name = name
@@ -101,6 +110,7 @@ class DurableWorker(Generic[DepsT]):
         self.model_activity = model_activity or ActivityConfig()
         self.tool_activity = tool_activity or ActivityConfig()
         self.max_payload_bytes = max_payload_bytes
+        self.approval_timeout = approval_timeout
         self._deps = DepsCodec(deps_type)
         self._tools: dict[str, _DurableTool] = {}
         self._pre_hooks: list[PreToolCallHook] = []

@@ -25,6 +25,7 @@ the conversation can go on in a new workflow (``ConversationStart(state=...)``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -32,7 +33,7 @@ from typing import Any, ClassVar
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from .._approvals import Decision
+from .._approvals import Decision, Deny
 from .._events import RunEvent
 from .._exceptions import WorkerError, WorkerStateError
 from .._run import RunStream
@@ -40,7 +41,7 @@ from .._session import WorkerResult
 from .._state import RunState
 from .._worker import Worker
 from ._durable import DurableWorker
-from ._wire import dump_event, dump_history, dump_pending, load_decisions
+from ._wire import dump_decisions, dump_event, dump_history, dump_pending, load_decisions
 
 __all__ = ["EVENTS_PER_PAGE", "ConversationOutcome", "ConversationStart", "ConversationWorkflow"]
 
@@ -113,8 +114,7 @@ class ConversationWorkflow:
                     if stream.result is WorkerResult.FINISHED:
                         break
                 self._status = "paused"
-                await workflow.wait_condition(lambda: self._decisions is not None)
-                decisions, self._decisions = self._decisions, None
+                decisions = await self._decisions_given()
                 stream = worker.resume_stream(decisions, deps=self._deps)
         except WorkerError as exc:
             self._status = "failed"
@@ -124,6 +124,24 @@ class ConversationWorkflow:
             ) from exc
         self._status = "finished"
         return ConversationOutcome(worker.final_text, self._rest)
+
+    async def _decisions_given(self) -> Mapping[str, Decision] | Decision:
+        """The decisions the ``decide`` update gives; past the approval timeout, a denial."""
+        timeout = type(self).durable.approval_timeout
+        try:
+            await workflow.wait_condition(lambda: self._decisions is not None, timeout=timeout)
+        except asyncio.TimeoutError:
+            self._status = "running"  # a late decide is refused: nothing waits any more
+            assert timeout is not None
+            seconds = timeout.total_seconds()
+            denial = Deny(f"no decision came within the approval timeout ({seconds:g}s)")
+            self._events.append(
+                {"seq": len(self._events), "type": "decided", "decisions": dump_decisions(denial)}
+            )
+            return denial
+        decisions, self._decisions = self._decisions, None
+        assert decisions is not None
+        return decisions
 
     def _begin(self, start: ConversationStart) -> RunStream[Any] | None:
         """The worker, loaded with ``start``'s state, and the stream the run begins with."""
