@@ -255,6 +255,11 @@ class ToolMeta(_ToolSpec):
         text = self._output_json
         return None if text is None else json.loads(text)
 
+    @property
+    def output_schema_json(self) -> str | None:
+        """The output schema as the compact JSON text it is kept as (nothing parsed or copied)."""
+        return self._output_json
+
     def _copy(self, **changes: Any) -> ToolMeta:
         keywords: dict[str, Any] = {
             "name": self._name,

@@ -69,6 +69,8 @@ RESULTS: dict[str, Any] = {
     "date": datetime.date(2024, 1, 2),
     "opaque": Opaque(),
     "nested_opaque": {"x": [Opaque()]},
+    "text_bytes": b"abc",
+    "binary_bytes": b"\x00\xff",  # not UTF-8: base64, the string its schema promises
 }
 
 
@@ -454,6 +456,8 @@ class TestResults:
             ("date", '"2024-01-02"'),
             ("opaque", "<Opaque thing>"),
             ("nested_opaque", "{'x': [<Opaque thing>]}"),
+            ("text_bytes", '"abc"'),
+            ("binary_bytes", '"AP8="'),
         ],
     )
     async def test_serialisation(self, name, kind, expected):

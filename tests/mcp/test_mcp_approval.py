@@ -24,7 +24,9 @@ from llm_worker import (
     ToolServer,
     Worker,
     WorkerResult,
+    tool,
     tool_definitions,
+    tool_registry,
 )
 from llm_worker.mcp import create_server, mcp_tool_definitions
 from llm_worker.mcp._approval import APPROVAL_SCHEMA
@@ -81,8 +83,9 @@ class TestElicitation:
         assert (text_of(result), result.is_error) == ("deleted /tmp/a", False)
         assert gallery.deleted == ["/tmp/a"]
         [question] = host.asked
-        assert question.message == (
-            'Allow the tool \'delete\' to run with these arguments?\n{\n  "path": "/tmp/a"\n}'
+        assert (
+            question.message
+            == "Allow the tool 'delete' to run with these arguments?\npath: \"/tmp/a\""
         )
         assert question.requested_schema == APPROVAL_SCHEMA
 
@@ -136,7 +139,7 @@ class TestElicitation:
             "Tool call 'copy' was denied; it did not run: the user declined it"
         )
         assert gallery.copied == ["a"]
-        assert ['"overwrite": true' in question.message for question in host.asked] == [True]
+        assert ["overwrite: true" in question.message for question in host.asked] == [True]
 
     @pytest.mark.anyio
     async def test_a_failing_policy_refuses(self, caplog):
@@ -302,3 +305,39 @@ class TestPolicyOnMcpTools:
                 assert calls == []
                 assert await worker.resume(Deny("not now")) is WorkerResult.FINISHED
         assert calls == ["peek"]
+
+
+@tool_registry
+class Files:
+    def __init__(self) -> None:
+        self.written: list[str] = []
+
+    @tool(requires_approval=True)
+    async def write(self, content: str, path: str) -> str:
+        """Write a file."""
+        self.written.append(path)
+        return f"wrote {path}"
+
+
+class TestTheQuestion:
+    @pytest.mark.anyio
+    async def test_a_long_argument_cannot_hide_another(self):
+        """Every argument the tool takes is in the question, each cut short on its own: a
+        model cannot push the path out of sight with a long harmless content."""
+        files = Files()
+        server = ToolServer()
+        server.register_tools(tool_definitions(files))
+        host = Host("decline")
+        arguments = {"content": "harmless notes " * 200, "path": "/home/me/.bashrc", "x": 1}
+        with anyio.fail_after(10):
+            async with Client(create_server(server), elicitation_callback=host) as client:
+                result = await client.call_tool("write", arguments)
+        assert result.is_error
+        assert files.written == []
+        [question] = host.asked
+        lines = question.message.split("\n")
+        assert lines[0] == "Allow the tool 'write' to run with these arguments?"
+        assert lines[1].startswith('content: "harmless notes harmless')
+        assert lines[1].endswith("… (3002 characters)")
+        assert lines[2:] == ['path: "/home/me/.bashrc"', "x: 1"]
+        assert len(question.message) < 2_200

@@ -159,3 +159,62 @@ class TestProcess:
         assert "Traceback" not in stderr
         assert f"at http://127.0.0.1:{server.port}/tools (streamable HTTP)" in stderr
         assert not process_exists(server.process.pid)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "a page", "version": "0"},
+    },
+}
+
+
+class TestBrowsers:
+    def test_an_allowed_origin_gets_cors_before_the_token(self, tmp_path):
+        """A page of an --allow-origin origin can use the server: its preflight is answered
+        (before the token is asked for: a preflight never carries it) and the answers carry
+        Access-Control-Allow-Origin and expose Mcp-Session-Id. A loopback page, which the
+        Origin check lets through, gets no CORS: the browser keeps it out."""
+        allowed = "https://app.example.com"
+        server = start_server(
+            tmp_path / "stderr.txt", "--allow-origin", allowed, "--auth-token", "s3cret"
+        )
+        try:
+            with httpx2.Client(timeout=10) as client:
+                preflight = client.options(
+                    server.url,
+                    headers={
+                        "Origin": allowed,
+                        "Access-Control-Request-Method": "POST",
+                        "Access-Control-Request-Headers": "authorization,content-type",
+                    },
+                )
+                answered = client.post(
+                    server.url,
+                    json=INITIALIZE,
+                    headers={
+                        "Origin": allowed,
+                        "Authorization": "Bearer s3cret",
+                        "Accept": "application/json, text/event-stream",
+                    },
+                )
+                local = client.options(
+                    server.url,
+                    headers={
+                        "Origin": "http://localhost:3000",
+                        "Access-Control-Request-Method": "POST",
+                    },
+                )
+        finally:
+            stop(server, signal.SIGTERM)
+        assert preflight.status_code == 200
+        assert preflight.headers["access-control-allow-origin"] == allowed
+        assert "POST" in preflight.headers["access-control-allow-methods"]
+        assert answered.status_code == 200
+        assert answered.headers["access-control-allow-origin"] == allowed
+        assert "mcp-session-id" in answered.headers["access-control-expose-headers"]
+        assert "access-control-allow-origin" not in local.headers

@@ -212,8 +212,56 @@ class Progressing:
             await anyio.sleep(0.01)
         return f"crunched as request {ctx.call_id}"
 
+    @tool
+    async def chunks(self, ctx: ToolContext, steps: int, wait: bool) -> str:
+        """Do each chunk, then report it: the last report comes just before the result."""
+        for step in range(1, steps + 1):
+            if wait:
+                await anyio.sleep(0.01)
+            ctx.report_progress(step, steps, f"chunk {step} done")
+        return "chunked"
+
+    @tool
+    async def exits(self, ctx: ToolContext) -> str:
+        """Exit the process, as argparse does on bad arguments."""
+        raise SystemExit(2)
+
 
 class TestProgress:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("wait", [True, False])
+    async def test_the_last_report_comes_before_the_result(self, wait):
+        """The latest report is never the one dropped: a tool that reports its last chunk
+        and returns, or reports without ever waiting, still tells the client it is done."""
+        server = ToolServer()
+        server.register_tools(tool_definitions(Progressing()))
+        seen: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, total, message))
+
+        with anyio.fail_after(10):
+            async with connect(create_server(server)) as session:
+                result = await session.call_tool(
+                    "chunks", {"steps": 4, "wait": wait}, progress_callback=on_progress
+                )
+        assert text_of(result) == "chunked"
+        assert seen[-1] == (4.0, 4.0, "chunk 4 done")
+        if wait:
+            assert [p for p, _, _ in seen] == [1.0, 2.0, 3.0, 4.0]
+
+    @pytest.mark.anyio
+    async def test_a_context_tools_system_exit_is_named(self):
+        """As for a tool without a context: the exception's own type, never the task
+        group's BaseExceptionGroup around it."""
+        server = ToolServer()
+        server.register_tools(tool_definitions(Progressing()))
+        with anyio.fail_after(10):
+            async with connect(create_server(server)) as session:
+                result = await session.call_tool("exits", {})
+        assert result.is_error
+        assert text_of(result) == "Internal error: tool 'exits' failed unexpectedly (SystemExit)"
+
     @pytest.mark.anyio
     async def test_progress_reports_become_notifications(self):
         """A client that sends a progress token gets notifications/progress from a tool's
@@ -245,3 +293,28 @@ class TestProgress:
             async with connect(create_server(server)) as session:
                 result = await session.call_tool("crunch", {"steps": 2})
         assert not result.is_error
+
+
+@tool_registry
+class Measures:
+    @tool
+    async def mean(self, values: list[float]) -> dict[str, float]:
+        """The mean of some numbers."""
+        return {"mean": sum(values) / len(values)}
+
+
+class TestStructuredResults:
+    @pytest.mark.anyio
+    async def test_each_output_schemas_validator_is_built_once(self):
+        """Every call checks its structured result against the tool's output schema with
+        the validator built at its first call (it was built anew for every call)."""
+        from llm_worker.mcp import _content
+
+        server = ToolServer()
+        server.register_tools(tool_definitions(Measures()))
+        _content._VALIDATORS.clear()
+        with anyio.fail_after(10):
+            async with connect(create_server(server)) as session:
+                results = [await session.call_tool("mean", {"values": [1, 2, n]}) for n in (3, 6)]
+        assert [r.structured_content for r in results] == [{"mean": 2.0}, {"mean": 3.0}]
+        assert len(_content._VALIDATORS) == 1

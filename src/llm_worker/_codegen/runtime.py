@@ -284,6 +284,10 @@ def _json_text(result: object) -> str | None:
         # NaN and infinities are not JSON; "NaN" as a string still tells the model.
         return to_json(result, inf_nan_mode="strings").decode()
     except Exception:  # not serialisable, too deep, or a serializer of the user's failed
+        pass
+    try:  # bytes that are not UTF-8 text: base64, still the string the schema says
+        return to_json(result, inf_nan_mode="strings", bytes_mode="base64").decode()
+    except Exception:
         return None
 
 

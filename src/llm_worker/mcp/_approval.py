@@ -71,7 +71,9 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 """What the host asks its user for: one boolean (a checkbox, ticked to begin with)."""
 
 _INPUT_KEY = "approval"  # the key of our question in an input_required result
-_MAX_ARGUMENTS_SHOWN = 2000
+_MAX_ARGUMENTS_SHOWN = 2000  # characters of argument values, shared out among them
+_MIN_VALUE_SHOWN = 80  # characters of each value, however many there are
+_MAX_OTHERS_SHOWN = 5  # arguments the tool does not take
 
 Refusal = types.CallToolResult
 """Why a call did not run (``isError``), as the client gets it."""
@@ -139,14 +141,36 @@ class Approvals:
 
 
 def approval_question(entry: ToolEntry, arguments: Mapping[str, Any]) -> str:
-    """What the host's user is asked: the tool (its title too, if it has one) and the
-    arguments, as JSON (cut short past 2000 characters)."""
+    """What the host's user is asked: the tool (its title too, if it has one) and each
+    argument on a line of its own, as JSON.
+
+    Every argument the tool takes is shown, in its schema's order, each cut short on its
+    own: a long harmless one cannot push the one that matters out of sight. Arguments
+    the tool does not take (its call will be refused) are only counted past a few.
+    """
     meta = entry.meta
     tool = f"'{meta.name}'" if meta.title is None else f"{meta.title} ('{meta.name}')"
-    shown = json.dumps(dict(arguments), indent=2, ensure_ascii=False)
-    if len(shown) > _MAX_ARGUMENTS_SHOWN:
-        shown = shown[: _MAX_ARGUMENTS_SHOWN - 1] + "…"
-    return f"Allow the tool {tool} to run with these arguments?\n{shown}"
+    declared = list(meta.input_schema.get("properties") or {})
+    names = [name for name in declared if name in arguments]
+    others = [name for name in arguments if name not in declared]
+    shown, unshown = names + others[:_MAX_OTHERS_SHOWN], len(others) - _MAX_OTHERS_SHOWN
+    room = max(_MIN_VALUE_SHOWN, _MAX_ARGUMENTS_SHOWN // max(len(shown), 1))
+    lines = [f"Allow the tool {tool} to run with these arguments?"]
+    lines += [f"{_cut(name, 100)}: {_cut(_json(arguments[name]), room)}" for name in shown]
+    if unshown > 0:
+        lines.append(f"(and {unshown} more arguments the tool does not take)")
+    return "\n".join(lines)
+
+
+def _json(value: object) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):  # not from JSON (an in-process caller's object)
+        return repr(value)
+
+
+def _cut(text: str, room: int) -> str:
+    return text if len(text) <= room else f"{text[: room - 1]}… ({len(text)} characters)"
 
 
 async def _ask(request: ServerRequestContext[Any], question: str, name: str) -> Refusal | None:

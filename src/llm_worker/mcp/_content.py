@@ -76,7 +76,7 @@ MEDIA_URI = "llm-worker://media/{digest}/{name}"
 
 # Output schemas' validators, made once per schema object (and kept with it, so that its
 # id is not reused); bounded for a server whose tools are registered again and again.
-_VALIDATORS: dict[int, tuple[dict[str, Any], Validator]] = {}
+_VALIDATORS: dict[str, tuple[dict[str, Any], Validator]] = {}  # by the schema's JSON text
 _MAX_VALIDATORS = 512
 _MAX_MISMATCH = 200  # characters of the checker's message the model reads
 
@@ -88,22 +88,23 @@ _LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
 
 
 def call_tool_result(
-    result: ToolResult, name: str, output_schema: dict[str, Any] | None
+    result: ToolResult, name: str, output_schema_json: str | None
 ) -> types.CallToolResult:
     """``result`` (of a call of tool ``name``) as MCP content, and its structured content
-    when the tool has an ``output_schema``. A value the schema cannot describe (not JSON,
-    not an object) is an ``isError`` result saying so."""
+    when the tool has an output schema (``ToolMeta.output_schema_json``). A value the
+    schema cannot describe (not JSON, not an object) is an ``isError`` result saying so."""
     content: list[types.ContentBlock]
     if result.parts:
         content = [_block(part) for part in result.parts]
     else:
         # A lone surrogate (a file name that is not UTF-8, from os.listdir) cannot go on the wire.
         content = [types.TextContent(text=valid_unicode(result.content))]
-    if output_schema is None or result.is_error:
+    if output_schema_json is None or result.is_error:
         return types.CallToolResult(content=content, is_error=result.is_error)
     try:
-        structured = _structured(result, wrapped=output_schema.get(WRAPPED) is True)
-        _check(structured, output_schema)
+        schema, validator = _validator(output_schema_json)
+        structured = _structured(result, wrapped=schema.get(WRAPPED) is True)
+        _check(structured, validator)
     except ValueError as exc:
         text = call_text(NOT_STRUCTURED, name, why=str(exc))
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
@@ -151,19 +152,26 @@ def _structured(result: ToolResult, *, wrapped: bool) -> Any:
     return cast("dict[str, Any]", value)
 
 
-def _check(value: Any, schema: dict[str, Any]) -> None:
-    """``ValueError`` saying where ``value`` does not fit ``schema`` (its first error)."""
-    cached = _VALIDATORS.get(id(schema))
-    if cached is None or cached[0] is not schema:
+def _validator(schema_json: str) -> tuple[dict[str, Any], Validator]:
+    """The schema of ``schema_json`` and its validator: built once per schema text."""
+    cached = _VALIDATORS.get(schema_json)
+    if cached is None:
         if len(_VALIDATORS) >= _MAX_VALIDATORS:
             _VALIDATORS.clear()
+        schema: dict[str, Any] = json.loads(schema_json)
         validator_class = validators.validator_for(schema)
         try:
             validator_class.check_schema(schema)
         except schema_errors.SchemaError:
             raise ValueError("its output schema is not a valid JSON Schema") from None
-        cached = _VALIDATORS[id(schema)] = (schema, validator_class(schema))
-    error = next(iter(cached[1].iter_errors(value)), None)
+        cached = _VALIDATORS[schema_json] = (schema, validator_class(schema))
+    return cached
+
+
+def _check(value: Any, validator: Validator) -> None:
+    """``ValueError`` saying where ``value`` does not fit the validator's schema (its first
+    error)."""
+    error = next(iter(validator.iter_errors(value)), None)
     if error is None:
         return
     where = "".join(f"/{step}" for step in error.absolute_path) or "/"

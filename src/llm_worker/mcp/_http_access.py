@@ -14,6 +14,13 @@ A bearer token, when set, is required on every request
 (``Authorization: Bearer <token>``), compared in constant time; a missing or
 wrong one gets ``401`` with ``WWW-Authenticate: Bearer``. It is checked before
 the Host and Origin headers.
+
+A browser page may read the answers only from an origin the caller allowed
+by name (``cross_origin``): CORS, its preflight answered before the token is
+asked for (a preflight never carries it). The loopback origins pass the
+Origin check but get no CORS: a browser sends no page's JSON request to the
+server across origins unless the server says it may, and any local web page
+(a dev server's third-party script) would otherwise call every tool.
 """
 
 from __future__ import annotations
@@ -21,12 +28,34 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import re
 from collections.abc import Sequence
 
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["BearerTokenAuth", "is_loopback", "transport_security", "warn_if_exposed"]
+__all__ = [
+    "BearerTokenAuth",
+    "cross_origin",
+    "is_loopback",
+    "transport_security",
+    "warn_if_exposed",
+]
+
+# What an MCP client in a browser sends and must read (streamable HTTP: POST, GET for
+# the event stream, DELETE to end a session).
+_CORS_METHODS = ("GET", "POST", "DELETE")
+_CORS_HEADERS = (
+    "accept",
+    "authorization",
+    "content-type",
+    "last-event-id",
+    "mcp-protocol-version",
+    "mcp-session-id",
+)
+_CORS_EXPOSED = ("mcp-protocol-version", "mcp-session-id")
 
 logger = logging.getLogger("llm_worker.mcp")
 
@@ -67,6 +96,21 @@ def transport_security(
             )
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+def cross_origin(app: Starlette, origins: Sequence[str]) -> None:
+    """Have ``app`` answer CORS for ``origins`` (``http://host:*``: any port), if any; added
+    last, so outermost: a preflight is answered before the token is asked for."""
+    if not origins:
+        return
+    pattern = "|".join(re.escape(origin).replace(r":\*", r":[0-9]+") for origin in origins)
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origin_regex=f"(?:{pattern})",
+        allow_methods=_CORS_METHODS,
+        allow_headers=_CORS_HEADERS,
+        expose_headers=_CORS_EXPOSED,
     )
 
 

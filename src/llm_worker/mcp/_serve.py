@@ -58,7 +58,7 @@ from starlette.applications import Starlette
 from .. import __version__
 from .._context import ProgressReports, ToolContext
 from .._conversation import ToolCall, ToolResult
-from .._exceptions import ToolNotFoundError
+from .._exceptions import InvalidArgumentError, ToolNotFoundError
 from .._execution import execute_call
 from .._formats import export_tools
 from .._model_texts import UNEXPECTED, call_text
@@ -66,7 +66,7 @@ from .._safe_text import valid_unicode
 from .._server import ToolEntry, ToolServer, ToolServerHandle, entry_of, sorted_metas
 from ._approval import Approvals
 from ._content import call_tool_result
-from ._http_access import BearerTokenAuth, transport_security, warn_if_exposed
+from ._http_access import BearerTokenAuth, cross_origin, transport_security, warn_if_exposed
 
 __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
 
@@ -150,7 +150,10 @@ async def call_mcp_tool(
     if entry is None:
         return _error(str(ToolNotFoundError(name)))
     arguments = dict(params.arguments or {})
-    input_json = json.dumps(arguments, ensure_ascii=False)
+    try:  # an in-process caller's arguments need not be JSON (a 5 000-digit int, a set)
+        input_json = json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        return _error(str(InvalidArgumentError(f"the arguments are not JSON: {exc}")))
     call_id = "" if request is None or request.request_id is None else str(request.request_id)
     call = ToolCall(call_id, name, input_json)
     try:
@@ -166,7 +169,7 @@ async def call_mcp_tool(
             raise
         logger.error("Tool %r raised %s", name, type(exc).__name__, exc_info=exc)
         return _error(call_text(UNEXPECTED, name, kind=type(exc).__name__))
-    return call_tool_result(result, name, entry.meta.output_schema)
+    return call_tool_result(result, name, entry.meta.output_schema_json)
 
 
 async def _call_with_context(
@@ -182,6 +185,7 @@ async def _call_with_context(
     reports = ProgressReports(lambda: wake[0].set())
     context = ToolContext(call_id=call.id, tool_name=call.name, deps=None, sink=reports)
     session = request.session
+    returned = anyio.Event()
 
     async def forward() -> None:
         while True:
@@ -192,17 +196,26 @@ async def _call_with_context(
                 # the client asked for progress (a progress token, or a 2026-era callback).
                 with contextlib.suppress(Exception):  # a client gone mid-call
                     await session.report_progress(progress, total, message)
+            if returned.is_set():
+                return  # the last report went before the result
 
     reports.start(call.id)
     result: ToolResult | None = None
+    failure: BaseException | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(forward)
         try:
             result = await execute_call(entry, call, None, context)
-        finally:
-            reports.finish(call.id)
+        except BaseException as exc:  # raised as it is below, not in the group's ExceptionGroup
+            failure = exc
             group.cancel_scope.cancel()
-    assert result is not None  # the call returned, or its error went on
+        else:
+            returned.set()
+            wake[0].set()
+    reports.finish(call.id)
+    if failure is not None:
+        raise failure
+    assert result is not None
     return result
 
 
@@ -261,6 +274,7 @@ def create_http_app(
     )
     if auth_token is not None:
         app.add_middleware(BearerTokenAuth, token=auth_token)
+    cross_origin(app, allowed_origins)
     return app
 
 
