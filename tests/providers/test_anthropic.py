@@ -21,6 +21,7 @@ from llm_worker import (
     LlmClient,
     LlmRequest,
     ProviderError,
+    RunState,
     TextDelta,
     ToolCall,
     ToolInputDelta,
@@ -234,6 +235,31 @@ class TestStream:
             worker = Worker(client)
             await worker.run("hi")
         assert worker.history[-1].usage == Usage(100, 3, cached_input_tokens=90)
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("message_id", "model"), [(7, "m"), ("msg", {"x": 1})])
+    async def test_a_response_id_or_model_that_is_no_text_is_left_out(
+        self, server, message_id, model
+    ):
+        """The SDK does not check them: what is not a non-empty str becomes None (it would
+        make a run state that does not load again)."""
+        start = json.loads(wire.message_start().split("data: ", 1)[1])
+        start["message"]["id"], start["message"]["model"] = message_id, model
+        frames = (
+            wire.event("message_start", start),
+            *wire.text_block(0, "Hi."),
+            wire.message_delta("end_turn", 3),
+            wire.MESSAGE_STOP,
+        )
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        answer = worker.history[-1]
+        assert isinstance(answer, AssistantMessage)
+        assert answer.response_id == (message_id if isinstance(message_id, str) else None)
+        assert answer.model == (model if isinstance(model, str) else None)
+        assert RunState.from_json(worker.state.to_json()) == worker.state
 
     @pytest.mark.anyio
     async def test_one_tool_call(self, server, notes):

@@ -9,6 +9,7 @@ server with ``base_url`` (the SDK's ``HttpOptions.base_url``).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import itertools
 import json
 
@@ -158,6 +159,49 @@ class TestRequest:
             "thinkingConfig": {"include_thoughts": True, "thinking_budget": 512},
         }
         assert body["labels"] == {"team": "notes"}
+
+    @pytest.mark.anyio
+    async def test_extra_body_keeps_the_configs_http_options(self, server):
+        """``extra_body`` joins the ``http_options`` given in ``config`` (a header, the
+        config's own extra body), never replaces them."""
+        server.add(stream(*wire.gemini_text("Hi.")))
+        client = make_client(
+            server,
+            config={"http_options": {"headers": {"x-team": "notes"}, "extra_body": {"a": 1}}},
+            extra_body={"labels": {"team": "notes"}},
+        )
+        async with client:
+            await Worker(client).run("hello")
+        request = server.requests[0]
+        assert request.headers.get("x-team") == "notes"
+        assert (request.json["labels"], request.json["a"]) == ({"team": "notes"}, 1)
+
+    @pytest.mark.anyio
+    async def test_a_kept_message_whose_call_was_edited_is_rebuilt(self, server):
+        """A Gemini message's kept parts say its calls only as they were: a call edited
+        since (set_history: a redaction, another tool) is sent as it now is."""
+        server.add(stream(*wire.gemini_text("ok")))
+        part = {
+            "functionCall": {"name": "send_email", "args": {"to": "alice@example.com"}},
+            "thoughtSignature": "c2ln",
+        }
+        kept = AssistantMessage(
+            "",
+            (ToolCall("call_r_0", "send_email", '{"to": "alice@example.com"}'),),
+            "tool_use",
+            provider_items=(ProviderItem("gemini", "function_call", json.dumps(part)),),
+        )
+        edited = dataclasses.replace(
+            kept, tool_calls=(ToolCall("call_r_0", "archive_email", '{"to": "[redacted]"}'),)
+        )
+        async with make_client(server) as client:
+            worker = Worker(client)
+            worker.set_history([UserMessage("hi"), edited, ToolResult("call_r_0", "done")])
+            await worker.run("and?")
+        sent = json.dumps(server.requests[0].json["contents"])
+        assert "alice@example.com" not in sent
+        assert "archive_email" in sent
+        assert "send_email" not in sent
 
     @pytest.mark.anyio
     async def test_history_mapping(self, server):

@@ -22,6 +22,7 @@ from llm_worker import (
     LlmRequest,
     ProviderError,
     ReasoningDelta,
+    RunState,
     TextDelta,
     ToolCall,
     ToolInputDelta,
@@ -912,6 +913,45 @@ class TestCompatibleServers:
                 await worker.run("remember milk")
         assert info.value.message == "the response stream ended before the response was complete"
         assert notes.calls == []
+
+    @pytest.mark.anyio
+    async def test_a_call_with_no_arguments_yet_is_not_whole(self, server, notes):
+        """A stream cut (cleanly) right after a call started, no finish_reason: the call has
+        no arguments yet, which is not a call of {}; the response is not complete."""
+        frames = [
+            wire.chunk({"tool_calls": [wire.tool_call_start(0, "call_1", "add_note")]}),
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with pytest.raises(ProviderError) as info:
+                await worker.run("remember milk")
+        assert info.value.message == "the response stream ended before the response was complete"
+        assert notes.calls == []
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("response_id", "model"), [(12345, "m"), ("x", ["a"]), ("", "")])
+    async def test_a_response_id_or_model_that_is_no_text_is_left_out(
+        self, server, response_id, model
+    ):
+        """The SDK does not check them: what is not a non-empty str becomes None (it would
+        make a run state that does not load again)."""
+        frames = []
+        for frame in wire.chat_text("Hi."):
+            if frame.startswith("data: {"):
+                payload = json.loads(frame[len("data: ") :])
+                payload["id"], payload["model"] = response_id, model
+                frame = wire.data(payload)
+            frames.append(frame)
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        answer = worker.history[-1]
+        assert isinstance(answer, AssistantMessage)
+        assert answer.response_id == (response_id or None if isinstance(response_id, str) else None)
+        assert answer.model == (model or None if isinstance(model, str) else None)
+        assert RunState.from_json(worker.state.to_json()) == worker.state
 
     @pytest.mark.anyio
     async def test_groq_error_event_names_its_status(self, server, notes):

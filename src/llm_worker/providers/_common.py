@@ -34,6 +34,7 @@ __all__ = [
     "connection_failed",
     "detail_text",
     "error_field",
+    "given_text",
     "is_retryable_status",
     "output_schema",
     "own_items",
@@ -155,6 +156,12 @@ def connection_failed(provider: str, cause: BaseException | None, fallback: str)
 def stream_ended(provider: str) -> ProviderError:
     """The stream ended cleanly but before the provider said the response was complete."""
     return ProviderError(provider, STREAM_ENDED, retryable=True)
+
+
+def given_text(value: object) -> str | None:
+    """``value`` if it is a non-empty ``str``: what a server sent in a field the SDK types as
+    text but does not check (a response id, a model name), else ``None``."""
+    return value if isinstance(value, str) and value else None
 
 
 def compact_json(value: object) -> str:

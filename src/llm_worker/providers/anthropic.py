@@ -103,6 +103,7 @@ from ._common import (
     compact_json,
     connection_failed,
     error_field,
+    given_text,
     is_retryable_status,
     output_schema,
     own_items,
@@ -544,8 +545,8 @@ class _EventReader:
             return [*head, ToolUseStop(event.index)]
         if event.type == "message_start":
             message = cast("Any", event.message)  # typed as whole; a server may leave out
-            self.response_id = getattr(message, "id", None) or None
-            self.model = getattr(message, "model", None) or None
+            self.response_id = given_text(getattr(message, "id", None))
+            self.model = given_text(getattr(message, "model", None))
             usage = message.usage
             if usage is not None:
                 self.cached_tokens = usage.cache_read_input_tokens or 0

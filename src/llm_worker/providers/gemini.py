@@ -123,6 +123,7 @@ from ._common import (
     compact_json,
     connection_failed,
     detail_text,
+    given_text,
     is_retryable_status,
     output_schema,
     own_items,
@@ -292,7 +293,19 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
         if self.temperature is not None:
             config["temperature"] = self.temperature
         if self.extra_body:
-            config["http_options"] = {"extra_body": dict(self.extra_body)}
+            given_options = config.get("http_options")
+            options: dict[str, object] = {}
+            if isinstance(given_options, types.HttpOptions):
+                options = given_options.model_dump(exclude_none=True)
+            elif isinstance(given_options, Mapping):
+                options = dict(cast("Mapping[str, object]", given_options))
+            given_body: object = options.get("extra_body")
+            body = (
+                dict(cast("Mapping[str, object]", given_body))
+                if isinstance(given_body, Mapping)
+                else {}
+            )
+            config["http_options"] = {**options, "extra_body": {**body, **self.extra_body}}
         return cast("types.GenerateContentConfigDict", config)
 
     def _reader(self, request: LlmRequest) -> _ChunkReader:
@@ -383,7 +396,13 @@ def model_content(message: AssistantMessage) -> _ModelTurn:
     if items:
         kept = [types.Part.model_validate(item.json()) for item in items]
         calls = [part.function_call for part in kept if part.function_call is not None]
-        if len(calls) == len(message.tool_calls):
+        if len(calls) == len(message.tool_calls) and all(
+            # The parts say the calls only as long as nobody edited them (set_history).
+            sent.name == call.name
+            and (not sent.id or sent.id == call.id)
+            and (sent.args or {}) == tool_args(call.input_json)
+            for call, sent in zip(message.tool_calls, calls, strict=True)
+        ):
             unnamed = frozenset(
                 call.id for call, sent in zip(message.tool_calls, calls, strict=True) if not sent.id
             )
@@ -576,7 +595,7 @@ class _ChunkReader:
         if chunk.response_id:
             self.response_id = chunk.response_id
         if chunk.model_version:
-            self.model = chunk.model_version
+            self.model = given_text(chunk.model_version)
         if chunk.usage_metadata is not None:
             self.usage = _usage(chunk.usage_metadata)
         feedback = chunk.prompt_feedback

@@ -130,6 +130,7 @@ from ._common import (
     connection_failed,
     detail_text,
     error_field,
+    given_text,
     is_retryable_status,
     output_schema,
     own_items,
@@ -709,10 +710,10 @@ class _ChunkReader:
         # content-filter chunks with `delta: null`, `choices: null`.
         if cast("ChatCompletionChunk | None", chunk) is None:
             return events
-        if self.response_id is None and chunk.id:
-            self.response_id = chunk.id
-        if self.model is None and chunk.model:
-            self.model = chunk.model
+        if self.response_id is None:
+            self.response_id = given_text(chunk.id)
+        if self.model is None:
+            self.model = given_text(chunk.model)
         if chunk.usage is not None:
             self.usage = _chat_usage(chunk.usage)
         for choice in cast("list[Any] | None", chunk.choices) or ():
@@ -790,8 +791,8 @@ class _ChunkReader:
 
     def _calls_whole(self) -> bool:
         for fragments in self.arguments.values():
-            try:
-                value: object = json.loads("".join(fragments) or "{}")
+            try:  # no arguments yet is not a whole call (a stream cut after its start)
+                value: object = json.loads("".join(fragments))
             except ValueError:
                 return False
             if not isinstance(value, dict):
@@ -902,13 +903,11 @@ class _ResponseEventReader:
 def _completion(response: Response, stop_reason: str) -> Completion:
     """A finished Responses ``response``'s ``Completion``."""
     # Typed as always there; a server that speaks the API may leave them out.
-    response_id: object = getattr(response, "id", None)
-    model: object = getattr(response, "model", None)
     return Completion(
         stop_reason,
         _responses_usage(response.usage),
-        response_id if isinstance(response_id, str) and response_id else None,
-        model if isinstance(model, str) and model else None,
+        given_text(getattr(response, "id", None)),
+        given_text(getattr(response, "model", None)),
     )
 
 
