@@ -380,17 +380,17 @@ class _ToolTimer:
 
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
         try:
-            self._end(result, error)
+            self._measure(result, error)
         except Exception:
-            _failed("end a tool call's span")
-
-    def _end(self, result: ToolResult | None, error: BaseException | None) -> None:
-        self._measure(result, error)
+            _failed("measure a tool call")
 
     def _measure(self, result: ToolResult | None, error: BaseException | None) -> str | None:
         """Record the call's duration; its error.type (``None`` if it succeeded)."""
         elapsed = _now() - self._started
         measured = self._measured
+        if error is None and result is not None and not result.is_error:  # the usual call
+            self._histogram.record(elapsed, measured)
+            return None
         error_type = _call_error_type(measured[sc.TOOL_NAME], result, error)
         if error_type is not None:
             measured = {**measured, sc.ERROR_TYPE: error_type}
@@ -419,7 +419,13 @@ class _ToolSpan(_ToolTimer):
     def activate(self) -> AbstractContextManager[None]:
         return _Attached(self._active)
 
-    def _end(self, result: ToolResult | None, error: BaseException | None) -> None:
+    def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        try:
+            self._end_span(result, error)
+        except Exception:
+            _failed("end a tool call's span")
+
+    def _end_span(self, result: ToolResult | None, error: BaseException | None) -> None:
         error_type = self._measure(result, error)
         span = self._span
         if error_type is None:
