@@ -328,7 +328,11 @@ class TestTheQuestion:
         server = ToolServer()
         server.register_tools(tool_definitions(files))
         host = Host("decline")
-        arguments = {"content": "harmless notes " * 200, "path": "/home/me/.bashrc", "x": 1}
+        arguments = {
+            "content": "harmless notes " * 200,
+            "path": "/home/me/.bashrc",
+            'x: 1\npath: "/tmp/safe"': 1,  # a name the tool does not take cannot fake a line
+        }
         with anyio.fail_after(10):
             async with Client(create_server(server), elicitation_callback=host) as client:
                 result = await client.call_tool("write", arguments)
@@ -339,5 +343,5 @@ class TestTheQuestion:
         assert lines[0] == "Allow the tool 'write' to run with these arguments?"
         assert lines[1].startswith('content: "harmless notes harmless')
         assert lines[1].endswith("… (3002 characters)")
-        assert lines[2:] == ['path: "/home/me/.bashrc"', "x: 1"]
+        assert lines[2:] == ['path: "/home/me/.bashrc"', '"x: 1\\npath: \\"/tmp/safe\\"": 1']
         assert len(question.message) < 2_200

@@ -156,7 +156,11 @@ def approval_question(entry: ToolEntry, arguments: Mapping[str, Any]) -> str:
     shown, unshown = names + others[:_MAX_OTHERS_SHOWN], len(others) - _MAX_OTHERS_SHOWN
     room = max(_MIN_VALUE_SHOWN, _MAX_ARGUMENTS_SHOWN // max(len(shown), 1))
     lines = [f"Allow the tool {tool} to run with these arguments?"]
-    lines += [f"{_cut(name, 100)}: {_cut(_json(arguments[name]), room)}" for name in shown]
+    for name in shown:
+        # A name the tool does not declare is the caller's text: quoted, so that no
+        # newline in it can fake a line of the question.
+        label = name if name in declared else _cut(_json(name), 100)
+        lines.append(f"{label}: {_cut(_json(arguments[name]), room)}")
     if unshown > 0:
         lines.append(f"(and {unshown} more arguments the tool does not take)")
     return "\n".join(lines)
