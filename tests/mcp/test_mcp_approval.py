@@ -8,6 +8,7 @@ annotations our client keeps.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -21,6 +22,7 @@ from test_mcp_rich import remote
 
 from llm_worker import (
     Deny,
+    ToolMeta,
     ToolServer,
     Worker,
     WorkerResult,
@@ -28,8 +30,9 @@ from llm_worker import (
     tool_definitions,
     tool_registry,
 )
+from llm_worker._server import entry_of
 from llm_worker.mcp import create_server, mcp_tool_definitions
-from llm_worker.mcp._approval import APPROVAL_SCHEMA
+from llm_worker.mcp._approval import APPROVAL_SCHEMA, approval_question
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
 # The handshake era (initialize; the server sends elicitation/create) and the 2026-07-28 one
@@ -345,3 +348,45 @@ class TestTheQuestion:
         assert lines[1].endswith("… (3002 characters)")
         assert lines[2:] == ['path: "/home/me/.bashrc"', '"x: 1\\npath: \\"/tmp/safe\\"": 1']
         assert len(question.message) < 2_200
+
+    @pytest.mark.anyio
+    async def test_a_tool_that_takes_any_names_shows_every_one(self):
+        """A schema open to other names (a map of settings): every name is one the tool
+        takes, so all of them are shown, however many come first."""
+        settings: dict[str, str] = {}
+
+        class SetEnv:
+            async def execute(self, input_json: str) -> str:
+                settings.update(json.loads(input_json))
+                return "set"
+
+        meta = ToolMeta(
+            name="setenv",
+            description="Set environment variables.",
+            input_schema={"type": "object", "additionalProperties": {"type": "string"}},
+        )
+        server = ToolServer()
+        server.register_tool(lambda: (meta, SetEnv()), requires_approval=True)
+        host = Host("decline")
+        arguments = {f"HARMLESS_{n}": "1" for n in range(8)} | {"LD_PRELOAD": "/tmp/evil.so"}
+        with anyio.fail_after(10):
+            async with Client(create_server(server), elicitation_callback=host) as client:
+                await client.call_tool("setenv", arguments)
+        [question] = host.asked
+        assert '"LD_PRELOAD": "/tmp/evil.so"' in question.message.split("\n")
+        assert "more arguments" not in question.message
+        assert settings == {}
+
+    def test_line_breaks_json_leaves_are_escaped(self):
+        entry_meta = ToolMeta(
+            name="note", input_schema={"type": "object", "properties": {"text": {}}}
+        )
+        server = ToolServer()
+        server.register_tool(lambda: (entry_meta, Files().write.definition()()[1]))
+        entry = entry_of(server.handle(), "note")
+        assert entry is not None
+        question = approval_question(entry, {"text": "a\u2028b\u0085c\u2029d"})
+        assert question.splitlines() == [
+            "Allow the tool 'note' to run with these arguments?",
+            'text: "a\\u2028b\\u0085c\\u2029d"',
+        ]

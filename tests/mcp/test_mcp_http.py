@@ -190,7 +190,8 @@ class TestBrowsers:
                     headers={
                         "Origin": allowed,
                         "Access-Control-Request-Method": "POST",
-                        "Access-Control-Request-Headers": "authorization,content-type",
+                        "Access-Control-Request-Headers": "authorization,content-type,mcp-method,"
+                        "mcp-name,mcp-param-path",
                     },
                 )
                 answered = client.post(

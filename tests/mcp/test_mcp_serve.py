@@ -27,6 +27,7 @@ from llm_worker import (
     tool_registry,
 )
 from llm_worker.mcp import create_http_app, create_server, serve_async
+from llm_worker.mcp._serve import _ProgressForwarder
 
 # The structured content of the calls of CALLS that have some: tools with an outputSchema.
 STRUCTURED = {("add", False): {"result": 42}, ("centroid", False): {"x": 2, "y": 1}}
@@ -249,6 +250,27 @@ class TestProgress:
         assert seen[-1] == (4.0, 4.0, "chunk 4 done")
         if wait:
             assert [p for p, _, _ in seen] == [1.0, 2.0, 3.0, 4.0]
+
+    @pytest.mark.anyio
+    async def test_a_report_made_while_the_one_before_is_sent_still_goes(self):
+        """The forwarder, given a slow send (a slow client or transport): the call's last
+        report, made while the one before it was still being sent, goes before it ends."""
+        sent: list[tuple[float, float | None, str | None]] = []
+
+        async def slow_send(progress: float, total: float | None, message: str | None) -> None:
+            await anyio.sleep(0.1)
+            sent.append((progress, total, message))
+
+        forwarder = _ProgressForwarder(slow_send)
+        forwarder.reports.start("c")
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as group:
+                group.start_soon(forwarder.run)
+                forwarder.reports.report("c", 1, 2, "half")
+                await anyio.sleep(0.05)  # the forwarder is sending "half"
+                forwarder.reports.report("c", 2, 2, "done")
+                forwarder.returned()
+        assert sent == [(1, 2, "half"), (2, 2, "done")]
 
     @pytest.mark.anyio
     async def test_a_context_tools_system_exit_is_named(self):

@@ -26,6 +26,7 @@ from llm_worker import (
     TextDelta,
     ToolCall,
     ToolInputDelta,
+    ToolMeta,
     ToolResult,
     ToolUseStart,
     ToolUseStop,
@@ -915,19 +916,28 @@ class TestCompatibleServers:
         assert notes.calls == []
 
     @pytest.mark.anyio
-    async def test_a_call_with_no_arguments_yet_is_not_whole(self, server, notes):
-        """A stream cut (cleanly) right after a call started, no finish_reason: the call has
-        no arguments yet, which is not a call of {}; the response is not complete."""
+    async def test_a_call_without_parameters_without_finish_reason(self, server):
+        """A tool without parameters (arguments "") then ``[DONE]``, no ``finish_reason``:
+        the call runs with ``{}``."""
+        ran: list[str] = []
+
+        class Ping:
+            async def execute(self, input_json: str) -> str:
+                ran.append(input_json)
+                return "pong"
+
+        meta = ToolMeta(name="ping", description="Ping.")
         frames = [
-            wire.chunk({"tool_calls": [wire.tool_call_start(0, "call_1", "add_note")]}),
+            wire.chunk({"tool_calls": [wire.tool_call_start(0, "call_1", "ping")]}),
+            wire.DONE,
         ]
-        server.add(stream(*frames))
+        server.add(stream(*frames), stream(*wire.chat_text("Done.")))
         async with make_client(server) as client:
-            worker = make_worker(client, notes)
-            with pytest.raises(ProviderError) as info:
-                await worker.run("remember milk")
-        assert info.value.message == "the response stream ended before the response was complete"
-        assert notes.calls == []
+            worker = Worker(client)
+            worker.register_tool(lambda: (meta, Ping()))
+            assert await worker.run("ping") is WorkerResult.FINISHED
+        assert ran == [""]
+        assert worker.final_text == "Done."
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(("response_id", "model"), [(12345, "m"), ("x", ["a"]), ("", "")])

@@ -462,6 +462,31 @@ class HastyWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
+# The ledger, with payloads of at most 1 000 bytes (less than any of its requests): to
+# replay a history the ledger recorded (before the limit existed, in effect).
+TIGHT_LEDGER = DurableWorker(
+    "ledger",
+    system_prompt="You keep the books.",
+    deps_type=Deps,
+    limits=Limits(tool_timeout=30),
+    model_activity=ActivityConfig(
+        heartbeat_timeout=timedelta(seconds=2), retry_policy=FAST_RETRIES
+    ),
+    tool_activity=ActivityConfig(heartbeat_timeout=timedelta(seconds=2), retry_policy=FAST_RETRIES),
+    max_payload_bytes=1_000,
+)
+TIGHT_LEDGER.register_tools(Ledger)
+
+
+@workflow.defn(name="LedgerWorkflow")
+class TightLedgerWorkflow(ConversationWorkflow):
+    durable = TIGHT_LEDGER
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
 # -- a worker process, for the crash tests ----------------------------------------------------
 
 

@@ -406,6 +406,20 @@ class TestApprovals:
         assert read_journal(ledger.journal) == []
         assert [e["type"] for e in page.events].count("decided") == 1
 
+    def test_the_timeout_reads_as_a_duration(self):
+        from llm_worker.temporal._workflow import _duration
+
+        spans = [timedelta(seconds=1), timedelta(seconds=90), timedelta(minutes=15)]
+        spans += [timedelta(hours=36), timedelta(days=14), timedelta(seconds=1_234_567)]
+        assert [_duration(span) for span in spans] == [
+            "1s",
+            "90s",
+            "15 min",
+            "36 h",
+            "14 days",
+            "14.29 days",
+        ]
+
     def test_the_approval_timeout_is_checked(self):
         with pytest.raises(ValueError, match="approval_timeout must be a positive timedelta"):
             DurableWorker("x", approval_timeout=timedelta(0))

@@ -27,6 +27,7 @@ from .durable_apps import (
     Ledger,
     LedgerWorkflow,
     PlanModel,
+    TightLedgerWorkflow,
     call,
     plan,
 )
@@ -84,3 +85,14 @@ async def test_a_replay_on_changed_workflow_code_fails(
     replayer = Replayer(workflows=[ChangedLedgerWorkflow], plugins=[LlmWorkerPlugin()])
     with pytest.raises(NondeterminismError):
         await replayer.replay_workflow(history)
+
+
+async def test_a_history_recorded_before_the_payload_limit_replays_under_it(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    """The payload checks are patched in (``workflow.patched``): a history whose requests
+    were sent replays as it ran, even where the limit would now refuse them."""
+    history = await recorded_history(client, task_queue, tmp_path)
+    replayer = Replayer(workflows=[TightLedgerWorkflow], plugins=[LlmWorkerPlugin()])
+    result = await replayer.replay_workflow(history)
+    assert result.replay_failure is None

@@ -144,20 +144,25 @@ def approval_question(entry: ToolEntry, arguments: Mapping[str, Any]) -> str:
     """What the host's user is asked: the tool (its title too, if it has one) and each
     argument on a line of its own, as JSON.
 
-    Every argument the tool takes is shown, in its schema's order, each cut short on its
-    own: a long harmless one cannot push the one that matters out of sight. Arguments
-    the tool does not take (its call will be refused) are only counted past a few.
+    Every argument is shown, those the schema names first and in its order, each cut
+    short on its own: a long harmless one cannot push the one that matters out of
+    sight. Only a schema that takes no others (``additionalProperties: false``) lets
+    the rest be counted past a few: the call will be refused for them.
     """
     meta = entry.meta
     tool = f"'{meta.name}'" if meta.title is None else f"{meta.title} ('{meta.name}')"
-    declared = list(meta.input_schema.get("properties") or {})
+    schema = meta.input_schema
+    declared = list(schema.get("properties") or {})
     names = [name for name in declared if name in arguments]
     others = [name for name in arguments if name not in declared]
-    shown, unshown = names + others[:_MAX_OTHERS_SHOWN], len(others) - _MAX_OTHERS_SHOWN
+    unshown = 0
+    if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+        others, unshown = others[:_MAX_OTHERS_SHOWN], len(others) - _MAX_OTHERS_SHOWN
+    shown = names + others
     room = max(_MIN_VALUE_SHOWN, _MAX_ARGUMENTS_SHOWN // max(len(shown), 1))
     lines = [f"Allow the tool {tool} to run with these arguments?"]
     for name in shown:
-        # A name the tool does not declare is the caller's text: quoted, so that no
+        # A name the schema does not declare is the caller's text: quoted, so that no
         # newline in it can fake a line of the question.
         label = name if name in declared else _cut(_json(name), 100)
         lines.append(f"{label}: {_cut(_json(arguments[name]), room)}")
@@ -166,11 +171,16 @@ def approval_question(entry: ToolEntry, arguments: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# JSON leaves these as they are: each breaks a line for str.splitlines() and many displays.
+_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
 def _json(value: object) -> str:
     try:
-        return json.dumps(value, ensure_ascii=False)
+        text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):  # not from JSON (an in-process caller's object)
-        return repr(value)
+        text = repr(value)
+    return text.translate(_LINE_BREAKS)
 
 
 def _cut(text: str, room: int) -> str:

@@ -45,16 +45,10 @@ __all__ = [
 ]
 
 # What an MCP client in a browser sends and must read (streamable HTTP: POST, GET for
-# the event stream, DELETE to end a session).
+# the event stream, DELETE to end a session). Any request header: the protocol adds its
+# own (Mcp-Method, Mcp-Name, Mcp-Param-*), and the origin is one the caller trusts.
 _CORS_METHODS = ("GET", "POST", "DELETE")
-_CORS_HEADERS = (
-    "accept",
-    "authorization",
-    "content-type",
-    "last-event-id",
-    "mcp-protocol-version",
-    "mcp-session-id",
-)
+_CORS_HEADERS = ("*",)
 _CORS_EXPOSED = ("mcp-protocol-version", "mcp-session-id")
 
 logger = logging.getLogger("llm_worker.mcp")

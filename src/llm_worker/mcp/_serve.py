@@ -45,7 +45,7 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, cast, get_args
 
 import anyio
@@ -179,44 +179,64 @@ async def _call_with_context(
     if request is None:
         context = ToolContext(call_id=call.id, tool_name=call.name, deps=None)
         return await execute_call(entry, call, None, context)
-    # The reports wake whichever event is current; the forwarder makes a new one before
-    # it drains, so a report that comes while it sends is never missed.
-    wake = [anyio.Event()]
-    reports = ProgressReports(lambda: wake[0].set())
-    context = ToolContext(call_id=call.id, tool_name=call.name, deps=None, sink=reports)
     session = request.session
-    returned = anyio.Event()
-
-    async def forward() -> None:
-        while True:
-            await wake[0].wait()
-            wake[0] = anyio.Event()
-            for _, progress, total, message in reports.drain():
-                # On the request's own channel, in either protocol era; nothing is sent unless
-                # the client asked for progress (a progress token, or a 2026-era callback).
-                with contextlib.suppress(Exception):  # a client gone mid-call
-                    await session.report_progress(progress, total, message)
-            if returned.is_set():
-                return  # the last report went before the result
-
+    forwarder = _ProgressForwarder(session.report_progress)
+    reports = forwarder.reports
+    context = ToolContext(call_id=call.id, tool_name=call.name, deps=None, sink=reports)
     reports.start(call.id)
     result: ToolResult | None = None
     failure: BaseException | None = None
     async with anyio.create_task_group() as group:
-        group.start_soon(forward)
+        group.start_soon(forwarder.run)
         try:
             result = await execute_call(entry, call, None, context)
         except BaseException as exc:  # raised as it is below, not in the group's ExceptionGroup
             failure = exc
             group.cancel_scope.cancel()
         else:
-            returned.set()
-            wake[0].set()
+            forwarder.returned()  # what it reported last goes before the result
     reports.finish(call.id)
     if failure is not None:
         raise failure
     assert result is not None
     return result
+
+
+class _ProgressForwarder:
+    """Sends a call's progress reports to the client while it runs: as they come, the
+    latest of those made while it sent (a slow client gets fewer, never stale ones).
+
+    ``run()`` ends once ``returned()`` was called and everything reported before it is
+    sent. Sent on the request's own channel, in either protocol era; nothing goes unless
+    the client asked for progress (a progress token, or a 2026-era callback).
+    """
+
+    __slots__ = ("_returned", "_send", "_wake", "reports")
+
+    def __init__(
+        self, send: Callable[[float, float | None, str | None], Awaitable[object]]
+    ) -> None:
+        self._send = send
+        self._wake = anyio.Event()
+        self._returned = False
+        # A report wakes whichever event is current: run() makes a new one before it
+        # drains, so a report that comes while it sends is never missed.
+        self.reports = ProgressReports(lambda: self._wake.set())
+
+    def returned(self) -> None:
+        self._returned = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            last = self._returned  # seen before the drain: every report is in this one
+            for _, progress, total, message in self.reports.drain():
+                with contextlib.suppress(Exception):  # a client gone mid-call
+                    await self._send(progress, total, message)
+            if last:
+                return
 
 
 def _is_cancellation(exc: BaseException) -> bool:

@@ -791,8 +791,8 @@ class _ChunkReader:
 
     def _calls_whole(self) -> bool:
         for fragments in self.arguments.values():
-            try:  # no arguments yet is not a whole call (a stream cut after its start)
-                value: object = json.loads("".join(fragments))
+            try:  # no arguments: a tool without parameters (servers send "")
+                value: object = json.loads("".join(fragments) or "{}")
             except ValueError:
                 return False
             if not isinstance(value, dict):

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "payload_size"]
+__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "PAYLOAD_LIMIT_PATCH", "payload_size"]
 
 DEFAULT_MAX_PAYLOAD_BYTES = 2_000_000
 """Under the Temporal server's default limit (2 MiB), with room for the payload's metadata."""
+
+PAYLOAD_LIMIT_PATCH = "llm-worker.max-payload-bytes"
+"""The ``workflow.patched()`` id of the checks: a workflow an earlier version ran (which
+sent what it was given) replays as it ran."""
 
 
 def payload_size(value: object) -> int:

@@ -32,7 +32,7 @@ from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError, T
 from .._meta import ToolMeta
 from .._model_texts import DURABLE_CALL_FAILED, DURABLE_INPUT_TOO_LARGE, call_text
 from ._config import ActivityConfig
-from ._payloads import payload_size
+from ._payloads import PAYLOAD_LIMIT_PATCH, payload_size
 from ._wire import dump_request, load_events, load_result
 
 __all__ = ["ActivityModel", "ActivityTool"]
@@ -63,7 +63,9 @@ class ActivityModel:
     async def _stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         sent = dump_request(request)
         size = payload_size(sent)
-        if size > self._max_payload_bytes:  # Temporal would refuse it at every attempt
+        if size > self._max_payload_bytes and workflow.patched(PAYLOAD_LIMIT_PATCH):
+            # Temporal would refuse it at every attempt. (Not in a history an earlier
+            # version recorded, which scheduled it: a replay must do as it did.)
             raise ProviderError(
                 "temporal",
                 f"the model request is {size} bytes, over the {self._max_payload_bytes} bytes "
@@ -154,7 +156,7 @@ class ActivityTool:
             "deps": self._dump_deps(deps),
         }
         size = payload_size(sent)
-        if size > self._max_payload_bytes:  # Temporal would refuse it at every attempt
+        if size > self._max_payload_bytes and workflow.patched(PAYLOAD_LIMIT_PATCH):
             raise ExecutionFailedError(
                 call_text(DURABLE_INPUT_TOO_LARGE, name, size=size, limit=self._max_payload_bytes)
             )

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, ClassVar
 
 from temporalio import workflow
@@ -133,8 +134,7 @@ class ConversationWorkflow:
         except asyncio.TimeoutError:
             self._status = "running"  # a late decide is refused: nothing waits any more
             assert timeout is not None
-            seconds = timeout.total_seconds()
-            denial = Deny(f"no decision came within the approval timeout ({seconds:g}s)")
+            denial = Deny(f"no decision came within the approval timeout ({_duration(timeout)})")
             self._events.append(
                 {"seq": len(self._events), "type": "decided", "decisions": dump_decisions(denial)}
             )
@@ -254,6 +254,15 @@ def _share_anyio_backend() -> None:
     """
     with workflow.unsafe.imports_passed_through():
         import anyio._backends._asyncio  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+
+def _duration(span: timedelta) -> str:
+    """``span`` as a model reads it: ``90s``, ``15 min``, ``36 h``, ``14 days``."""
+    seconds = span.total_seconds()
+    for unit, size in (("days", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.4g} {unit}"
+    return f"{seconds:.4g}s"
 
 
 def _not_paused(status: str) -> WorkerStateError:
