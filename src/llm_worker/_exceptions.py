@@ -279,21 +279,32 @@ class ProviderError(WorkerError):
     ``provider`` names it (``"openai"``, ``"anthropic"``...), ``status`` is the
     HTTP status when there was one (429 rate limit, 529 overloaded, 401 auth,
     400 bad request...), ``message`` the provider's own words, and
-    ``retryable`` whether trying again later can help. Nothing of the failed
-    response enters the history.
+    ``retryable`` whether trying again later can help; ``retry_after``, the
+    seconds the provider asked to wait before that (its ``Retry-After``), if it
+    said. Nothing of the failed response enters the history.
     """
 
     def __init__(
-        self, provider: str, message: str, *, status: int | None = None, retryable: bool = False
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(provider, message, status, retryable)
         self.provider = provider
         self.message = message
         self.status = status
         self.retryable = retryable
+        self.retry_after = retry_after
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (_provider_error, (self.provider, self.message, self.status, self.retryable))
+        return (
+            _provider_error,
+            (self.provider, self.message, self.status, self.retryable, self.retry_after),
+        )
 
     def __str__(self) -> str:
         status = f" (HTTP {self.status})" if self.status is not None else ""
@@ -301,6 +312,12 @@ class ProviderError(WorkerError):
 
 
 def _provider_error(
-    provider: str, message: str, status: int | None, retryable: bool
+    provider: str,
+    message: str,
+    status: int | None,
+    retryable: bool,
+    retry_after: float | None = None,  # not in what an earlier version pickled
 ) -> ProviderError:
-    return ProviderError(provider, message, status=status, retryable=retryable)
+    return ProviderError(
+        provider, message, status=status, retryable=retryable, retry_after=retry_after
+    )

@@ -591,6 +591,17 @@ class TestErrors:
         assert worker.history == (UserMessage("hi"),)
 
     @pytest.mark.anyio
+    async def test_the_wait_an_overload_asks_for(self, server):
+        """``retry_after``: what the provider's retry-after says."""
+        server.add(
+            error(529, wire.anthropic_error("overloaded_error", "Overloaded"), retry_after="3")
+        )
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.status, info.value.retry_after) == (529, 3.0)
+
+    @pytest.mark.anyio
     async def test_failure_in_a_later_turn(self, server, notes):
         """When the request after the tool results fails, the history ends with those
         results: every call has its result, and nothing of the failed response is kept."""

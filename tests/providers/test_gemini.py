@@ -615,6 +615,19 @@ class TestThoughtSignatures:
 
 class TestErrors:
     @pytest.mark.anyio
+    async def test_the_wait_a_rate_limit_asks_for(self, server):
+        """``retry_after``: what the response's Retry-After says."""
+        server.add(
+            error(
+                429, wire.gemini_error(429, "Quota exceeded", "RESOURCE_EXHAUSTED"), retry_after="9"
+            )
+        )
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.status, info.value.retry_after) == (429, 9.0)
+
+    @pytest.mark.anyio
     async def test_a_fastapi_style_body_gives_its_message(self, server):
         """A proxy's `{"detail": "..."}` body: its detail is the message, not a repr."""
         server.add(error(500, {"detail": "upstream exploded"}))

@@ -457,6 +457,19 @@ class TestErrors:
         assert len(server.requests) == 1  # max_retries=0
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("headers", "wait"),
+        [({"retry_after": "7"}, 7.0), ({"retry_after_ms": "1500"}, 1.5), ({}, None)],
+    )
+    async def test_the_wait_a_rate_limit_asks_for(self, server, headers, wait):
+        """``retry_after``: what the provider's Retry-After (or retry-after-ms) says."""
+        server.add(error(429, wire.RATE_LIMITED, **headers))
+        async with make_client(server) as client:
+            with pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert info.value.retry_after == wait
+
+    @pytest.mark.anyio
     async def test_bad_key(self, server):
         """A 401 is a ProviderError that retrying cannot fix."""
         server.add(error(401, wire.BAD_KEY))

@@ -8,6 +8,7 @@ Worker does with the same model and tools.
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -592,6 +593,39 @@ class TestFailures:
             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
         ]
         assert started == [3]  # Temporal records the attempt that completed
+
+    async def test_the_providers_retry_after_is_the_next_attempts_wait(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A 429 asking to wait 3 s: Temporal's next attempt waits that long (the policy's
+        backoff would be 100 ms, about 1 s on the dev server)."""
+        model = FlakyModel(
+            [ProviderError("test", "slow down", status=429, retryable=True, retry_after=3.0)]
+        )
+        starts: list[float] = []
+        stream = model.stream
+
+        def timed(request: Any) -> Any:
+            starts.append(time.monotonic())
+            return stream(request)
+
+        model.stream = timed  # type: ignore[method-assign]
+        activities = LEDGER.activities(model=model, tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan(answer="hello"),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            result = await finished(conversation)
+        assert result.final_text == "hello: "
+        assert len(starts) == 2
+        assert starts[1] - starts[0] >= 2.9
 
     async def test_a_non_retryable_provider_error_fails_the_run_at_once(
         self, client: Client, task_queue: str, tmp_path: Path

@@ -7,7 +7,11 @@ Nothing here imports a provider SDK.
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import email.utils
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
@@ -39,6 +43,7 @@ __all__ = [
     "output_schema",
     "own_items",
     "proxied_message",
+    "retry_after",
     "stream_ended",
 ]
 
@@ -156,6 +161,34 @@ def connection_failed(provider: str, cause: BaseException | None, fallback: str)
 def stream_ended(provider: str) -> ProviderError:
     """The stream ended cleanly but before the provider said the response was complete."""
     return ProviderError(provider, STREAM_ENDED, retryable=True)
+
+
+def retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """The seconds ``headers`` ask to wait before trying again: ``retry-after-ms`` (OpenAI,
+    Anthropic), else ``retry-after`` in seconds or as an HTTP date; ``None`` if neither
+    says (or says something that is no time)."""
+    if headers is None:
+        return None
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        with contextlib.suppress(ValueError):
+            return _wait(float(milliseconds) / 1000)
+    given = headers.get("retry-after")
+    if given is None:
+        return None
+    with contextlib.suppress(ValueError):
+        return _wait(float(given))
+    try:
+        when = email.utils.parsedate_to_datetime(given)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return _wait((when - datetime.datetime.now(datetime.timezone.utc)).total_seconds())
+
+
+def _wait(seconds: float) -> float | None:
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
 def given_text(value: object) -> str | None:

@@ -107,6 +107,7 @@ from ._common import (
     is_retryable_status,
     output_schema,
     own_items,
+    retry_after,
     stream_ended,
 )
 from ._parts import base64_of, has_media, mime_type, plain_text, result_blocks
@@ -653,7 +654,11 @@ def provider_error(exc: anthropic.AnthropicError) -> ProviderError:
         if exc.status_code >= 400:
             status = exc.status_code
             return ProviderError(
-                PROVIDER, message, status=status, retryable=is_retryable_status(status)
+                PROVIDER,
+                message,
+                status=status,
+                retryable=is_retryable_status(status),
+                retry_after=retry_after(exc.response.headers),
             )
         # An `error` event inside a 200 stream: the status its error type stands for.
         typed = ERROR_STATUS.get(error_field(exc.body, "type") or "")

@@ -127,6 +127,7 @@ from ._common import (
     is_retryable_status,
     output_schema,
     own_items,
+    retry_after,
     stream_ended,
 )
 from ._parts import attached_note, has_media, mime_type
@@ -803,7 +804,15 @@ def provider_error(exc: Exception) -> ProviderError:
             message = body_text(message)  # a page that is not JSON (a proxy's...)
         message = message or detailed or exc.status or str(exc)
         retryable = status is None or is_retryable_status(status)
-        return ProviderError(PROVIDER, message, status=status, retryable=retryable)
+        response: object = getattr(exc, "response", None)  # httpx's, aiohttp's or requests'
+        headers: object = getattr(response, "headers", None)
+        return ProviderError(
+            PROVIDER,
+            message,
+            status=status,
+            retryable=retryable,
+            retry_after=retry_after(cast("Mapping[str, str]", headers)) if headers else None,
+        )
     if isinstance(exc, httpx2.TimeoutException):
         return ProviderError(PROVIDER, TIMED_OUT, retryable=True)
     if isinstance(exc, (httpx2.HTTPError, google.auth.exceptions.TransportError)):

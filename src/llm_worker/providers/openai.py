@@ -135,6 +135,7 @@ from ._common import (
     output_schema,
     own_items,
     proxied_message,
+    retry_after,
     stream_ended,
 )
 from ._parts import (
@@ -947,7 +948,11 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
             or exc.message
         )
         return ProviderError(
-            PROVIDER, message, status=status, retryable=is_retryable_status(status)
+            PROVIDER,
+            message,
+            status=status,
+            retryable=is_retryable_status(status),
+            retry_after=retry_after(exc.response.headers),
         )
     if isinstance(exc, openai.APITimeoutError):
         return ProviderError(PROVIDER, TIMED_OUT, retryable=True)

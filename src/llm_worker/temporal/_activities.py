@@ -62,9 +62,15 @@ def model_request_activity(
                     "message": exc.message,
                     "status": exc.status,
                     "retryable": exc.retryable,
+                    "retry_after": exc.retry_after,
                 },
                 type="ProviderError",
                 non_retryable=not exc.retryable,
+                # The provider's Retry-After is the next attempt's wait (the policy's
+                # backoff otherwise).
+                next_retry_delay=None
+                if exc.retry_after is None
+                else timedelta(seconds=exc.retry_after),
             ) from exc
         except LlmClientError as exc:  # a client that breaks the protocol does so every time
             raise ApplicationError(str(exc), type="LlmClientError", non_retryable=True) from exc

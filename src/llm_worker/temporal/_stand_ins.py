@@ -100,11 +100,15 @@ def _model_error(exc: ActivityError) -> Exception:
             if isinstance(details, dict):
                 fields = cast("dict[str, Any]", details)
                 status = fields.get("status")
+                wait = fields.get("retry_after")
                 return ProviderError(
                     str(fields.get("provider", "?")),
                     str(fields.get("message", cause.message)),
                     status=status if isinstance(status, int) else None,
                     retryable=fields.get("retryable") is True,
+                    retry_after=float(wait)
+                    if isinstance(wait, (int, float)) and not isinstance(wait, bool)
+                    else None,
                 )
         if cause.type == "LlmClientError":
             return LlmClientError(cause.message)
