@@ -848,6 +848,7 @@ class TestUsage:
         """Usage and RunUsage add field by field."""
         assert Usage(1, 2, 3, 4) + Usage(10, 20, 30, 40) == Usage(11, 22, 33, 44)
         assert RunUsage(1, 2, 3, 4, 5, 6) + RunUsage(1, 1, 1, 1, 1, 1) == RunUsage(2, 3, 4, 5, 6, 7)
+        assert RunUsage(2, 3, 4, 5, 6, 7) - RunUsage(1, 1, 1, 1, 1, 1) == RunUsage(1, 2, 3, 4, 5, 6)
         assert RunUsage().add_response(3, None) == RunUsage(requests=1, tool_calls=3)
 
 

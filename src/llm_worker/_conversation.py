@@ -134,6 +134,17 @@ class RunUsage:
             self.reasoning_tokens + other.reasoning_tokens,
         )
 
+    def __sub__(self, other: RunUsage) -> RunUsage:
+        """What this usage adds to an earlier one, ``other`` (a resume's, over its run's)."""
+        return RunUsage(
+            self.requests - other.requests,
+            self.tool_calls - other.tool_calls,
+            self.input_tokens - other.input_tokens,
+            self.output_tokens - other.output_tokens,
+            self.cached_input_tokens - other.cached_input_tokens,
+            self.reasoning_tokens - other.reasoning_tokens,
+        )
+
 
 @dataclass(frozen=True)
 class UserMessage:

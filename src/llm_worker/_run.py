@@ -358,7 +358,7 @@ class _Turns:
                 outcome = "failed"
             else:
                 outcome = "cancelled"  # the reader left early, or cancelled the run
-            trace.end(outcome, error, _spent(self.usage_before, session.run_usage))
+            trace.end(outcome, error, session.run_usage - self.usage_before)
         if self.channel is not None:
             send, receive = self.channel
             send.close()
@@ -1007,18 +1007,6 @@ def _asking_for(request: LlmRequest, output: RunOutput) -> LlmRequest:
 
 
 _NOTHING_SPENT = RunUsage()
-
-
-def _spent(before: RunUsage, after: RunUsage) -> RunUsage:
-    """What a resume or retry cost on its own: its run's usage, less what came before it."""
-    return RunUsage(
-        after.requests - before.requests,
-        after.tool_calls - before.tool_calls,
-        after.input_tokens - before.input_tokens,
-        after.output_tokens - before.output_tokens,
-        after.cached_input_tokens - before.cached_input_tokens,
-        after.reasoning_tokens - before.reasoning_tokens,
-    )
 
 
 def _last_text(history: Sequence[object]) -> str:

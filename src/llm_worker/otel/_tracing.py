@@ -421,11 +421,11 @@ class _ToolSpan(_ToolTimer):
 
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
         try:
-            self._end_span(result, error)
+            self._end(result, error)
         except Exception:
             _failed("end a tool call's span")
 
-    def _end_span(self, result: ToolResult | None, error: BaseException | None) -> None:
+    def _end(self, result: ToolResult | None, error: BaseException | None) -> None:
         error_type = self._measure(result, error)
         span = self._span
         if error_type is None:
