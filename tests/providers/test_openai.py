@@ -21,6 +21,7 @@ from llm_worker import (
     LlmClient,
     LlmRequest,
     ProviderError,
+    ProviderItem,
     ReasoningDelta,
     RunState,
     TextDelta,
@@ -1055,12 +1056,12 @@ class TestCompatibleServers:
         assert info.value.message == f"Chutes: {OPENROUTER_RAW}"
 
     @pytest.mark.anyio
-    async def test_reasoning_content_is_shown_not_kept(self, server):
-        """``delta.reasoning_content`` (vLLM, DeepSeek) and ``delta.reasoning`` (OpenRouter)
-        become reasoning events; the answer and the next request hold only the text."""
+    async def test_reasoning_is_shown_and_sent_back_in_its_field(self, server):
+        """``delta.reasoning_content`` (DeepSeek, vLLM) becomes reasoning events, and the
+        whole reasoning goes back in that field of its assistant message."""
         frames = [
             wire.chunk({"role": "assistant", "content": None, "reasoning_content": "Think. "}),
-            wire.chunk({"reasoning": "More."}),
+            wire.chunk({"reasoning_content": "More."}),
             wire.chunk({"content": "Hi."}),
             wire.chunk({}, "stop"),
             wire.DONE,
@@ -1072,5 +1073,47 @@ class TestCompatibleServers:
                 seen = [event async for event in events]
             await worker.run("again")
         assert [e.text for e in seen if isinstance(e, ReasoningDelta)] == ["Think. ", "More."]
-        assert worker.history[1] == AssistantMessage("Hi.", (), "end_turn")
-        assert server.requests[1].json["messages"][1] == {"role": "assistant", "content": "Hi."}
+        kept = ProviderItem("openai", "reasoning_content", '{"reasoning_content": "Think. More."}')
+        assert worker.history[1] == AssistantMessage("Hi.", (), "end_turn", provider_items=(kept,))
+        assert worker.history[3].provider_items == ()  # a response without reasoning
+        assert server.requests[1].json["messages"][1] == {
+            "role": "assistant",
+            "content": "Hi.",
+            "reasoning_content": "Think. More.",
+        }
+
+    @pytest.mark.anyio
+    async def test_a_tool_loop_sends_each_calls_reasoning_back(self, server):
+        """DeepSeek's and Kimi's rule: the reasoning of a turn that called tools goes back
+        with its calls on every later request; ``delta.reasoning`` (OpenRouter, Ollama,
+        Groq) goes back as ``reasoning``, and a saved run state keeps it."""
+        notes = Notes()
+        call = wire.chat_tool_calls([("call_1", "add_note", '{"title": "a", "body": "b"}')])
+        reasoning = wire.chunk({"reasoning": "I should save it. ¿"})
+        server.add(
+            stream(call[0], reasoning, *call[1:]),
+            stream(*wire.chat_text("Saved.")),
+            stream(*wire.chat_text("Sure.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("save a")
+            state = worker.state.to_json()
+            loaded = make_worker(client, notes)
+            loaded.load_state(RunState.from_json(state))
+            await loaded.run("thanks")
+        expected = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "add_note", "arguments": '{"title": "a", "body": "b"}'},
+                }
+            ],
+            "reasoning": "I should save it. ¿",
+        }
+        for request in server.requests[1:]:
+            assert request.json["messages"][2] == expected
+        assert notes.notes == {"a": "b"}

@@ -21,9 +21,12 @@ OpenAI-compatible servers implement. How the conversation is sent (``messages``)
   message after the turn's tool messages (``chat_tool_message``, ``chat_media_part``).
 
 How its stream is read: ``delta.content`` (and ``delta.refusal``) → ``TextDelta``;
-``delta.reasoning_content`` / ``delta.reasoning`` (vLLM, DeepSeek, OpenRouter...) →
-``ReasoningDelta`` (shown, not sent back); the first ``tool_calls`` delta of an
-``index`` → ``ToolUseStart(index, id, name)``, every ``arguments`` fragment →
+``delta.reasoning_content`` / ``delta.reasoning`` (DeepSeek, Kimi, vLLM, Ollama, OpenRouter,
+Groq...) → ``ReasoningDelta``, and the whole reasoning is kept with the message
+(``ProviderItem("openai", "reasoning_content", '{"<field>": text}')``) and sent back in that
+field of its assistant message, the one the server used (DeepSeek and Kimi refuse a tool
+loop whose reasoning was dropped; Qwen's template reads it back); the first ``tool_calls``
+delta of an ``index`` → ``ToolUseStart(index, id, name)``, every ``arguments`` fragment →
 ``ToolInputDelta``; ``finish_reason`` → ``ToolUseStop`` for every started call; the end
 of the stream → ``Completion`` with the mapped stop reason and the usage chunk
 (``stream_options.include_usage``). Stop reasons: ``stop`` → ``end_turn``, ``tool_calls``
@@ -153,6 +156,7 @@ from ._parts import (
 if TYPE_CHECKING:
     from openai import Omit
     from openai.types.chat import (
+        ChatCompletionAssistantMessageParam,
         ChatCompletionChunk,
         ChatCompletionContentPartParam,
         ChatCompletionFunctionToolParam,
@@ -178,6 +182,10 @@ if TYPE_CHECKING:
 __all__ = ["OpenAIChatClient", "OpenAIResponsesClient"]
 
 PROVIDER = "openai"
+REASONING_CONTENT = "reasoning_content"  # the kind of a Chat response's kept reasoning
+# Where servers put a response's reasoning, not in the SDK's types: DeepSeek, Kimi, vLLM
+# `reasoning_content`; OpenRouter, Ollama, Groq `reasoning`.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 STOP_REASONS: Mapping[str, str] = {
     "stop": "end_turn",
@@ -444,7 +452,7 @@ def chat_messages(
             out.append({"role": "user", "content": message.text})
         elif isinstance(message, AssistantMessage):
             if not message.tool_calls:
-                out.append({"role": "assistant", "content": message.text})
+                out.append(_with_reasoning(message, {"role": "assistant", "content": message.text}))
                 continue
             calls: list[ChatCompletionMessageFunctionToolCallParam] = [
                 {
@@ -454,7 +462,12 @@ def chat_messages(
                 }
                 for call in message.tool_calls
             ]
-            out.append({"role": "assistant", "content": message.text or None, "tool_calls": calls})
+            reply: ChatCompletionAssistantMessageParam = {
+                "role": "assistant",
+                "content": message.text or None,
+                "tool_calls": calls,
+            }
+            out.append(_with_reasoning(message, reply))
         else:
             raise TypeError(f"not a history item: {message!r}")
     if prefix is not None:
@@ -464,6 +477,18 @@ def chat_messages(
     if system_prompt:
         return [{"role": "system", "content": system_prompt}, *out]
     return list(out)
+
+
+def _with_reasoning(
+    message: AssistantMessage, reply: ChatCompletionAssistantMessageParam
+) -> ChatCompletionAssistantMessageParam:
+    """``reply`` with the reasoning its response came with, in the server's own field."""
+    for item in own_items(message, PROVIDER):
+        if item.kind == REASONING_CONTENT:
+            fields = cast("dict[str, object]", item.json())
+            kept = {name: fields[name] for name in REASONING_FIELDS if name in fields}
+            return cast("ChatCompletionAssistantMessageParam", {**reply, **kept})
+    return reply
 
 
 def chat_tool_message(
@@ -704,6 +729,8 @@ class _ChunkReader:
         self.usage: Usage | None = None
         self.response_id: str | None = None
         self.model: str | None = None
+        self.reasoning: list[str] = []
+        self.reasoning_field: str | None = None  # the first of REASONING_FIELDS it came in
 
     def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
         events: list[LlmEvent] = []
@@ -726,7 +753,7 @@ class _ChunkReader:
                     self.finish_reason = choice.finish_reason
                     events.extend(self.stops())
                 continue
-            reasoning = _reasoning_text(delta)
+            reasoning = self._reasoning(delta)
             if reasoning:
                 events.append(ReasoningDelta(reasoning))
             if delta.content:
@@ -777,15 +804,37 @@ class _ChunkReader:
             events.append(ToolUseStop(index))
         return events
 
+    def _reasoning(self, delta: object) -> str | None:
+        extra = getattr(delta, "model_extra", None)
+        if not extra:
+            return None
+        fields = cast("dict[str, object]", extra)
+        for name in REASONING_FIELDS:
+            text = fields.get(name)
+            if text and isinstance(text, str):
+                self.reasoning.append(text)
+                if self.reasoning_field is None:
+                    self.reasoning_field = name
+                return text
+        return None
+
     def end(self) -> list[LlmEvent]:
         if self.finish_reason is not None:
             reason = self.finish_reason
-            return [self.completion(STOP_REASONS.get(reason, reason))]
+            return [*self.kept(), self.completion(STOP_REASONS.get(reason, reason))]
         # No finish_reason before [DONE] (OpenRouter, Kimi): complete if the usage chunk
         # came, or if every call's arguments are whole; else the answer may be cut short.
         if self.usage is None and not (self.arguments and self._calls_whole()):
             raise stream_ended(PROVIDER)
-        return [*self.stops(), self.completion("tool_use" if self.arguments else "end_turn")]
+        stop_reason = "tool_use" if self.arguments else "end_turn"
+        return [*self.stops(), *self.kept(), self.completion(stop_reason)]
+
+    def kept(self) -> list[LlmEvent]:
+        """The response's reasoning, to go back with it (``[]`` if it had none)."""
+        if self.reasoning_field is None:
+            return []
+        data = json.dumps({self.reasoning_field: "".join(self.reasoning)}, ensure_ascii=False)
+        return [ProviderItemDone(ProviderItem(PROVIDER, REASONING_CONTENT, data))]
 
     def completion(self, stop_reason: str) -> Completion:
         return Completion(stop_reason, self.usage, self.response_id, self.model)
@@ -807,16 +856,6 @@ def _made_up_id(chunk_id: str, index: int) -> str:
     if chunk_id:
         return f"call_{chunk_id}_{index}"
     return f"call_{secrets.token_hex(12)}"
-
-
-def _reasoning_text(delta: object) -> str | None:
-    # Not in the SDK's types: vLLM and DeepSeek send `reasoning_content`, OpenRouter `reasoning`.
-    extra = getattr(delta, "model_extra", None)
-    if not extra:
-        return None
-    fields = cast("dict[str, object]", extra)
-    text = fields.get("reasoning_content") or fields.get("reasoning")
-    return text if isinstance(text, str) else None
 
 
 class _ResponseEventReader:
