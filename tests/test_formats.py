@@ -334,11 +334,64 @@ class TestExportTools:
         assert export_tools(definitions, "neutral") == [d.to_dict() for d in definitions]
 
     def test_anthropic_shape(self):
-        """anthropic: {name, description, input_schema} with the schema unchanged."""
+        """anthropic: {name, description, input_schema}, the schema unchanged (its root is
+        one object)."""
         [d] = example_definitions()[:1]
         assert export_tools([d], "anthropic") == [
             {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         ]
+
+    def test_anthropic_root_is_one_object(self):
+        """The Messages API refuses a request whose tool has anyOf/oneOf/allOf at the root:
+        a "one of these keys" union keeps its properties, the branches are described."""
+        either = {
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "path": {"type": "string"}},
+            "oneOf": [{"required": ["id"]}, {"required": ["path"]}],
+        }
+        [tool] = export_tools(
+            [LlmToolDefinition(name="get", description="Get.", input_schema=either)], "anthropic"
+        )
+        assert tool["input_schema"] == {
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "path": {"type": "string"}},
+            "description": '(the arguments match oneOf [{"required": ["id"]}, '
+            '{"required": ["path"]}])',
+        }
+        pydantic.TypeAdapter(anthropic.types.ToolParam).validate_python(tool)
+
+    def test_anthropic_root_union_of_objects_joins_their_properties(self):
+        by_id = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+        by_name = {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "id": {"type": "integer"}},
+            "required": ["name", "id"],
+        }
+        schema = {"anyOf": [by_id, {"$ref": "#/$defs/ByName"}], "$defs": {"ByName": by_name}}
+        [tool] = export_tools(
+            [LlmToolDefinition(name="find", description="Find.", input_schema=schema)], "anthropic"
+        )
+        got = tool["input_schema"]
+        assert got["properties"] == {"id": {"type": "integer"}, "name": {"type": "string"}}
+        assert got["required"] == ["id"]  # required by every branch
+        assert got["type"] == "object" and got["$defs"] == {"ByName": by_name}
+        assert not {"anyOf", "oneOf", "allOf"} & set(got)
+
+    def test_anthropic_root_all_of_is_merged(self):
+        schema = {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                {"properties": {"b": {"type": "integer"}}},
+            ]
+        }
+        [tool] = export_tools(
+            [LlmToolDefinition(name="m", description="M.", input_schema=schema)], "anthropic"
+        )
+        assert tool["input_schema"] == {
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+            "required": ["a"],
+        }
 
     def test_mcp_shape(self):
         """mcp: {name, description, inputSchema} with the schema unchanged."""

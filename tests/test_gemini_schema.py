@@ -131,3 +131,156 @@ class TestEnums:
             "nullable": True,
         }
         genai_types.Schema.model_validate(gemini(schema))
+
+
+def declared(schema: dict[str, Any]) -> dict[str, Any]:
+    """The declaration, checked by google-genai's own ``FunctionDeclaration``."""
+    from google.genai import types
+
+    [declaration] = export_tools([ToolMeta(name="t", input_schema=schema)], "gemini")
+    types.FunctionDeclaration.model_validate(declaration)
+    return declaration
+
+
+PATH = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+MODE = {"type": "object", "properties": {"mode": {"enum": ["r", "w"]}}}
+MERGED = {
+    "type": "OBJECT",
+    "properties": {"path": {"type": "STRING"}, "mode": {"type": "STRING", "enum": ["r", "w"]}},
+    "required": ["path"],
+}
+
+
+def without_formats(schema: Any) -> Any:
+    """``schema`` without ``format: enum`` (the enum rule's own business)."""
+    if isinstance(schema, dict):
+        return {k: without_formats(v) for k, v in schema.items() if (k, v) != ("format", "enum")}
+    return [without_formats(v) for v in schema] if isinstance(schema, list) else schema
+
+
+class TestCombinators:
+    def test_an_all_of_of_several_entries_is_merged(self):
+        """Not dropped (the property became {}, any value), at any level."""
+        nested = {"type": "object", "properties": {"opts": {"allOf": [PATH, MODE]}}}
+        assert without_formats(declared(nested)["parameters"]["properties"]["opts"]) == MERGED
+        assert without_formats(declared({"allOf": [PATH, MODE]})["parameters"]) == MERGED
+
+    def test_an_all_of_nothing_satisfies_is_refused(self):
+        schema = {
+            "type": "object",
+            "properties": {"n": {"allOf": [{"type": "string"}, {"type": "integer"}]}},
+        }
+        assert refusal(schema) == "no arguments can satisfy this schema"
+
+    def test_a_root_any_of_several_objects_is_refused(self):
+        """Gemini's parameters are one object: the declaration lost them all before."""
+        schema = {"oneOf": [PATH, MODE]}
+        assert refusal(schema) == (
+            "the arguments must be one object, and Gemini takes no anyOf of several at the "
+            "top level"
+        )
+
+    def test_a_root_any_of_with_one_object_branch_is_that_object(self):
+        schema = {"anyOf": [PATH, {"type": "string"}], "description": "A path."}
+        assert declared(schema)["parameters"] == {
+            "type": "OBJECT",
+            "properties": {"path": {"type": "STRING"}},
+            "required": ["path"],
+            "description": "A path.",
+        }
+
+    def test_a_root_map_is_refused(self):
+        schema = {"type": "object", "additionalProperties": {"type": "string"}}
+        assert refusal(schema) == (
+            "Gemini's parameters name every argument, and this schema takes any keys "
+            "(additionalProperties)"
+        )
+
+    def test_a_type_list_puts_each_keyword_in_its_types_branch(self):
+        """``items`` on a node without a type is refused by Gemini ("only allowed for ARRAY")."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "paths": {
+                    "type": ["string", "array", "null"],
+                    "items": {"type": "string"},
+                    "maxLength": 9,
+                    "minItems": 1,
+                    "description": "One path or several.",
+                }
+            },
+        }
+        assert declared(schema)["parameters"]["properties"]["paths"] == {
+            "description": "One path or several.",
+            "anyOf": [
+                {"type": "STRING", "maxLength": 9},
+                {"type": "ARRAY", "items": {"type": "STRING"}, "minItems": 1},
+            ],
+            "nullable": True,
+        }
+
+
+class TestShapes:
+    def test_boolean_schemas_are_any_value(self):
+        """``true`` is not a Schema google-genai takes; ``{}`` is."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "extra": True,
+                "values": {"type": "array", "items": True},
+                "either": {"anyOf": [True, {"type": "string"}]},
+            },
+        }
+        assert declared(schema)["parameters"]["properties"] == {
+            "extra": {},
+            "values": {"type": "ARRAY", "items": {}},
+            "either": {"anyOf": [{}, {"type": "STRING"}]},
+        }
+
+    def test_a_false_schema_is_refused(self):
+        schema = {"type": "object", "properties": {"never": False}}
+        assert refusal(schema) == "false is not a schema Gemini can take"
+
+    def test_every_array_has_items(self):
+        """Gemini refuses an ARRAY without ``items`` ("items: missing field")."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "any": {"type": "array"},
+                "empty": {"type": "array", "prefixItems": [], "maxItems": 0},
+            },
+        }
+        properties = declared(schema)["parameters"]["properties"]
+        assert properties["any"] == {"type": "ARRAY", "items": {}}
+        assert properties["empty"] == {"type": "ARRAY", "maxItems": 0, "items": {}}
+
+    def test_a_draft_7_tuple_is_rewritten_as_prefix_items_are(self):
+        schema = {
+            "type": "object",
+            "properties": {"pair": {"type": "array", "items": [{"type": "number"}] * 2}},
+        }
+        assert declared(schema)["parameters"]["properties"]["pair"] == {
+            "type": "ARRAY",
+            "items": {"type": "NUMBER"},
+        }
+
+    def test_a_maps_values_are_described(self):
+        """Gemini takes no additionalProperties (400 "Unknown name"): the values' schema is
+        said in the description, not lost."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "env": {
+                    "type": "object",
+                    "additionalProperties": {"type": "integer"},
+                    "description": "Variables.",
+                },
+                "tags": {"type": "object", "additionalProperties": True},
+            },
+        }
+        properties = declared(schema)["parameters"]["properties"]
+        assert properties["env"] == {
+            "type": "OBJECT",
+            "description": 'Variables. (any keys, each value: {"type": "integer"})',
+        }
+        assert properties["tags"] == {"type": "OBJECT", "description": "(any keys, any values)"}

@@ -25,8 +25,9 @@ mcp                ``{"name", "description", "inputSchema"}`` (an MCP ``tools/li
 OpenAI strict mode (``strict=True``, only for ``openai`` and ``openai-responses``)
 rewrites ``parameters`` into the subset Structured Outputs accepts
 (``_strict_schema``); ``gemini`` rewrites them into Gemini's OpenAPI-subset
-``Schema`` (``_gemini_schema``). Both rewrites are pure and cached by schema
-text, so exporting the same tools again costs one JSON parse per tool (each
+``Schema`` (``_gemini_schema``); ``anthropic`` makes a root ``anyOf``/``oneOf``/
+``allOf`` one object (``_anthropic_schema``). The rewrites are pure and cached by
+schema text, so exporting the same tools again costs one JSON parse per tool (each
 call returns new dicts). ``docs/export.md`` lists every rule.
 
 Tool names: the provider formats (``openai``, ``openai-responses``,
@@ -41,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
+from ._anthropic_schema import anthropic_schema
 from ._gemini_schema import GeminiSchemaError, gemini_schema
 from ._meta import LlmToolDefinition, ToolAnnotations, ToolMeta
 from ._strict_schema import StrictSchemaError, strict_schema
@@ -193,7 +195,7 @@ def export_tools(
     if format in _NAMED_FORMATS:
         _check_names(specs, format)
     _check_unique(specs)
-    kind = "strict" if strict else "gemini" if format == "gemini" else None
+    kind = "strict" if strict else format if format in ("gemini", "anthropic") else None
     tools: list[dict[str, Any]] = []
     problems: list[str] = []
     for spec in specs:
@@ -260,5 +262,5 @@ def _check_unique(specs: list[LlmToolDefinition | ToolMeta]) -> None:
 def _rewritten(kind: str, schema_json: str) -> str:
     """The rewrite of one schema, as JSON text: made once per distinct schema."""
     schema = json.loads(schema_json)
-    result = strict_schema(schema) if kind == "strict" else gemini_schema(schema)
-    return json.dumps(result, ensure_ascii=False)
+    rewrite = {"strict": strict_schema, "gemini": gemini_schema, "anthropic": anthropic_schema}
+    return json.dumps(rewrite[kind](schema), ensure_ascii=False)

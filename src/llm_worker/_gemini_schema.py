@@ -20,11 +20,13 @@ from typing import Any
 from ._json_schema import (
     MAX_DEPTH,
     JsonSchema,
+    NoValue,
     Refs,
     SchemaProblem,
     is_list,
     is_schema,
     json_text,
+    merge,
 )
 
 __all__ = ["MAX_NODES", "GeminiSchemaError", "gemini_schema"]
@@ -56,6 +58,21 @@ _KEYWORDS = frozenset(
     }
 )
 _NOTED = frozenset({"exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems"})
+# Keywords that apply to values of some JSON types only: where "type": [A, B] splits.
+_KEYWORD_TYPES: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        ("items", "prefixItems", "minItems", "maxItems", "uniqueItems"), frozenset({"array"})
+    ),
+    **dict.fromkeys(
+        ("properties", "required", "additionalProperties", "minProperties", "maxProperties"),
+        frozenset({"object"}),
+    ),
+    **dict.fromkeys(("minLength", "maxLength", "pattern"), frozenset({"string"})),
+    **dict.fromkeys(
+        ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+        frozenset({"number", "integer"}),
+    ),
+}
 _FORMATS = {
     "STRING": frozenset({"date-time", "enum"}),
     "NUMBER": frozenset({"float", "double"}),
@@ -87,9 +104,17 @@ def gemini_schema(schema: Mapping[str, Any]) -> JsonSchema:
     """``schema`` as Gemini's ``Schema`` (new dicts), or ``GeminiSchemaError``."""
     rewriter = _Gemini(dict(schema))
     try:
-        return rewriter.node(rewriter.refs.root, (), 0)
+        root, _ = rewriter.merged(rewriter.refs.root, ())
+        if "properties" not in root and _open(root.get("additionalProperties")):
+            raise SchemaProblem(
+                "Gemini's parameters name every argument, and this schema takes any keys "
+                "(additionalProperties)"
+            )
+        return _arguments(rewriter.node(root, (), 0))
     except SchemaProblem as exc:
         raise GeminiSchemaError([str(exc)]) from None
+    except NoValue:
+        raise GeminiSchemaError(["no arguments can satisfy this schema"]) from None
     except _TooBig as exc:
         raise GeminiSchemaError([str(exc)]) from None
     except RecursionError:
@@ -101,7 +126,7 @@ class _Gemini:
         self.refs = Refs(root)
         self.left = MAX_NODES
 
-    def node(self, schema: JsonSchema, inlining: tuple[str, ...], depth: int) -> JsonSchema:
+    def node(self, schema: object, inlining: tuple[str, ...], depth: int) -> JsonSchema:
         self.left -= 1
         if self.left < 0:
             raise _TooBig(
@@ -110,10 +135,12 @@ class _Gemini:
             )
         if depth > MAX_DEPTH:
             raise _TooBig(f"the schema nests deeper than {MAX_DEPTH} levels once inlined")
-        node = _tuple_items(_merge_all_of(schema))
-
-        if "$ref" in node:
-            return self.node(*self.inline(node, inlining), depth + 1)
+        if schema is True:
+            return {}  # any value
+        if not is_schema(schema):
+            raise SchemaProblem(f"{json_text(schema)} is not a schema Gemini can take")
+        node, inlining = self.merged(schema, inlining)
+        node = _tuple_items(node)
 
         node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
         nullable = False
@@ -126,7 +153,7 @@ class _Gemini:
             if len(kinds) == 1:
                 node["type"] = kinds[0]
             elif kinds:
-                node["anyOf"] = [{"type": k} for k in kinds]
+                node = _type_branches(node, kinds)
         elif kind == "null":
             node = {k: v for k, v in node.items() if k != "type"}
             nullable = True
@@ -153,15 +180,16 @@ class _Gemini:
         for key, value in node.items():
             if key == "properties" and is_schema(value):
                 result[key] = {
-                    name: self.node(sub, inlining, depth + 1) if is_schema(sub) else sub
-                    for name, sub in value.items()
+                    name: self.node(sub, inlining, depth + 1) for name, sub in value.items()
                 }
-            elif key == "items" and is_schema(value):
+            elif key == "items" and (is_schema(value) or value is True):
                 result[key] = self.node(value, inlining, depth + 1)
             elif key == "anyOf" and is_list(value):
-                result[key] = [
-                    self.node(sub, inlining, depth + 1) if is_schema(sub) else sub for sub in value
-                ]
+                result[key] = [self.node(sub, inlining, depth + 1) for sub in value]
+            elif key == "additionalProperties" and _open(value) and "properties" not in node:
+                # A map: Gemini has no additionalProperties, so its values' schema in words.
+                each = "any values" if value is True else f"each value: {json_text(value)}"
+                notes.append(f"any keys, {each}")
             elif key in _NOTED:
                 notes.append(f"{key}: {json_text(value)}")
             elif key in _KEYWORDS:
@@ -198,7 +226,31 @@ class _Gemini:
             result["nullable"] = True
         if result.get("required") == []:
             del result["required"]
+        if result.get("type") == "ARRAY" and "items" not in result:
+            result["items"] = {}  # Gemini refuses an ARRAY without items; {} is any item
         return result
+
+    def merged(
+        self, schema: JsonSchema, inlining: tuple[str, ...]
+    ) -> tuple[JsonSchema, tuple[str, ...]]:
+        """``schema`` with its ``$ref`` inlined and its ``allOf`` merged in."""
+        while "$ref" in schema or "allOf" in schema:
+            if "$ref" in schema:
+                schema, inlining = self.inline(schema, inlining)
+                continue
+            entries = schema["allOf"]
+            if not is_list(entries):
+                raise SchemaProblem("'allOf' is not a list")
+            parts = [{k: v for k, v in schema.items() if k != "allOf"}]
+            for entry in entries:
+                if entry is True:
+                    continue
+                if not is_schema(entry):
+                    raise NoValue
+                part, _ = self.merged(entry, inlining)
+                parts.append(part)
+            schema = merge(parts)
+        return schema, inlining
 
     def inline(
         self, schema: JsonSchema, inlining: tuple[str, ...]
@@ -222,20 +274,56 @@ def _is_null_schema(schema: object) -> bool:
     return is_schema(schema) and schema.get("type") == "null" and "enum" not in schema
 
 
-def _merge_all_of(schema: JsonSchema) -> JsonSchema:
-    """Merge a one-entry ``allOf`` into the node (the node's own keywords win)."""
-    all_of = schema.get("allOf")
-    if not (is_list(all_of) and len(all_of) == 1 and is_schema(all_of[0])):
-        return schema
-    rest = {k: v for k, v in schema.items() if k != "allOf"}
-    return {**all_of[0], **rest}
+def _arguments(root: JsonSchema) -> JsonSchema:
+    """The rewritten root, checked to be what Gemini's parameters are: one ``OBJECT``."""
+    branches = root.get("anyOf")
+    if is_list(branches):
+        objects = [b for b in branches if is_schema(b) and b.get("type") in ("OBJECT", None)]
+        if len(objects) != 1:
+            raise SchemaProblem(
+                "the arguments must be one object, and Gemini takes no anyOf of several "
+                "at the top level"
+                if objects
+                else "the arguments must be an object, and no branch of its anyOf is one"
+            )
+        rest = {k: v for k, v in root.items() if k != "anyOf"}
+        root = {**objects[0], **rest}
+    kind = root.get("type", "OBJECT")
+    if kind != "OBJECT":
+        raise SchemaProblem(f"the arguments must be an object, not {kind}")
+    return root
+
+
+def _open(additional: object) -> bool:
+    """Whether ``additionalProperties`` lets in keys of its own (a map)."""
+    return additional is True or is_schema(additional)
+
+
+def _type_branches(node: JsonSchema, kinds: list[Any]) -> JsonSchema:
+    """``"type": [A, B]`` as ``anyOf``, each keyword in the branch of the type it is for."""
+    own: JsonSchema = {}
+    branches: list[JsonSchema] = [{"type": kind} for kind in kinds]
+    for key, value in node.items():
+        for_kinds = _KEYWORD_TYPES.get(key)
+        if for_kinds is None:
+            own[key] = value
+            continue
+        for branch in branches:
+            if branch["type"] in for_kinds:
+                branch[key] = value
+    return {**own, "anyOf": branches}
 
 
 def _tuple_items(schema: JsonSchema) -> JsonSchema:
-    """``prefixItems`` (a tuple) as ``items``: any of the distinct item schemas."""
+    """``prefixItems`` (a tuple; draft 7's ``items: [...]``) as ``items``: any of the
+    distinct item schemas."""
     prefix = schema.get("prefixItems")
     if not is_list(prefix):
-        return schema
+        if not is_list(schema.get("items")):
+            return schema
+        rest = {k: v for k, v in schema.items() if k not in ("items", "additionalItems")}
+        later = schema.get("additionalItems")
+        return _tuple_items({**rest, "prefixItems": schema["items"], "items": later})
     choices: list[Any] = []
     for item in [*prefix, *([schema["items"]] if is_schema(schema.get("items")) else [])]:
         if item not in choices:
