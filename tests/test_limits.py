@@ -24,9 +24,11 @@ from llm_worker import (
     ExecutionFailedError,
     InvalidArgumentError,
     Limits,
+    TextPart,
     ToolExecutionError,
     ToolMeta,
     ToolResult,
+    ToolReturn,
     ToolServer,
     Worker,
     tool,
@@ -37,6 +39,7 @@ from llm_worker._limits import (
     DEFAULT_MAX_INPUT_BYTES,
     DEFAULT_MAX_INPUT_DEPTH,
     cap_result,
+    cap_texts,
     input_limit_problem,
 )
 from llm_worker._safe_text import model_safe_text
@@ -510,6 +513,53 @@ class TestCapResult:
         assert total == len(data)
         assert len(kept.encode()) + dropped == total
         assert max_bytes - 64 < len(capped.encode()) <= max_bytes
+
+
+class TestCapTexts:
+    @settings(max_examples=200)
+    @given(
+        texts=st.lists(st.text(max_size=400), max_size=30),
+        max_bytes=st.integers(256, 4000),
+    )
+    @example(texts=["x" * 300] * 200, max_bytes=1000)
+    def test_the_texts_of_one_result_share_the_cap(self, texts, max_bytes):
+        """Joined by lines they fit the cap: the first ones whole, the one that crosses it
+        cut with the note (counting what all of them lost), none after it."""
+        capped = cap_texts(texts, max_bytes, separator=1)
+        joined = "\n".join(texts).encode("utf-8", "surrogatepass")
+        if len(joined) <= max_bytes:
+            assert capped == texts
+            return
+        assert len("\n".join(capped).encode()) <= max_bytes
+        *whole, last = capped
+        assert whole == texts[: len(whole)]
+        kept, dropped, total = split_capped(last)
+        assert texts[len(whole)].startswith(kept)
+        assert total == len(joined)
+        assert len("\n".join([*whole, kept]).encode()) + dropped == total
+
+    def test_one_text_is_capped_as_cap_result_caps_it(self):
+        assert cap_texts(["é" * 900], 1000) == [cap_result("é" * 900, 1000)]
+
+
+class RichTool:
+    """A hand-written ``Tool`` that answers a ``ToolReturn`` of many text parts."""
+
+    async def execute(self, input_json: str) -> ToolReturn:
+        return ToolReturn([TextPart(f"part {n}: " + "x" * 300) for n in range(200)])
+
+
+class TestRichResultCap:
+    @pytest.mark.anyio
+    async def test_a_result_of_many_text_parts_is_capped_as_a_whole(self):
+        """Each part got room of its own (256 bytes once the cap was spent): 200 parts
+        reached the model as 48 KB with a cap of 1 000 bytes."""
+        rig = Rig(hand_definition("rich", RichTool()), limits=Limits(max_result_bytes=1000))
+        [result] = await rig.results([ScriptedCall("rich")])
+        assert len(result.content.encode()) <= 1000
+        assert result.content.startswith("part 0: xxx")
+        _, _, total = split_capped(result.content)
+        assert total == sum(len(f"part {n}: ") + 300 for n in range(200)) + 199  # + the lines
 
 
 class TestWorkerResultCap:

@@ -25,7 +25,7 @@ from ._exceptions import (
     ToolError,
     passes_through,
 )
-from ._limits import MIN_RESULT_BYTES, Limits, cap_result, input_limit_problem
+from ._limits import Limits, cap_result, cap_texts, input_limit_problem
 from ._model_texts import MEDIA_DROPPED, NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
 from ._safe_text import valid_unicode
 from ._server import ToolEntry
@@ -113,9 +113,21 @@ def rich_result(
 ) -> ToolResult:
     """A ``ToolReturn`` as the result the model reads: every text within the result cap, the
     media within ``max_media_bytes`` (a part past it is replaced by a note saying so)."""
+    given = returned.parts()
+    # The texts share the cap, in order: the one that crosses it is cut, those after it
+    # are left out (each part given room of its own would let many parts past it).
+    originals = [
+        part.text if isinstance(part, TextPart) else part.json_text
+        for part in given
+        if not isinstance(part, MediaPart)
+    ]
+    texts = [valid_unicode(text) for text in originals]
+    if max_bytes != math.inf:
+        texts = cap_texts(texts, int(max_bytes), separator=1)
     parts: list[ContentPart] = []
-    text_budget, media_budget = max_bytes, max_media_bytes
-    for part in returned.parts():
+    media_budget = max_media_bytes
+    position = 0
+    for part in given:
         if isinstance(part, MediaPart):
             if part.size > media_budget:
                 parts.append(
@@ -133,13 +145,14 @@ def rich_result(
             media_budget -= part.size
             parts.append(part)
             continue
-        text = part.text if isinstance(part, TextPart) else part.json_text
-        capped = valid_text(text, max(text_budget, MIN_RESULT_BYTES))
-        text_budget -= len(capped.encode("utf-8", "surrogatepass"))
-        if isinstance(part, TextPart) or capped is not text:
-            parts.append(TextPart(capped))
+        if position == len(texts):
+            continue  # past the cap
+        text = texts[position]
+        if isinstance(part, TextPart) or text is not originals[position]:
+            parts.append(TextPart(text))
         else:
             parts.append(part)
+        position += 1
     metadata = returned.metadata
     if metadata is not None:
         # Imported here: pydantic_core costs `import llm_worker` about 20 ms.

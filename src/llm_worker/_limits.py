@@ -9,6 +9,7 @@ a model by ``_safe_text``.)
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._model_texts import INPUT_TOO_DEEP, INPUT_TOO_LARGE, truncation_note
@@ -18,6 +19,7 @@ __all__ = [
     "DEFAULT_MAX_INPUT_DEPTH",
     "Limits",
     "cap_result",
+    "cap_texts",
     "input_limit_problem",
 ]
 
@@ -116,15 +118,39 @@ def cap_result(text: str, max_bytes: int) -> str:
     """
     if len(text) * 4 <= max_bytes:
         return text
-    total = len(text) if text.isascii() else _utf8_size(text)  # isascii() is O(1)
+    return cap_texts([text], max_bytes)[0]
+
+
+def cap_texts(texts: Sequence[str], max_bytes: int, *, separator: int = 0) -> list[str]:
+    """The texts of one result (its text parts, in order) within ``max_bytes`` together,
+    counting ``separator`` bytes between each two (``text_of`` joins them by lines).
+
+    The first ones whole; the one that crosses the cap cut at a UTF-8 boundary, with a
+    note of what was dropped of them all; those after it left out (the list is shorter).
+    """
+    sizes = [len(text) if text.isascii() else _utf8_size(text) for text in texts]
+    total = sum(sizes) + separator * max(0, len(texts) - 1)
     if total <= max_bytes:
-        return text
+        return list(texts)
     # The note's length depends on the count it reports; a generous bound fits both.
-    budget = max(0, max_bytes - (120 + 2 * len(str(total))))
-    # A character is at least one byte: the first `budget` characters hold the kept bytes.
-    kept = text[:budget].encode("utf-8", "surrogatepass")[:budget].decode("utf-8", "ignore")
-    dropped = total - len(kept.encode("utf-8", "surrogatepass"))
-    return kept + truncation_note(dropped, total)
+    room = max(0, max_bytes - (120 + 2 * len(str(total))))
+    kept: list[str] = []
+    kept_bytes = 0
+    for text, size in zip(texts, sizes, strict=True):
+        if kept:
+            room -= separator
+            kept_bytes += separator
+        if size > room:
+            # A character is at least one byte: the first `room` characters hold the bytes.
+            keep = max(0, room)
+            cut = text[:keep].encode("utf-8", "surrogatepass")[:keep].decode("utf-8", "ignore")
+            kept_bytes += len(cut.encode("utf-8", "surrogatepass"))
+            kept.append(cut + truncation_note(total - kept_bytes, total))
+            return kept
+        kept.append(text)
+        kept_bytes += size
+        room -= size
+    raise AssertionError("unreachable: the texts are over the cap")
 
 
 _SIZE_CHUNK = 1 << 16  # characters encoded at a time: at most 256 KB alive
