@@ -374,7 +374,8 @@ class TestExportTools:
         got = tool["input_schema"]
         assert got["properties"] == {"id": {"type": "integer"}, "name": {"type": "string"}}
         assert got["required"] == ["id"]  # required by every branch
-        assert got["type"] == "object" and got["$defs"] == {"ByName": by_name}
+        assert got["type"] == "object"
+        assert got["$defs"] == {"ByName": by_name}
         assert not {"anyOf", "oneOf", "allOf"} & set(got)
 
     def test_anthropic_root_all_of_is_merged(self):

@@ -8,6 +8,7 @@ Every run goes through a real ``Worker`` fed by ``ScriptedClient`` or a tiny han
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator
 
 import anyio
@@ -718,6 +719,61 @@ async def test_the_users_message_and_the_models_text_are_kept_as_valid_unicode()
     assert await worker.run("go") is WorkerResult.FINISHED
     call = next(m for m in worker.history if isinstance(m, AssistantMessage)).tool_calls[0]
     assert call == ToolCall("c\ufffd", "echo", '{"text": "a\ufffd"}')
+
+
+@pytest.mark.anyio
+async def test_texts_a_hook_or_a_decision_gives_are_kept_as_valid_unicode():
+    """A hook's Skip reason, SyntheticResult or rewritten result, a Deny's reason, a
+    Pause's reason and set_history()'s messages: each lone surrogate becomes U+FFFD, so the
+    state to_json() writes reads back (it raised "unable to parse raw data as a unicode
+    string" in from_json)."""
+    from llm_worker import Deny, Pause, RunState, Skip, SyntheticResult
+
+    bad = "name \udce9"
+    good = "name \ufffd"
+
+    def pre(ctx):
+        text = json.loads(ctx.call.input_json)["text"]
+        return {
+            "skip": Skip(bad),
+            "synthetic": SyntheticResult(bad),
+            "pause": Pause(bad),
+        }.get(text)
+
+    def post(ctx):
+        if ctx.result.content == "rewrite":
+            ctx.result = ToolResult(ctx.call.id, bad)
+
+    client = ScriptedClient(
+        [
+            calls(
+                ("echo", {"text": "skip"}),
+                ("echo", {"text": "synthetic"}),
+                ("echo", {"text": "rewrite"}),
+                ("echo", {"text": "pause"}),
+            ),
+            "done",
+        ]
+    )
+    worker, _ = make_worker(client)
+    worker.add_pre_tool_call_hook(pre)
+    worker.add_post_tool_call_hook(post)
+    assert await worker.run("go") is WorkerResult.PAUSED
+    loaded, _ = make_worker(ScriptedClient([]))
+    loaded.load_state(RunState.from_json(worker.state.to_json()))
+    assert loaded.pending[0].reason == good
+    [pending] = worker.pending
+    assert await worker.resume({pending.call.id: Deny(bad)}) is WorkerResult.FINISHED
+    skipped, synthetic, rewritten, denied = results_of(worker.history)
+    assert skipped.content.endswith(f"it did not run: {good}")
+    assert synthetic.content == good
+    assert rewritten.content == good
+    assert denied.content.endswith(f"it did not run: {good}")
+    assert RunState.from_json(worker.state.to_json()).history == worker.history
+
+    worker.set_history([UserMessage(bad), AssistantMessage(bad)])
+    assert worker.history == (UserMessage(good), AssistantMessage(good))
+    worker.state.to_json().encode("utf-8")
 
 
 class Exits:

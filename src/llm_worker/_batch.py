@@ -20,7 +20,7 @@ import enum
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ._conversation import ToolCall, ToolResult
+from ._conversation import ToolCall, ToolResult, valid_message
 from ._events import ToolCallFinished, ToolCallOutcome
 from ._model_texts import STOPPED, call_text
 
@@ -109,6 +109,10 @@ class ToolBatch:
         assert slot.state is not SlotState.FINAL, slot
         assert not self.closed, slot
         assert result.call_id == slot.call.id, (result, slot)
+        if result.parts or not result.content.isascii():
+            # Any text may have come from a hook, a decision or a tool: the history's is
+            # valid Unicode, so every later request encodes and its state reads back.
+            result = valid_message(result)
         slot.result = result
         slot.outcome = outcome
         slot.state = SlotState.FINAL

@@ -8,13 +8,15 @@ history keeps what the model actually said.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, overload
+from typing import Any, TypeAlias, TypeVar, overload
 
 from typing_extensions import final
 
 from ._content import ContentPart
+from ._safe_text import valid_unicode
 
 __all__ = [
     "AssistantMessage",
@@ -26,6 +28,7 @@ __all__ = [
     "ToolResult",
     "Usage",
     "UserMessage",
+    "valid_message",
 ]
 
 
@@ -196,6 +199,35 @@ class AssistantMessage:
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResult
 """One item of a worker's history."""
+
+_ItemT = TypeVar("_ItemT")
+
+
+def valid_message(message: _ItemT) -> _ItemT:
+    """``message`` with each lone surrogate of its texts (a call's, a part's...) replaced
+    by U+FFFD, which UTF-8 cannot encode; ``message`` itself when it has none."""
+    changes: dict[str, Any] = {}
+    for name in _text_fields(type(message)):
+        value = getattr(message, name)
+        if isinstance(value, str):
+            valid: Any = valid_unicode(value)
+        elif isinstance(value, tuple) and value:
+            items: tuple[object, ...] = value  # pyright: ignore[reportUnknownVariableType]
+            valid = tuple(valid_message(item) for item in items)
+            if all(a is b for a, b in zip(valid, items, strict=True)):
+                continue
+        else:
+            continue
+        if valid is not value:
+            changes[name] = valid
+    return dataclasses.replace(message, **changes) if changes else message  # type: ignore[type-var]
+
+
+def _text_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a history item's dataclass that may hold text (not ``metadata``)."""
+    if not dataclasses.is_dataclass(kind):
+        return ()
+    return tuple(f.name for f in dataclasses.fields(kind) if f.name != "metadata")
 
 
 @final

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any
 from ._approvals import Approve, Decision, Deny, PendingCall
 from ._batch import CallSlot, SlotState, ToolBatch
 from ._client import LlmClient, ToolChoice
-from ._conversation import AssistantMessage, Message, RunUsage, ToolCall, ToolResult, Usage
+from ._conversation import (
+    AssistantMessage,
+    Message,
+    RunUsage,
+    ToolCall,
+    ToolResult,
+    Usage,
+    valid_message,
+)
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError, WorkerStateError
 from ._hooks import PostToolCallHook, PreToolCallHook
@@ -320,7 +328,7 @@ class Session:
                 RunStateWarning,
                 stacklevel=4,
             )
-        self.history = list(state.history)
+        self.history = [valid_message(message) for message in state.history]
         self.paused = batch
         self.phase = Phase.PAUSED if batch is not None else Phase.IDLE
         self.tally = UsageTally(state.usage)
@@ -331,7 +339,7 @@ class Session:
 
     def set_history(self, messages: Sequence[Message]) -> None:
         self.require_phase(Phase.IDLE, "set_history()")
-        history = list(messages)
+        history = [valid_message(message) for message in messages]
         check_history(history, None)
         self.history = history
         self._forget_output()

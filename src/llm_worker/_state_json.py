@@ -31,6 +31,7 @@ from ._conversation import (
 )
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
+from ._safe_text import valid_unicode
 
 __all__ = [
     "FORMAT_VERSION",
@@ -232,7 +233,9 @@ def dump_state(
         },
         "usage": _dump_run_usage(usage),
     }
-    return json.dumps(document, ensure_ascii=False, allow_nan=False)
+    # Text a hook or the application put in (a pause's reason, metadata) may hold a lone
+    # surrogate, which no JSON reader takes: the text written always reads back.
+    return valid_unicode(json.dumps(document, ensure_ascii=False, allow_nan=False))
 
 
 def parse_message(data: object) -> Message:
