@@ -8,6 +8,7 @@ the golden files of ``test_formats.py``.
 
 from __future__ import annotations
 
+import errno
 import importlib.metadata
 import json
 import os
@@ -200,6 +201,52 @@ class TestCheck:
         assert _cli.main(["schema", EXAMPLES, "--check", str(path)]) == 1
         assert "\\ No newline at end of file\n" in capsys.readouterr().out
 
+    def test_only_line_endings_differ(self, capsys, tmp_path):
+        """A snapshot with \\r\\n line endings (core.autocrlf) and no other change: exit 1,
+        no diff of identical-looking lines, and a message that names the line endings."""
+        path = tmp_path / "tools.json"
+        path.write_bytes(golden("neutral").encode("utf-8").replace(b"\n", b"\r\n"))
+        assert _cli.main(["schema", EXAMPLES, "--check", str(path)]) == 1
+        assert capsys.readouterr() == (
+            "",
+            f"{path} differs only in its line endings: \\r\\n where the output has \\n; "
+            f"regenerate it with:\n"
+            f"  llm-worker schema {EXAMPLES} -o {path}\n"
+            f"To keep Git from converting it again (core.autocrlf), give it a .gitattributes "
+            f"line such as: tools.json text eol=lf\n",
+        )
+
+    def test_line_endings_and_a_change(self, capsys, tmp_path, monkeypatch):
+        """\\r\\n line endings and a real change: the diff shows the change alone."""
+        monkeypatch.chdir(tmp_path)
+        (tmp_path / "schemas").mkdir()
+        stale = golden("mcp").replace('"name": "ping"', '"name": "pong"')
+        Path("schemas/tools.json").write_bytes(stale.encode("utf-8").replace(b"\n", b"\r\n"))
+        argv = ["schema", EXAMPLES, "--format", "mcp", "--check", "schemas/tools.json"]
+        assert _cli.main(argv) == 1
+        out, err = capsys.readouterr()
+        assert "\r" not in out
+        assert [line for line in out.splitlines() if line.startswith(("+", "-"))] == [
+            "--- schemas/tools.json",
+            "+++ schemas/tools.json (regenerated)",
+            '-    "name": "pong"',
+            '+    "name": "ping"',
+        ]
+        assert err.endswith(
+            "(its \\r\\n line endings are left out of the diff)\n"
+            "To keep Git from converting it again (core.autocrlf), give it a .gitattributes "
+            "line such as: schemas/tools.json text eol=lf\n"
+        )
+
+    def test_an_empty_target_fails_the_check(self, capsys, tmp_path):
+        """--check of a target without tools is an error, not a pass on a file holding []."""
+        path = tmp_path / "tools.json"
+        path.write_text("[]\n", encoding="utf-8")
+        assert _cli.main(["schema", "cli_targets.empty:Empty", "--check", str(path)]) == 2
+        assert capsys.readouterr().err.startswith(
+            "llm-worker schema: error: 'cli_targets.empty:Empty' has no tools"
+        )
+
     def test_output_and_check_exclude_each_other(self, capsys, tmp_path):
         """-o and --check together are a usage error (exit 2)."""
         with pytest.raises(SystemExit) as info:
@@ -225,6 +272,21 @@ BAD_TARGETS = [
         [EXAMPLES, "cli_targets.clash"],
         "two tools are named 'search': one in cli_targets.example_tools.Library, "
         "one in cli_targets.clash.Clash (tool names must be unique)",
+    ),
+    (
+        ["cli_targets.empty:Empty"],
+        "'cli_targets.empty:Empty' has no tools (a @tool_registry class without @tool methods)",
+    ),
+    (["cli_targets.empty"], "module 'cli_targets.empty' has no tools (no @tool methods in Empty)"),
+    (  # a target without tools is an error beside one with tools too
+        [EXAMPLES, "cli_targets.empty"],
+        "module 'cli_targets.empty' has no tools (no @tool methods in Empty)",
+    ),
+    (
+        ["cli_targets.surrogate"],
+        "tool 'open_file': the text at input_schema/properties/name/description holds U+DCE9, "
+        "a lone surrogate, which UTF-8 cannot encode (such as bytes decoded with "
+        "errors='surrogateescape' leave)",
     ),
     (
         [EXAMPLES, "--strict"],
@@ -292,6 +354,45 @@ class TestBadTargets:
             f"llm-worker schema: error: cannot write {path}: No such file or directory\n",
         )
 
+    @pytest.mark.parametrize(
+        ("error", "status", "message"),
+        [
+            (
+                OSError(errno.EIO, "Input/output error"),
+                2,
+                "cannot write stdout: Input/output error",
+            ),
+            (
+                OSError(errno.ENOSPC, "No space left on device"),
+                2,
+                "cannot write stdout: No space left on device",
+            ),
+            (BrokenPipeError(errno.EPIPE, "Broken pipe"), 1, None),  # the reader left: quietly
+        ],
+        ids=["EIO", "ENOSPC", "EPIPE"],
+    )
+    def test_unwritable_stdout(self, capsys, monkeypatch, error, status, message):
+        """A stdout that cannot be written is an error in one line, as -o's (exit 2); a reader
+        that left early still ends the command quietly with status 1."""
+        monkeypatch.setattr(sys, "stdout", _FailingStdout(error))
+        assert _cli.main(["schema", EXAMPLES]) == status
+        expected = "" if message is None else f"llm-worker schema: error: {message}\n"
+        assert capsys.readouterr().err == expected
+
+
+class _FailingStdout:
+    """A stdout whose writes fail as a full disk, a broken device or a closed pipe do."""
+
+    def __init__(self, error: OSError) -> None:
+        self.buffer = self
+        self.error = error
+
+    def write(self, data: object) -> int:
+        raise self.error
+
+    def flush(self) -> None:
+        pass
+
 
 class TestProcess:
     @pytest.mark.parametrize(
@@ -317,6 +418,81 @@ class TestProcess:
         assert (result.returncode, result.stderr) == (0, b"")
         assert "«quoted»".encode() in result.stdout
         assert result.stdout == golden("neutral").encode("utf-8")
+
+    def test_check_diff_does_not_depend_on_stdout_encoding(self, tmp_path):
+        """--check's diff reaches a cp1252 stdout (Windows CI) as UTF-8, not as a traceback."""
+        stale = tmp_path / "stale.json"
+        stale.write_text(golden().replace('"name": "ping"', '"name": "пинг"'), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": str(TESTS_DIR), "PYTHONIOENCODING": "cp1252"}
+        result = subprocess.run(
+            [sys.executable, "-m", "llm_worker", "schema", EXAMPLES, "--check", str(stale)],
+            capture_output=True,
+            env=env,
+            check=False,
+            timeout=120,
+        )
+        assert result.returncode == 1
+        assert b"Traceback" not in result.stderr
+        assert '\n-    "name": "пинг"\n+    "name": "ping"\n'.encode() in result.stdout
+        assert result.stderr.endswith(
+            f"  python -m llm_worker schema {EXAMPLES} -o {stale}\n".encode()
+        )
+
+    @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+    def test_stdout_on_a_full_disk(self):
+        """stdout on a full disk: exit 2 and one line, as -o's, no traceback."""
+        with open("/dev/full", "wb") as full:
+            result = subprocess.run(
+                [sys.executable, "-m", "llm_worker", "schema", EXAMPLES],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+                check=False,
+                timeout=120,
+            )
+        assert (result.returncode, result.stderr) == (
+            2,
+            b"python -m llm_worker schema: error: cannot write stdout: No space left on device\n",
+        )
+
+    def test_descriptor_level_output_goes_to_stderr(self):
+        """What a target writes to file descriptor 1 itself (a native banner, sys.__stdout__)
+        while it is imported goes to stderr: stdout holds the JSON alone."""
+        result = run("schema", "cli_targets.fd_noisy")
+        assert result.returncode == 0
+        assert [tool["name"] for tool in json.loads(result.stdout)] == ["ping"]
+        assert result.stderr == "banner at fd level\nto sys.__stdout__, unflushed\n"
+
+    def test_descriptor_is_restored_after_a_failed_import(self, capfd):
+        """Descriptor 1 is stdout again after a target's import failed (output went to stderr)."""
+        assert _cli.main(["schema", "cli_targets.fd_broken"]) == 2
+        os.write(1, b"stdout again\n")
+        out, err = capfd.readouterr()
+        assert out == "stdout again\n"
+        assert err == (
+            "written before the error\n"
+            "llm-worker schema: error: importing 'cli_targets.fd_broken' failed: "
+            "RuntimeError: the import fails\n"
+        )
+
+    def test_mcp_serve_stdio_keeps_descriptor_output_off_the_protocol(self):
+        """mcp serve over stdio: what the factory's module and call write to descriptor 1 goes
+        to stderr, so stdout (the protocol) stays empty when the client sends nothing."""
+        pytest.importorskip("mcp")
+        result = subprocess.run(
+            [sys.executable, "-m", "llm_worker", "mcp", "serve", "cli_targets.fd_noisy:factory"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+            check=False,
+            timeout=120,
+        )
+        assert (result.returncode, result.stdout) == (0, "")
+        assert result.stderr.startswith(
+            "banner at fd level\nto sys.__stdout__, unflushed\nbanner from the factory\n"
+        )
 
     def test_check_in_a_process(self, tmp_path):
         """python -m llm_worker schema --check exits 0 on the golden file, 1 on a stale one."""

@@ -17,20 +17,25 @@ Output: the tools of all targets sorted by name, in ``--format`` (see
 ``llm_worker._formats``), as ``json.dumps(sort_keys=True, indent=2,
 ensure_ascii=False)`` plus a newline, so the same tools give the same bytes.
 
+What the targets print while they are imported goes to stderr, at the file
+descriptor level too (``os.write(1, ...)``, a C extension's banner).
+
 Exit status: 0 done (or, with ``--check``, the file is up to date); 1 the
 ``--check`` file is out of date or missing (a unified diff and the command that
-regenerates it are printed); 2 a bad target or usage error, explained in one
-line on stderr.
+regenerates it are printed), or the reader of stdout left early; 2 a bad target
+(one without tools included) or usage error, or stdout cannot be written,
+explained in one line on stderr.
 
 ``mcp serve``: FACTORY is ``package.module:function``, a function called with no
 arguments that returns a ``ToolServer`` (or ``ToolServerHandle``) with its tools
 registered. The MCP SDK (the ``mcp`` extra) is imported only by this command. Over
 stdio, stdout carries nothing but the protocol: what the factory prints while it is
-imported and called goes to stderr, as do the logs. Exit status: 0 when the client
-closes the connection (stdio), 2 for a bad FACTORY, usage error or missing extra
-(one line on stderr), 1 when the HTTP port cannot be bound, 130 on Ctrl-C. Over
-stdio the process exits as soon as the client has gone, even while a plain-``def``
-tool still runs in a thread (Python would otherwise wait for that thread).
+imported and called goes to stderr (file descriptor 1 too), as do the logs. Exit
+status: 0 when the client closes the connection (stdio), 2 for a bad FACTORY, usage
+error or missing extra (one line on stderr), 1 when the HTTP port cannot be bound,
+130 on Ctrl-C. Over stdio the process exits as soon as the client has gone, even
+while a plain-``def`` tool still runs in a thread (Python would otherwise wait for
+that thread).
 
 Imported only by the ``llm-worker`` console script and ``python -m llm_worker``.
 """
@@ -49,10 +54,10 @@ import shlex
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Literal, cast
+from typing import Literal, TextIO, cast
 
 import anyio
 
@@ -91,8 +96,7 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     except BrokenPipeError:
         # The reader left (`| head`): what is left to print goes nowhere, not into a
         # traceback at exit; as Python's docs on SIGPIPE do it.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout()
         return 1
     finally:
         if add_cwd and cwd in sys.path:
@@ -217,9 +221,9 @@ def _add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
 def _schema(args: argparse.Namespace, prog: str) -> int:
     if args.strict and args.format not in STRICT_FORMATS:
         raise _UsageError("--strict applies only to --format openai and --format openai-responses")
-    with contextlib.redirect_stdout(sys.stderr):  # what the targets print is not the schema
+    with _stdout_to_stderr():  # what the targets print is not the schema
         text = render_schema(args.targets, args.format, strict=args.strict)
-    data = text.encode("utf-8")
+    data = text.encode("utf-8")  # render_schema made sure it can be
     if args.check is not None:
         return _check(args.check, data, _regenerate_command(args, prog))
     if args.output is not None:
@@ -229,15 +233,94 @@ def _schema(args: argparse.Namespace, prog: str) -> int:
         except OSError as exc:
             raise _UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         return 0
-    # Bytes, not text: the same bytes as -o, whatever stdout's encoding and newline mode.
-    stdout = getattr(sys.stdout, "buffer", None)
-    if stdout is None:
-        sys.stdout.write(text)
-    else:
-        sys.stdout.flush()
-        stdout.write(data)
-        stdout.flush()
+    _write_stdout(data)
     return 0
+
+
+def _write_stdout(data: bytes) -> None:
+    """Write UTF-8 ``data`` to stdout as bytes: what -o writes, whatever its encoding and newlines.
+
+    A write error is a usage error as with -o, except ``BrokenPipeError``: the
+    reader left early, which ``main`` ends quietly.
+    """
+    stdout = getattr(sys.stdout, "buffer", None)
+    try:
+        if stdout is None:  # a text-only stream (an embedding program's): it takes text
+            sys.stdout.write(data.decode("utf-8"))
+            sys.stdout.flush()
+        else:
+            sys.stdout.flush()
+            stdout.write(data)
+            stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # a full disk, an I/O error
+        # What the buffer still holds would fail again in the flush at exit, as a traceback.
+        _discard_stdout()
+        raise _UsageError(f"cannot write stdout: {exc.strerror or exc}") from exc
+
+
+def _discard_stdout() -> None:
+    """Point stdout's file descriptor at the null device: what is left to print goes nowhere."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (pytest's capture, a StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Generator[None, None, None]:
+    """Send what the user's code prints to stderr: through ``sys.stdout``, and past it.
+
+    Native code (a C extension's banner), ``os.write(1, ...)`` and ``sys.__stdout__``
+    write to file descriptor 1 itself, so that descriptor points at stderr's for
+    the while, and is restored after, also when the code raised.
+    """
+    _flush(sys.__stdout__)  # what was printed before is stdout's
+    saved = _redirect_descriptor(1, 2)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            _flush(sys.__stdout__)  # what the code left in that buffer is stderr's too
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _redirect_descriptor(fd: int, to: int) -> int | None:
+    """Make ``fd`` a copy of ``to``; return a duplicate of the old ``fd`` to restore it from.
+
+    ``None`` when ``fd`` is not open (``>&-``): there is no output to protect. When
+    ``to`` is not open (``2>&-``), ``fd`` points at the null device instead: what
+    is printed is better lost than in the output.
+    """
+    if not _is_open(fd):
+        return None
+    # Opened before the duplicate, which would otherwise take a closed ``to``'s number.
+    source = to if _is_open(to) else os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(fd)  # not inheritable: a child process the code starts does not get it
+    os.dup2(source, fd)
+    if source != to:
+        os.close(source)
+    return saved
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _flush(stream: TextIO | None) -> None:
+    if stream is not None:
+        with contextlib.suppress(OSError, ValueError):  # closed or failing: the code's to report
+            stream.flush()
 
 
 def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
@@ -278,11 +361,7 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
     )
 
     # Over stdio, stdout is the protocol: output of the user's code must not reach it.
-    redirect = (
-        contextlib.redirect_stdout(sys.stderr)
-        if args.transport == "stdio"
-        else contextlib.nullcontext()
-    )
+    redirect = _stdout_to_stderr() if args.transport == "stdio" else contextlib.nullcontext()
     with redirect:
         tools = _load_factory(args.factory)
 
@@ -393,8 +472,8 @@ def _load_factory(target: str) -> ToolServer | ToolServerHandle:
 def render_schema(targets: Sequence[str], format: str, *, strict: bool = False) -> str:
     """The text ``llm-worker schema`` writes for ``targets``: the one renderer of -o and --check.
 
-    Raises ``_UsageError`` for a bad target, a tool name defined twice, or a
-    schema the format cannot express.
+    Raises ``_UsageError`` for a bad target, a target without tools, a tool name
+    defined twice, a schema the format cannot express, or text UTF-8 cannot encode.
     """
     # The metas themselves: the mcp format carries their title, annotations and outputSchema.
     metas = sorted(_collect(targets), key=lambda m: m.name)
@@ -402,23 +481,63 @@ def render_schema(targets: Sequence[str], format: str, *, strict: bool = False) 
         tools = export_tools(metas, cast("FormatName", format), strict=strict)
     except ValueError as exc:
         raise _UsageError(_one_line(str(exc))) from exc
-    return json.dumps(tools, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(tools, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")  # the output is UTF-8; only a failure pays for finding where
+    except UnicodeEncodeError:
+        raise _UsageError(_unencodable(metas, tools)) from None
+    return text
+
+
+def _unencodable(metas: Sequence[ToolMeta], tools: Sequence[object]) -> str:
+    """Say which tool holds the text UTF-8 cannot encode (a lone surrogate), and where."""
+    for meta, exported in zip(metas, tools, strict=True):  # export_tools gives one per meta
+        found = _find_surrogate(exported, ())
+        if found is not None:
+            path, char = found
+            # U+XXXX, not the character: stderr may not be able to print it either.
+            return (
+                f"tool {meta.name!r}: the text at {'/'.join(path)} holds U+{ord(char):04X}, "
+                f"a lone surrogate, which UTF-8 cannot encode (such as bytes decoded with "
+                f"errors='surrogateescape' leave)"
+            )
+    return "the output holds a lone surrogate, which UTF-8 cannot encode"  # not reached
+
+
+def _find_surrogate(value: object, path: tuple[str, ...]) -> tuple[tuple[str, ...], str] | None:
+    """The path to the first string in JSON-like ``value`` holding a surrogate, and that one."""
+    if isinstance(value, str):
+        char = next((c for c in value if "\ud800" <= c <= "\udfff"), None)
+        return None if char is None else (path, char)
+    items: list[tuple[object, object]]
+    if isinstance(value, dict):
+        items = list(cast("dict[object, object]", value).items())
+    elif isinstance(value, (list, tuple)):
+        items = list(enumerate(cast("Sequence[object]", value)))
+    else:
+        return None
+    for key, item in items:
+        # A bad key is reported at its mapping: the path never holds the character itself.
+        found = _find_surrogate(key, path) or _find_surrogate(item, (*path, str(key)))
+        if found is not None:
+            return found
+    return None
 
 
 def _collect(targets: Sequence[str]) -> list[ToolMeta]:
     """The metas of every class of every target; one per tool name."""
-    classes: list[type] = []
+    class_metas: dict[type, list[ToolMeta]] = {}  # a class two targets name is read once
     for target in targets:
-        for cls in _load(target):
-            if cls not in classes:
-                classes.append(cls)
+        classes = _load(target)
+        for cls in classes:
+            if cls not in class_metas:
+                class_metas[cls] = _tool_metas(cls)
+        # A --check of a target without tools would pass on "[]": most likely the wrong class.
+        if not any(class_metas[cls] for cls in classes):
+            raise _UsageError(_no_tools(target, classes))
     metas: dict[str, tuple[ToolMeta, type]] = {}
-    for cls in classes:
-        try:
-            class_metas = tool_metas(cls)
-        except TypeError as exc:  # a schema pydantic cannot generate
-            raise _UsageError(_one_line(str(exc))) from exc
-        for meta in class_metas:
+    for cls, own in class_metas.items():
+        for meta in own:
             seen = metas.get(meta.name)
             if seen is None:
                 metas[meta.name] = (meta, cls)
@@ -428,6 +547,20 @@ def _collect(targets: Sequence[str]) -> list[ToolMeta]:
                     f"one in {_qualname(cls)} (tool names must be unique)"
                 )
     return [meta for meta, _ in metas.values()]
+
+
+def _tool_metas(cls: type) -> list[ToolMeta]:
+    try:
+        return tool_metas(cls)
+    except TypeError as exc:  # a schema pydantic cannot generate
+        raise _UsageError(_one_line(str(exc))) from exc
+
+
+def _no_tools(target: str, classes: Sequence[type]) -> str:
+    if ":" in target:
+        return f"{target!r} has no tools (a @tool_registry class without @tool methods)"
+    names = ", ".join(cls.__qualname__ for cls in classes)
+    return f"module {target!r} has no tools (no @tool methods in {names})"
 
 
 def _load(target: str) -> list[type]:
@@ -513,6 +646,29 @@ def _check(path: str, expected: bytes, command: str) -> int:
         raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if actual == expected:
         return 0
+    # The output never holds a \r (JSON escapes it): a \r\n is Git's core.autocrlf, mostly.
+    crlf = b"\r\n" in actual
+    if crlf:
+        actual = actual.replace(b"\r\n", b"\n")  # a diff of every line would show nothing
+        if actual == expected:
+            print(
+                f"{path} differs only in its line endings: \\r\\n where the output has \\n; "
+                f"regenerate it with:\n  {command}\n{_eol_advice(path)}",
+                file=sys.stderr,
+            )
+            return 1
+    _write_stdout(_diff(path, actual, expected))
+    print(f"{path} is out of date; regenerate it with:\n  {command}", file=sys.stderr)
+    if crlf:
+        print(
+            f"(its \\r\\n line endings are left out of the diff)\n{_eol_advice(path)}",
+            file=sys.stderr,
+        )
+    return 1
+
+
+def _diff(path: str, actual: bytes, expected: bytes) -> bytes:
+    """A unified diff from ``actual`` to ``expected``, as UTF-8 (stdout takes bytes)."""
     import difflib  # only a failed check pays for it
 
     diff = difflib.unified_diff(
@@ -521,11 +677,22 @@ def _check(path: str, expected: bytes, command: str) -> int:
         fromfile=path,
         tofile=f"{path} (regenerated)",
     )
-    for line in diff:
-        sys.stdout.write(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    sys.stdout.flush()
-    print(f"{path} is out of date; regenerate it with:\n  {command}", file=sys.stderr)
-    return 1
+    text = "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in diff
+    )
+    # errors="replace": a path given as undecodable bytes (surrogateescape) is no reason to fail.
+    return text.encode("utf-8", errors="replace")
+
+
+def _eol_advice(path: str) -> str:
+    pattern = os.path.normpath(path)
+    if os.path.isabs(pattern) or pattern.startswith(os.pardir):  # not below the current directory
+        pattern = os.path.basename(pattern)  # a pattern without "/" matches in every directory
+    pattern = pattern.replace(os.sep, "/")  # .gitattributes patterns use "/"
+    return (
+        "To keep Git from converting it again (core.autocrlf), give it a .gitattributes "
+        f"line such as: {pattern} text eol=lf"
+    )
 
 
 def _regenerate_command(args: argparse.Namespace, prog: str) -> str:
