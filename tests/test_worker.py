@@ -24,6 +24,7 @@ from support import (
 )
 
 from llm_worker import (
+    Approve,
     AssistantMessage,
     Completion,
     DuplicateToolError,
@@ -31,6 +32,7 @@ from llm_worker import (
     LlmRequest,
     LockedWorker,
     MaxTurnsExceededError,
+    Pause,
     Skip,
     TextDelta,
     ToolCall,
@@ -489,7 +491,7 @@ class TestTurnLoop:
         with pytest.raises(MaxTurnsExceededError) as info:
             await worker.run("loop")
         assert str(info.value) == (
-            "The model was still calling tools after 3 requests (max_turns=3); the run was stopped"
+            "The model had not answered after 3 requests (max_turns=3); the run was stopped"
         )
         assert info.value.max_turns == 3
         assert len(client.requests) == 3
@@ -506,6 +508,33 @@ class TestTurnLoop:
         await worker.run("first")  # two requests: at the limit, not over it
         assert await worker.run("second") is WorkerResult.FINISHED
         assert worker.final_text == "two"
+
+    @pytest.mark.anyio
+    async def test_max_turns_counts_each_resume_from_zero(self):
+        """A run paused on its max_turns-th request can be resumed: the resume's requests
+        are its own (it raised MaxTurnsExceededError before asking the model anything)."""
+        client = ScriptedClient(
+            [calls(("echo", {"text": "a"})), calls(("echo", {"text": "b"})), "ok"]
+        )
+        worker, _ = make_worker(client, max_turns=2)
+        worker.add_pre_tool_call_hook(
+            lambda ctx: Pause("check it") if '"b"' in ctx.call.input_json else None
+        )
+        assert await worker.run("go") is WorkerResult.PAUSED
+        [pending] = worker.pending
+        assert await worker.resume({pending.call.id: Approve()}) is WorkerResult.FINISHED
+        assert worker.final_text == "ok"
+        assert len(client.requests) == 3
+
+    @pytest.mark.anyio
+    async def test_max_turns_counts_answers_output_type_refused(self):
+        """Requests whose answer failed validation count too, and the message says the model
+        had not answered (it said it was still calling tools)."""
+        client = ScriptedClient(["not json", "still not"])
+        worker = Worker(client, max_turns=2, output_type=int, output_retries=5)
+        with pytest.raises(MaxTurnsExceededError, match="had not answered after 2 requests"):
+            await worker.run("go")
+        assert_history_valid(worker.history)
 
     @pytest.mark.anyio
     async def test_worker_usable_after_max_turns(self):

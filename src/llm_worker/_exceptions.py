@@ -189,7 +189,8 @@ class WorkerAbortedError(WorkerError):
 
 
 class MaxTurnsExceededError(WorkerError):
-    """The model asked for tools on ``max_turns`` requests in a row without answering."""
+    """``max_turns`` requests of one ``run()``, ``resume()`` or ``retry()`` got no final
+    answer (they asked for tools, gave an answer ``output_type`` refused, or paused)."""
 
     def __init__(self, max_turns: int) -> None:
         super().__init__(max_turns)
@@ -197,7 +198,7 @@ class MaxTurnsExceededError(WorkerError):
 
     def __str__(self) -> str:
         return (
-            f"The model was still calling tools after {self.max_turns} requests "
+            f"The model had not answered after {self.max_turns} requests "
             f"(max_turns={self.max_turns}); the run was stopped"
         )
 

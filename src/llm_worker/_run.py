@@ -322,7 +322,6 @@ class _Turns:
             )
         if start.kind == "resume":
             self.batch = session.apply_decisions(start.decisions)
-            self.turns = self.batch.turns
         elif start.kind == "run":
             session.history.append(UserMessage(valid_unicode(start.user_input)))
             session.run_tally = UsageTally()
