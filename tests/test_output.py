@@ -432,3 +432,35 @@ async def test_the_last_bad_final_result_call_reads_what_was_wrong_and_retry_ask
     with anyio.fail_after(10):
         assert await worker.retry() is WorkerResult.FINISHED
     assert worker.output == Weather(city="Oslo", celsius=3)
+
+
+async def test_retry_after_a_stopped_response_that_answered_asks_for_a_new_answer() -> None:
+    """A response answered through final_result beside a call a post-hook aborted on: the
+    retried run ended at its first tool-calling response with that old answer, the new
+    call's result never sent. It asks the model, and takes its new answer."""
+    from llm_worker import Abort, WorkerAbortedError
+
+    client = ScriptedClient(
+        [
+            ScriptedResponse(
+                tool_calls=[
+                    ScriptedCall("final_result", {"city": "Old", "celsius": 1}, "f1"),
+                    ScriptedCall("echo", {"text": "audit"}, "e1"),
+                ]
+            ),
+            ScriptedResponse(tool_calls=[ScriptedCall("echo", {"text": "again"}, "e2")]),
+            final({"city": "Oslo", "celsius": 3}, "f2"),
+        ],
+        supports_output_format=False,
+    )
+    worker = worker_for(client, output_type=Weather)
+    worker.add_post_tool_call_hook(
+        lambda ctx: Abort("audit failed") if ctx.call.id == "e1" else None
+    )
+    with pytest.raises(WorkerAbortedError):
+        await run(worker)
+    with anyio.fail_after(10):
+        assert await worker.retry() is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=3)
+    assert len(client.requests) == 3
+    assert results_of(client.requests[2].messages)[-1] == ToolResult("e2", "again")

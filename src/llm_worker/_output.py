@@ -110,6 +110,14 @@ class RunOutput:
         self._accept(value)
         return OUTPUT_ACCEPTED, False
 
+    def ask_again(self) -> None:
+        """A retry: the model answers anew, with its retries again (an answer a stopped
+        response gave does not end the retried run)."""
+        self.attempts = 0
+        self.problems = ""
+        self.done = False
+        self.value = None
+
     def _accept(self, value: Any) -> None:
         self.value = value
         self.done = True

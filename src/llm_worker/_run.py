@@ -330,7 +330,7 @@ class _Turns:
         session.run_output = self.output
         session.has_output = False
         if start.kind == "retry" and self.output is not None:
-            self.output.attempts = 0  # asked again: the answer gets its retries again
+            self.output.ask_again()
         session.phase = Phase.RUNNING
         if trace is not None:
             self.trace = trace
