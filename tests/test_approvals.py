@@ -250,9 +250,12 @@ class TestDecisions:
         [
             ({"door": dataclasses}, "Object of type module is not JSON serializable"),
             ({"door": float("nan")}, "Out of range float values are not JSON compliant"),
-            (["door"], "dictionary update sequence element #0 has length 4; 2 is required"),
+            (["door"], "list is not a mapping of names to values"),
+            (["ab"], "list is not a mapping of names to values"),  # dict() made {"a": "b"}
+            ('["door"]', "the text is not a JSON object"),
+            ("door", "Expecting value"),
         ],
-        ids=["not-json", "nan", "not-a-mapping"],
+        ids=["not-json", "nan", "not-a-mapping", "pairs", "text-not-an-object", "text-not-json"],
     )
     async def test_arguments_that_cannot_be_sent_are_refused_and_change_nothing(
         self, arguments, problem

@@ -45,7 +45,11 @@ class Approve:
         if arguments is None:
             return call.input_json
         if isinstance(arguments, str):
+            if not isinstance(json.loads(arguments), dict):
+                raise TypeError("the text is not a JSON object")
             return arguments
+        if not isinstance(arguments, Mapping):  # dict() would take a list of pairs
+            raise TypeError(f"{type(arguments).__name__} is not a mapping of names to values")
         return json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
 
 
