@@ -26,6 +26,7 @@ from llm_worker import (
     ToolExecutionError,
     ToolMeta,
     ToolNotFoundError,
+    ToolReturn,
     ToolServer,
     ToolServerHandle,
     tool,
@@ -517,6 +518,34 @@ class TestCallTool:
         assert await handle.call_tool("echo", '{"a": 1}') == 'echo: {"a": 1}'
         assert await handle.call_tool("echo", "") == "echo: "
         assert await handle.call_tool("echo", " not json ") == "echo:  not json "
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("returned", "kind"),
+        [
+            (42, "int"),
+            (None, "NoneType"),
+            (ToolReturn(["not a part"]), "a ToolReturn that cannot be sent (TypeError)"),  # type: ignore[list-item]
+        ],
+        ids=["int", "none", "bad-tool-return"],
+    )
+    async def test_a_result_that_is_not_text_is_an_execution_error(
+        self, returned: object, kind: str
+    ) -> None:
+        """call_tool() -> str: a hand-written tool's non-text result is its bug, told as
+        the Worker tells the model (it came back as it was, or raised a bare TypeError)."""
+
+        class Wrong:
+            async def execute(self, input_json: str) -> object:
+                return returned
+
+        server = ToolServer()
+        server.register_tool(lambda: (ToolMeta(name="wrong"), Wrong()))  # type: ignore[arg-type, return-value]
+        with pytest.raises(ToolExecutionError) as info:
+            await server.handle().call_tool("wrong", "{}")
+        assert str(info.value) == (
+            f"Tool execution failed: Internal error: tool 'wrong' returned {kind}, not text"
+        )
 
     @pytest.mark.anyio
     async def test_unknown_name(self) -> None:

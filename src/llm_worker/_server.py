@@ -18,6 +18,7 @@ from typing_extensions import final
 from ._content import ToolReturn, text_of
 from ._exceptions import DuplicateToolError, ToolError, ToolExecutionError, ToolNotFoundError
 from ._meta import LlmToolDefinition, ToolMeta
+from ._model_texts import NOT_TEXT, call_text
 from ._types import Tool, ToolDefinition
 
 if TYPE_CHECKING:
@@ -196,9 +197,10 @@ class ToolServerHandle:
 
         Raises ``ToolNotFoundError`` for an unknown name and
         ``ToolExecutionError`` (chained to the tool's ``ToolError``) when the
-        tool fails. The server lock is never held while a tool runs. A tool
-        that returns a ``ToolReturn`` gives its text here (the Worker and the
-        MCP server keep its other parts).
+        tool fails, or returns what is not text (a hand-written tool's bug). The
+        server lock is never held while a tool runs. A tool that returns a
+        ``ToolReturn`` gives its text here (the Worker and the MCP server keep its
+        other parts).
         """
         entry = self._map.tools.get(name)
         if entry is None:
@@ -207,7 +209,7 @@ class ToolServerHandle:
             result = await entry.execute(input_json)
         except ToolError as exc:
             raise ToolExecutionError(name, str(exc)) from exc
-        return result if type(result) is str else _text_of(result)
+        return result if type(result) is str else _text_of(name, result)
 
     def tool_definitions_sorted(self) -> list[LlmToolDefinition]:
         """Every tool's definition, sorted by name: the same registrations give the same list."""
@@ -286,12 +288,18 @@ def sorted_metas(handle: ToolServerHandle) -> list[ToolMeta]:
     return [tools[name].meta for name in sorted(tools)]
 
 
-def _text_of(result: str | ToolReturn) -> str:
+def _text_of(name: str, result: object) -> str:
+    """The text of what tool ``name`` returned; ``ToolExecutionError`` if it has none."""
     if isinstance(result, str):
         return result
     if isinstance(result, ToolReturn):
-        return text_of(result.parts())
-    return result  # not text: the caller reads what the tool gave, as before
+        try:
+            return text_of(result.parts())
+        except TypeError:  # a part that is not one
+            kind = "a ToolReturn that cannot be sent (TypeError)"
+    else:
+        kind = type(result).__name__
+    raise ToolExecutionError(name, call_text(NOT_TEXT, name, kind=kind))
 
 
 def _call_factory(definition: ToolDefinition) -> tuple[ToolMeta, Tool]:
