@@ -394,6 +394,28 @@ class TestExportTools:
             "required": ["a"],
         }
 
+    def test_anthropic_refuses_argument_names_the_api_refuses(self):
+        """The Messages API refuses every request with such a tool (400 "Property keys
+        should match pattern '^[a-zA-Z0-9_.-]{1,64}$'"): the export names them instead."""
+        schema = {
+            "type": "object",
+            "properties": {
+                "filter[id]": {"type": "string"},
+                "café": {"type": "string"},
+                "x" * 65: {"type": "string"},
+                "page.size": {"type": "integer"},
+                "ok-name_2": {"type": "integer"},
+            },
+        }
+        definition = LlmToolDefinition(name="list", description="List.", input_schema=schema)
+        with pytest.raises(ValueError) as info:
+            export_tools([definition], "anthropic")
+        assert str(info.value) == (
+            "Cannot make Anthropic schemas:\n  list: argument names the Messages API refuses "
+            f"(1 to 64 letters, digits, '_', '.' or '-'): 'filter[id]', 'café', '{'x' * 65}'"
+        )
+        export_tools([definition], "openai")  # other formats take them
+
     def test_mcp_shape(self):
         """mcp: {name, description, inputSchema} with the schema unchanged."""
         [d] = example_definitions()[:1]

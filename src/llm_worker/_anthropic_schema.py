@@ -9,10 +9,15 @@ the properties of ``anyOf``/``oneOf`` branches join the root's, required where
 every branch requires them, and the branches themselves are said in the
 description, as the rewrites note what they cannot keep. Any other schema is
 returned as it is. The tool's own validation still checks the whole schema.
+
+The API also refuses (again the whole request) an argument name outside
+``[a-zA-Z0-9_.-]{1,64}`` ("Property keys should match pattern ..."): such a
+schema raises ``AnthropicSchemaError`` naming them, where it is exported.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,14 +32,43 @@ from ._json_schema import (
     json_text,
 )
 
-__all__ = ["anthropic_schema"]
+__all__ = ["AnthropicSchemaError", "anthropic_schema"]
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf")
 _DEFINITIONS = ("$defs", "definitions")
+_ARGUMENT_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
+
+
+class AnthropicSchemaError(Exception):
+    """A schema the Messages API refuses; ``problems`` says why."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(problems)
+        self.problems = problems
 
 
 def anthropic_schema(schema: Mapping[str, Any]) -> JsonSchema:
-    """``schema`` with a root Anthropic accepts (new dicts where it changed)."""
+    """``schema`` with a root Anthropic accepts (new dicts where it changed), or
+    ``AnthropicSchemaError``."""
+    root = _one_object(schema)
+    properties = root.get("properties")
+    bad = [
+        name
+        for name in (properties if is_schema(properties) else ())
+        if _ARGUMENT_NAME.fullmatch(name) is None
+    ]
+    if bad:
+        names = ", ".join(repr(name) for name in bad[:20])
+        raise AnthropicSchemaError(
+            [
+                f"argument names the Messages API refuses (1 to 64 letters, digits, '_', "
+                f"'.' or '-'): {names}"
+            ]
+        )
+    return root
+
+
+def _one_object(schema: Mapping[str, Any]) -> JsonSchema:
     if not any(key in schema for key in _COMBINATORS):
         return dict(schema)
     refs = Refs(dict(schema))

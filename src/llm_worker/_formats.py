@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Literal, Protocol, TypeAlias, get_args
 
-from ._anthropic_schema import anthropic_schema
+from ._anthropic_schema import AnthropicSchemaError, anthropic_schema
 from ._gemini_schema import GeminiSchemaError, gemini_schema
 from ._meta import LlmToolDefinition, ToolAnnotations, ToolMeta
 from ._strict_schema import StrictSchemaError, strict_schema
@@ -203,7 +203,7 @@ def export_tools(
         try:
             if kind is not None:
                 text = _rewritten(kind, text)
-        except (StrictSchemaError, GeminiSchemaError) as exc:
+        except (StrictSchemaError, GeminiSchemaError, AnthropicSchemaError) as exc:
             problems.extend(f"{spec.name}: {problem}" for problem in exc.problems)
             continue
         tool = formatter(spec.name, spec.description, json.loads(text), strict)
@@ -212,7 +212,7 @@ def export_tools(
         tools.append(tool)
     if problems:
         lines = "\n".join(f"  {problem}" for problem in problems)
-        what = "strict OpenAI" if strict else "Gemini"
+        what = "strict OpenAI" if strict else "Gemini" if format == "gemini" else "Anthropic"
         raise ValueError(f"Cannot make {what} schemas:\n{lines}")
     return tools
 
