@@ -270,3 +270,56 @@ def test_a_corrupt_part_in_a_run_state_is_a_run_state_error(part: dict, message:
     data["history"][2]["parts"] = [part]
     with pytest.raises(RunStateError, match=message):
         RunState.from_json(json.dumps(data))
+
+
+@tool_registry
+class PartSequences:
+    @tool
+    def as_tuple(self) -> tuple[TextPart, MediaPart]:
+        """Parts in a tuple."""
+        return (TextPart("chart:"), MediaPart("image/png", data=PNG))
+
+    @tool
+    def mixed(self) -> list[object]:
+        """Parts, then a plain value."""
+        return [TextPart("chart:"), MediaPart("image/png", data=PNG), "and some text"]
+
+    @tool
+    async def mixed_tuple(self) -> tuple[object, ...]:
+        """A part, then a number."""
+        return (TextPart("rows:"), 3)
+
+
+async def run_sequence(name: str, **limits: int) -> ToolResult:
+    client = ScriptedClient([calls((name, {})), ScriptedResponse(text="done")])
+    worker = Worker(client, limits=Limits(**limits))
+    worker.register_tools(tool_definitions(PartSequences()))
+    with anyio.fail_after(10):
+        assert await worker.run("go") is WorkerResult.FINISHED
+    (result,) = results_of(worker.history)
+    return result
+
+
+async def test_a_tuple_of_parts_is_a_rich_result_as_a_list_is() -> None:
+    """Its media is a part, under the media cap: never base64 text for the model."""
+    result = await run_sequence("as_tuple")
+    assert result.parts == (TextPart("chart:"), MediaPart("image/png", data=PNG))
+    capped = await run_sequence("as_tuple", max_media_bytes=1000)
+    assert capped.content == (
+        "chart:\n[image/png of 1032 bytes from tool 'as_tuple' dropped: over the limit of "
+        "1000 bytes for media in one result]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"), [pytest.param("mixed", "list"), pytest.param("mixed_tuple", "tuple")]
+)
+async def test_parts_mixed_with_other_values_are_an_error_not_base64_text(
+    name: str, kind: str
+) -> None:
+    result = await run_sequence(name)
+    assert result.is_error
+    assert result.content == (
+        f"Internal error: tool '{name}' returned content parts mixed with other values "
+        f"({kind}); return only parts (text as a TextPart), or no parts"
+    )

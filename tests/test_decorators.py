@@ -2,15 +2,19 @@
 ``tool_metas()``: the public face of the code generator."""
 
 import copy
+import datetime
+import functools
+import gc
 import inspect
+import pathlib
 import pickle
 import re
 import sys
 import threading
 import typing
 import warnings
-from collections.abc import Callable
-from typing import Annotated
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Annotated, Any
 
 import anyio
 import pytest
@@ -21,6 +25,7 @@ from pydantic import BaseModel, Field
 from llm_worker import (
     BoundToolMethod,
     Description,
+    InternalToolError,
     InvalidArgumentError,
     ToolMeta,
     ToolMethod,
@@ -1619,3 +1624,375 @@ def test_the_return_annotation_gives_the_output_schema_as_an_object() -> None:
     }
     for name in ("text", "nothing", "rich", "image", "unresolvable"):
         assert metas[name].output_schema is None, name
+
+
+# -- review fixes: null for a default, wrapped async methods, unfinished results, hidden tools --
+
+
+class Options(BaseModel):
+    n: int = 1
+
+
+@tool_registry
+class Defaults:
+    """Defaults the strict JSON-mode validation of their own type would refuse."""
+
+    @tool
+    def path(self, p: pathlib.Path = pathlib.Path("/tmp")) -> str:
+        return repr(p)
+
+    @tool
+    def sequence(self, s: Sequence[str] = ()) -> str:
+        return repr(s)
+
+    @tool
+    def a_set(self, s: set[str] = frozenset()) -> str:  # type: ignore[assignment]
+        return repr(s)
+
+    @tool
+    def below_minimum(self, n: Annotated[int, Field(ge=1)] = 0) -> str:
+        return repr(n)
+
+    @tool
+    def model(self, o: Options = Options(n=2)) -> str:  # noqa: B008
+        return repr(o)
+
+    @tool
+    def day(self, d: datetime.date = datetime.date(2024, 1, 1)) -> str:
+        return repr(d)
+
+    @tool
+    def day_or_none(self, d: datetime.date = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
+        return repr(d)
+
+    @tool
+    def factory(self, days: list[datetime.date] = Field(default_factory=list)) -> str:  # noqa: B008
+        return repr(days)
+
+
+async def _call(registry: type, name: str, input_json: str) -> str | object:
+    tool_class = getattr(registry, f"Tool{''.join(p.capitalize() for p in name.split('_'))}")
+    with anyio.fail_after(10):
+        return await tool_class(registry()).execute(input_json)
+
+
+class TestNullForADefault:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("name", "argument", "expected"),
+        [
+            ("path", "p", "PosixPath('/tmp')"),
+            ("sequence", "s", "()"),
+            ("a_set", "s", "frozenset()"),
+            ("below_minimum", "n", "0"),
+            ("model", "o", "Options(n=2)"),
+            ("day", "d", "datetime.date(2024, 1, 1)"),
+            ("day_or_none", "d", "None"),
+            ("factory", "days", "[]"),
+        ],
+    )
+    async def test_null_gives_the_default_unvalidated(self, name, argument, expected):
+        """Like an omitted argument: the default as written, not validated again."""
+        assert await _call(Defaults, name, f'{{"{argument}": null}}') == expected
+        assert await _call(Defaults, name, "{}") == expected
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", ["day", "day_or_none"])
+    async def test_a_value_is_still_validated_from_its_json(self, name):
+        """What is not null is validated as JSON: a date's string is a date."""
+        assert await _call(Defaults, name, '{"d": "2024-02-03"}') == "datetime.date(2024, 2, 3)"
+        with pytest.raises(InvalidArgumentError, match=r"'d': Input should be a valid date"):
+            await _call(Defaults, name, '{"d": 3}')
+
+    @pytest.mark.anyio
+    async def test_a_factorys_values_are_validated_from_their_json(self):
+        assert await _call(Defaults, "factory", '{"days": ["2024-02-03"]}') == (
+            "[datetime.date(2024, 2, 3)]"
+        )
+
+    @pytest.mark.anyio
+    async def test_the_default_is_a_fresh_copy_each_time(self):
+        app = Defaults()
+        first = await Defaults.ToolModel(app).execute('{"o": null}')
+        assert first == await Defaults.ToolModel(app).execute('{"o": null}') == "Options(n=2)"
+
+    def test_the_schema_shows_the_type_not_null(self):
+        """Null stays out of the schema, as for any default."""
+        properties = {
+            name: prop
+            for meta in tool_metas(Defaults)
+            for name, prop in meta.input_schema["properties"].items()
+            if meta.name in ("path", "below_minimum", "day_or_none", "factory")
+        }
+        assert properties == {
+            "p": {"default": "/tmp", "format": "path", "type": "string"},
+            "n": {"default": 0, "minimum": 1, "type": "integer"},
+            "d": {"default": None, "format": "date", "type": "string"},
+            "days": {"items": {"format": "date", "type": "string"}, "type": "array"},
+        }
+
+
+def _logged(func: Callable[..., Any]) -> Callable[..., Any]:
+    """A decorator as many are written: a plain def passing on what the function returns."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+async def _helper() -> str:
+    return "never"
+
+
+class _Endless(Iterator[int]):
+    """As itertools.count(), but it gives up after a while: were it read, the test fails
+    instead of hanging (no timeout interrupts pydantic reading it on the event loop)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __next__(self) -> int:
+        self.n += 1
+        if self.n > 10_000:
+            raise RuntimeError("read to the end of an endless iterator")
+        return self.n
+
+
+class TestWrappedAndUnfinished:
+    @pytest.mark.anyio
+    async def test_a_plain_wrapper_of_an_async_def_is_awaited(self):
+        """functools.wraps over an async def: the tool awaits it, on the loop."""
+
+        @tool_registry
+        class Notes:
+            def __init__(self) -> None:
+                self.saved: list[str] = []
+
+            @tool
+            @_logged
+            async def save(self, note: str) -> str:
+                self.saved.append(note)
+                return f"saved on {threading.get_ident()}"
+
+        app = Notes()
+        with anyio.fail_after(10):
+            result = await Notes.ToolSave(app).execute('{"note": "hi"}')
+        assert result == f"saved on {threading.get_ident()}"
+        assert app.saved == ["hi"]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("thread", [True, False, "dedicated"])
+    async def test_a_coroutine_result_is_an_error_and_never_awaited(self, thread):
+        """A plain def returning a coroutine: closed (no "never awaited" warning), and the
+        model is told what to fix, not the coroutine's repr."""
+
+        @tool_registry
+        class App:
+            @tool(thread=thread)
+            def save(self) -> object:
+                return _helper()
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                await _call(App, "save", "")
+            except InternalToolError as exc:
+                message = str(exc)
+            else:
+                pytest.fail("no error")
+            gc.collect()  # the coroutine, were it not closed, would now say "never awaited"
+        assert message == (
+            "Internal error: tool 'save' returned a coroutine instead of its result: its method "
+            "is a plain def that does not await what it calls; declare it async def"
+        )
+        assert [str(w.message) for w in caught] == []
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("thread", [True, False])
+    @pytest.mark.parametrize(
+        ("make", "kind"),
+        [
+            (_Endless, "_Endless"),
+            (lambda: (i for i in _Endless()), "generator"),
+            (lambda: map(str, _Endless()), "map"),
+        ],
+    )
+    async def test_an_iterator_result_is_refused_before_it_is_read(self, thread, make, kind):
+        """An endless one would hang the call; timeouts cannot stop pydantic reading it."""
+
+        @tool_registry
+        class Feed:
+            @tool(thread=thread)
+            def items(self) -> object:
+                return make()
+
+            @tool(timeout=5)
+            async def items_async(self) -> object:
+                return make()
+
+        for name in ("items", "items_async"):
+            with pytest.raises(InternalToolError) as excinfo:
+                await _call(Feed, name, "")
+            assert str(excinfo.value) == (
+                f"Internal error: tool '{name}' returned an iterator ({kind}), not a result; "
+                f"return a list"
+            )
+
+    @pytest.mark.anyio
+    async def test_an_async_iterator_result_is_refused(self):
+        async def numbers() -> AsyncIterator[int]:
+            yield 1
+
+        @tool_registry
+        class Feed:
+            @tool
+            async def items(self) -> object:
+                return numbers()
+
+        with pytest.raises(InternalToolError, match=r"returned an iterator \(async_generator\)"):
+            await _call(Feed, "items", "")
+
+    def test_a_wrapped_generator_is_refused_at_declaration(self):
+        class App:
+            @tool
+            @_logged
+            def gen(self) -> object:
+                yield 1
+
+        with pytest.raises(TypeError) as excinfo:
+            tool_registry(App)
+        assert str(excinfo.value) == _declaration_error(
+            App, "gen: generator methods cannot be tools; return a list instead"
+        )
+
+    def test_a_field_default_under_a_wrapper_is_filled_in_for_a_direct_call(self):
+        """Introspection reads the wrapped function; so does the direct call's default."""
+
+        @tool_registry
+        class Catalog:
+            @tool
+            @_logged
+            def search(self, query: str, limit: int = Field(5, ge=1)) -> str:
+                return f"{query} {limit!r}"
+
+        assert Catalog().search("q") == "q 5"
+        assert Catalog().search("q", limit=2) == "q 2"
+
+
+class FileTools:
+    """A mixin no @tool_registry built."""
+
+    @tool
+    def read_file(self, path: str) -> str:
+        return "contents"
+
+
+class TestHiddenAndDroppedTools:
+    def test_a_mixins_tools_are_refused_not_dropped(self):
+        class App(FileTools):
+            @tool
+            def search(self, q: str) -> str:
+                return q
+
+        with pytest.raises(TypeError) as excinfo:
+            tool_registry(App)
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            "read_file: FileTools.read_file is marked @tool, but FileTools is not a "
+            "@tool_registry class, so it would not be a tool; decorate FileTools with "
+            "@tool_registry too (its tools are then inherited)",
+        )
+
+    def test_an_override_of_the_mixins_method_is_no_problem(self):
+        @tool_registry
+        class App(FileTools):
+            @tool
+            def read_file(self, path: str) -> str:
+                return "mine"
+
+        assert [meta.name for meta in tool_metas(App)] == ["read_file"]
+
+    def test_an_undecorated_subclass_with_tools_of_its_own_is_refused_when_asked(self):
+        @tool_registry
+        class Base:
+            @tool
+            def ping(self) -> str:
+                return "pong"
+
+        class Mid(Base):
+            @tool
+            def extra(self) -> str:
+                return ""
+
+        problem = r"Mid\.extra is marked @tool, but \S*Mid is not a @tool_registry class"
+        with pytest.raises(TypeError, match=problem):
+            tool_metas(Mid)
+        with pytest.raises(TypeError, match=problem):
+            tool_definitions(Mid())
+
+    def test_a_decorator_or_property_above_tool_is_a_declaration_error(self):
+        class App:
+            @_logged
+            @tool
+            def search(self, q: str) -> str:
+                return q
+
+            @property
+            @tool
+            def status(self) -> str:
+                return "ok"
+
+            @staticmethod
+            @_logged
+            @tool
+            def hidden_static(self) -> str:
+                return ""
+
+            @tool
+            def ping(self) -> str:
+                return "pong"
+
+        with pytest.raises(TypeError) as excinfo:
+            tool_registry(App)
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            "search: a decorator applied above @tool (it gave a function) hides the @tool "
+            "method, so it would not be a tool; put @tool outermost, above the other decorators",
+            "status: @property hides the @tool method under it, so it would not be a tool; "
+            "a tool is a method the model calls (remove @property)",
+            "hidden_static: a decorator applied above @tool (it gave a staticmethod) hides the "
+            "@tool method, so it would not be a tool; put @tool outermost, above the other "
+            "decorators",
+        )
+
+    def test_a_staticmethod_tool_is_reported_with_the_other_problems(self):
+        class App:
+            @tool
+            def a(self, x) -> str:  # type: ignore[no-untyped-def]
+                return ""
+
+            @staticmethod
+            @tool
+            def h(x: int) -> str:
+                return ""
+
+        with pytest.raises(TypeError) as excinfo:
+            tool_registry(App)
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            "h: a tool cannot be a staticmethod; a tool is an instance method (remove "
+            "@staticmethod and take self)",
+            "a: parameter 'x' has no type annotation (add one, e.g. x: str)",
+        )
+
+
+@pytest.mark.parametrize("thread", [1, 0, "yes"])
+def test_thread_takes_true_false_or_dedicated_only(thread):
+    """1 == True, but a tool runs in a worker thread by `thread is True`."""
+    message = f"thread must be True, False or 'dedicated', not {thread!r}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tool(thread=thread)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tool_registry(thread=thread)

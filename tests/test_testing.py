@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 import anyio
 import pytest
@@ -171,6 +172,24 @@ class TestScriptedClient:
         assert client.remaining == 2
         assert [e for e in await events_of(client) if isinstance(e, TextDelta)] == [TextDelta("b")]
 
+    @pytest.mark.anyio
+    async def test_a_step_added_after_the_script_ran_out_is_the_next_one(self):
+        """The request that found no step used none: the step added next answers the next."""
+        client = ScriptedClient(["a"])
+        await events_of(client)
+        with pytest.raises(ScriptExhaustedError):
+            await events_of(client)
+        client.add("b")
+        assert client.remaining == 1
+        with anyio.fail_after(5):
+            assert [e for e in await events_of(client) if isinstance(e, TextDelta)] == [
+                TextDelta("b")
+            ]
+        assert client.remaining == 0
+        assert len(client.requests) == 3
+        with pytest.raises(ScriptExhaustedError, match=r"^ScriptedClient got request #4 but its"):
+            await events_of(client)
+
     def test_repr(self):
         """repr shows requests made and steps remaining."""
         assert repr(ScriptedClient(["a", "b"])) == "<ScriptedClient requests=0 remaining=2>"
@@ -253,16 +272,15 @@ class TestChunking:
 
 
 class TestScriptChecks:
-    def test_chunk_size_must_be_positive(self):
-        """A chunk_size below 1 is refused instead of silently sending nothing."""
-        client = ScriptedClient([ScriptedResponse(text="hello", chunk_size=0)])
-
-        async def go() -> None:
-            async for _ in client.stream(LlmRequest(None, (), ())):
-                pass
-
-        with pytest.raises(ValueError, match="chunk_size must be at least 1, got 0"):
-            anyio.run(go)
+    @pytest.mark.parametrize("chunk_size", [0, -1, 1.5, True, "2"])
+    def test_chunk_size_is_checked_when_the_script_is_written(self, chunk_size):
+        """A chunk_size that is not a whole number of at least 1 is refused at once,
+        by the response and by the client, not at the request that would use it."""
+        expected = f"chunk_size must be a whole number of at least 1, got {chunk_size!r}"
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            ScriptedResponse(text="hello", chunk_size=chunk_size)
+        with pytest.raises(ValueError, match=re.escape(expected)):
+            ScriptedClient(["hello"], chunk_size=chunk_size)
 
     def test_remaining_never_negative(self):
         """remaining stays at 0 once the script has run out."""

@@ -23,10 +23,12 @@ from typing_extensions import ParamSpec
 from ._meta import ToolAnnotations, ToolMeta
 from ._options import ThreadOption, ToolOptions
 from ._registry import (
+    TOOLS_ATTR,
     BuiltTool,
     ToolMethod,
     attach_tools,
     declaration_error,
+    dropped_tool_methods,
     name_clashes,
     own_tool_methods,
     qualified_name,
@@ -100,6 +102,7 @@ def tool(
     for the application and MCP hosts; the model is not sent them. Unset
     options come from ``@tool_registry(...)``, then from the defaults.
     """
+    _check_thread(thread)
     options = ToolOptions(
         name=name,
         thread=thread,
@@ -119,6 +122,12 @@ def tool(
     if func is None:
         return cast(_ToolDecorator, wrap)
     return wrap(func)
+
+
+def _check_thread(thread: object) -> None:
+    # ToolOptions compares with ==, and 1 == True; a tool runs by `thread is True`.
+    if thread is not None and not isinstance(thread, bool) and thread != "dedicated":
+        raise ValueError(f"thread must be True, False or 'dedicated', not {thread!r}")
 
 
 @overload
@@ -154,6 +163,7 @@ def tool_registry(
     Raises one ``TypeError`` listing every problem if any method cannot be a
     tool; the class is then left untouched.
     """
+    _check_thread(thread)
     defaults = ToolOptions(
         thread=thread,
         strict=strict,
@@ -181,17 +191,15 @@ def _process_class(cls: type, defaults: ToolOptions) -> None:
     if not isinstance(cls, type):
         raise TypeError(f"@tool_registry decorates a class, not {type(cls).__name__}")
     own, problems = own_tool_methods(cls)
-    if problems:
-        raise declaration_error(qualified_name(cls), problems)
     own_names = {attr_name for attr_name, _ in own}
     kept = [b for b in registered_tools(cls) or () if b.attr_name not in own_names]
-    clashes = name_clashes(kept)
-    if clashes:
-        raise declaration_error(qualified_name(cls), clashes)
+    problems += dropped_tool_methods(cls) + name_clashes(kept)
+    # Every problem at once: the methods' own (generate's) too.
     attrs, records = generate(
         cls,
         [(attr_name, method.__func__, method.options.over(defaults)) for attr_name, method in own],
         {b.name: f"{b.owner.__qualname__}.{b.attr_name}" for b in kept},
+        problems,
     )
     attach_tools(cls, attrs, [method for _, method in own], records)
 
@@ -200,9 +208,11 @@ def _built_tools(cls: type, caller: str) -> tuple[BuiltTool, ...]:
     built = registered_tools(cls)
     if built is None:
         raise TypeError(f"{caller}: {cls.__qualname__} is not a @tool_registry class")
-    clashes = name_clashes(built)  # a subclass of two registries, not decorated itself
-    if clashes:
-        raise declaration_error(qualified_name(cls), clashes)
+    problems = name_clashes(built)  # a subclass of two registries, not decorated itself
+    if TOOLS_ATTR not in cls.__dict__:  # ... or with @tool methods of its own
+        problems += dropped_tool_methods(cls, own=True)
+    if problems:
+        raise declaration_error(qualified_name(cls), problems)
     return built
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ABORTED",
+    "AN_ITERATOR",
     "APPROVAL_CANCELLED",
     "APPROVAL_DECLINED",
     "APPROVAL_FAILED",
@@ -46,7 +47,9 @@ __all__ = [
     "MEDIA_DROPPED",
     "MEDIA_NOT_SENT",
     "MEDIA_OF_RESULT",
+    "MIXED_PARTS",
     "NOT_ALLOWED",
+    "NOT_AWAITED",
     "NOT_JSON_NUMBER",
     "NOT_RUN",
     "NOT_STRUCTURED",
@@ -116,6 +119,17 @@ NOT_STRUCTURED = (
 )
 # The message of the InternalToolError a generated tool raises for a result it cannot serialise.
 UNSERIALIZABLE = "tool '{name}' returned {kind}, which could not be turned into text ({error})"
+# ...for a result that is not one yet: a coroutine nothing awaited, an iterator not consumed.
+NOT_AWAITED = (
+    "tool '{name}' returned {kind} instead of its result: its method is a plain def that "
+    "does not await what it calls; declare it async def"
+)
+AN_ITERATOR = "tool '{name}' returned an iterator ({kind}), not a result; return a list"
+# ...for a list or tuple that begins with a content part but holds other values too.
+MIXED_PARTS = (
+    "tool '{name}' returned content parts mixed with other values ({kind}); return only "
+    "parts (text as a TextPart), or no parts"
+)
 
 # -- structured final output (output_type=) ---------------------------------------------------
 

@@ -35,6 +35,7 @@ __all__ = [
     "ToolMethod",
     "attach_tools",
     "declaration_error",
+    "dropped_tool_methods",
     "is_tool_registry",
     "own_tool_methods",
     "qualified_name",
@@ -477,6 +478,8 @@ def own_tool_methods(cls: type) -> tuple[list[tuple[str, ToolMethod[Any, ..., An
             wrapped = cast(object, value.__func__)  # pyright: ignore[reportUnknownMemberType]
             if isinstance(wrapped, ToolMethod):
                 problems.append(_not_an_instance_method(attr_name, kind))
+            elif _hides_a_tool_method(wrapped):
+                problems.append(_hidden(attr_name, kind))
         elif isinstance(value, ToolMethod):
             method = cast("ToolMethod[Any, ..., Any]", value)
             if id(method) in seen:
@@ -490,7 +493,67 @@ def own_tool_methods(cls: type) -> tuple[list[tuple[str, ToolMethod[Any, ..., An
                 continue
             seen[id(method)] = attr_name
             own.append((attr_name, method))
+        elif _hides_a_tool_method(value):
+            problems.append(_hidden(attr_name, type(value).__name__))
     return own, problems
+
+
+# Where a decorator keeps what it decorates: functools.wraps, property, cached_property,
+# partialmethod, staticmethod and classmethod.
+_WRAPPED_ATTRS = ("__wrapped__", "fget", "fset", "fdel", "func", "__func__")
+
+
+def _hides_a_tool_method(value: object) -> bool:
+    """Whether ``value`` is a decorator's result with a ``@tool`` method inside."""
+    todo, looked = [value], 0
+    while todo and looked < 32:  # a chain of wrappers is short; this one may loop
+        item = todo.pop()
+        looked += 1
+        if isinstance(item, (type, types.ModuleType)):
+            continue  # a nested class's own methods are its business
+        for name in _WRAPPED_ATTRS:
+            try:
+                inner = cast(object, getattr(item, name, None))
+            except Exception:  # an attribute of the user's that fails when read
+                continue
+            if isinstance(inner, ToolMethod):
+                return True
+            if inner is not None and inner is not item:
+                todo.append(inner)
+    return False
+
+
+def _hidden(attr_name: str, kind: str) -> str:
+    if kind == "property":
+        return (
+            f"{attr_name}: @property hides the @tool method under it, so it would not be a "
+            f"tool; a tool is a method the model calls (remove @property)"
+        )
+    return (
+        f"{attr_name}: a decorator applied above @tool (it gave a {kind}) hides the @tool "
+        f"method, so it would not be a tool; put @tool outermost, above the other decorators"
+    )
+
+
+def dropped_tool_methods(cls: type, *, own: bool = False) -> list[str]:
+    """The problems of ``@tool`` methods ``cls`` inherits (``own``: or defines) from a class
+    no ``@tool_registry`` built (a mixin): not tools of ``cls``, so refused, never dropped."""
+    problems: list[str] = []
+    found: set[str] = set() if own else set(cls.__dict__)
+    for base in cls.__mro__ if own else cls.__mro__[1:]:
+        for attr_name, attr in base.__dict__.items():
+            if attr_name in found:
+                continue  # attribute lookup finds another one first
+            found.add(attr_name)
+            value = cast(object, attr)
+            if isinstance(value, ToolMethod) and value._built is None:
+                owner = base.__qualname__
+                problems.append(
+                    f"{attr_name}: {owner}.{attr_name} is marked @tool, but {owner} is not a "
+                    f"@tool_registry class, so it would not be a tool; decorate {owner} with "
+                    f"@tool_registry too (its tools are then inherited)"
+                )
+    return problems
 
 
 def attach_tools(

@@ -74,6 +74,9 @@ class ScriptedResponse:
     response_id: str | None = None
     model: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_chunk_size(self.chunk_size)
+
 
 ScriptStep: TypeAlias = ScriptedResponse | str | Callable[[LlmRequest], ScriptedResponse | str]
 """A response, plain answer text, or a function of the request that returns one."""
@@ -99,7 +102,9 @@ class ScriptedClient:
         chunk_size: int | None = None,
         supports_output_format: bool = True,
     ) -> None:
+        _check_chunk_size(chunk_size)
         self._script: list[ScriptStep] = list(responses)
+        self._served = 0  # the next step: a request the script had no answer for used none
         self._chunk_size = chunk_size
         self.supports_output_format = supports_output_format
         self.requests: list[LlmRequest] = []
@@ -111,17 +116,18 @@ class ScriptedClient:
     @property
     def remaining(self) -> int:
         """How many scripted responses have not been used yet."""
-        return max(0, len(self._script) - len(self.requests))
+        return len(self._script) - self._served
 
     async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         """Record ``request`` and yield the next scripted response as events."""
-        number = len(self.requests)
         self.requests.append(request)
+        number = self._served
         if number >= len(self._script):
             raise ScriptExhaustedError(
-                f"ScriptedClient got request #{number + 1} but its script has "
+                f"ScriptedClient got request #{len(self.requests)} but its script has "
                 f"{len(self._script)} responses"
             )
+        self._served += 1
         step = self._script[number]
         if callable(step):
             step = step(request)
@@ -158,9 +164,14 @@ def _events(response: ScriptedResponse, number: int, chunk_size: int | None) -> 
     return events
 
 
+def _check_chunk_size(chunk_size: object) -> None:
+    if chunk_size is None:
+        return
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a whole number of at least 1, got {chunk_size!r}")
+
+
 def _split(text: str, chunk_size: int | None) -> list[str]:
-    if chunk_size is not None and chunk_size < 1:
-        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     if not text:
         return []
     if not chunk_size:

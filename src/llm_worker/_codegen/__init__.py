@@ -6,7 +6,7 @@ pay for pydantic's model machinery.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._options import ToolOptions
@@ -22,13 +22,15 @@ def generate(
     cls: type,
     methods: list[tuple[str, Callable[..., Any], ToolOptions]],
     inherited: dict[str, str],
+    problems: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[BuiltTool]]:
     """Build every tool of ``cls``, or raise one ``TypeError`` listing every problem.
 
     ``methods`` are ``(attribute name, function, options)`` in declaration
-    order; ``inherited`` maps inherited tool names to their methods.
+    order; ``inherited`` maps inherited tool names to their methods;
+    ``problems`` were found before (the class's attributes), reported with the rest.
     """
-    errors: list[str] = []
+    errors: list[str] = list(problems)
     specs: list[MethodSpec] = []
     for attr_name, func, options in methods:
         spec = introspect_method(cls, attr_name, func, options, errors)

@@ -21,7 +21,7 @@ from .._registry import BuiltTool
 from .._types import ToolDefinition
 from .args_model import LazyArgsModel, generated_doc, lazy_args_model
 from .fields import fresh_default
-from .introspect import REQUIRED, MethodSpec, ParameterSpec
+from .introspect import REQUIRED, MethodSpec, ParameterSpec, unwrapped
 from .plan import RegistryPlan, ToolPlan
 from .runtime import GeneratedTool, make_execute
 from .schema import input_schema_of
@@ -129,11 +129,13 @@ def direct_call(spec: MethodSpec) -> Callable[..., Any]:
     does) or a fresh ``default_factory()`` value. Any other method is itself.
     """
     func = spec.func
-    written = _written_defaults(func)
+    # Under a functools.wraps decorator the defaults are the wrapped function's, as
+    # the parameters are (introspection follows __wrapped__): they reach it as written.
+    written = _written_defaults(unwrapped(func))
     fields = [p for p in spec.parameters if isinstance(written.get(p.name), FieldInfo)]
     if not fields:
         return func
-    signature = inspect.signature(func, follow_wrapped=False)
+    signature = inspect.signature(func)
     names = [p.name for p in spec.parameters]
 
     @functools.wraps(func)

@@ -5,26 +5,28 @@ one field's schema at a time), so both describe exactly the same field.
 
 Models often send ``null`` for "not given", so for an argument with a default
 ``null`` means that default (OpenAI strict mode relies on it: see ``_formats``).
-Unless the type admits ``None`` itself, the field gets a validator that swaps
-``null`` for the default; like a default, that value is not validated.
+Unless the type admits ``None`` itself, the field lets ``null`` through and
+swaps it for the default; like a default, that value is not validated. The
+schema does not mention ``null``: it shows the type, as for any default.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import types
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationInfo
 from pydantic_core import CoreSchema, core_schema
-from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 from typing_extensions import final
 
 from .introspect import REQUIRED, DefaultFactory, ParameterSpec
 
-__all__ = ["ARGS_CONFIG", "field_of", "fresh_default"]
+__all__ = ["ARGS_CONFIG", "NULL_MEANS_DEFAULT", "field_of", "fresh_default"]
+
+# Marks the nullable core schema of such a field: `schema` writes only the type.
+NULL_MEANS_DEFAULT = "llm_worker_null_means_default"
 
 ARGS_CONFIG = ConfigDict(
     extra="forbid",  # gives `additionalProperties: false`, and rejects what it promises to
@@ -89,9 +91,7 @@ def fresh_default(default: Any) -> Any:
 
 def _default_marker(default: Any) -> _NullMeansDefault:
     if default is None:  # `x: int = None`: the type would refuse the default, so skip it
-        return _NullMeansDefault(
-            functools.partial(core_schema.no_info_wrap_validator_function, _none_or_validated)
-        )
+        return _NullMeansDefault(_nullable)
     immutable = type(default) in _IMMUTABLE_DEFAULTS  # no copy needed
 
     def null_means_default(value: Any) -> Any:
@@ -100,7 +100,9 @@ def _default_marker(default: Any) -> _NullMeansDefault:
         return default if immutable else copy.deepcopy(default)
 
     return _NullMeansDefault(
-        functools.partial(core_schema.no_info_before_validator_function, null_means_default)
+        lambda inner: core_schema.no_info_after_validator_function(
+            null_means_default, _nullable(inner)
+        )
     )
 
 
@@ -109,12 +111,20 @@ def _factory_marker(factory: DefaultFactory) -> _NullMeansDefault:
         return factory(info.data) if value is None else value
 
     return _NullMeansDefault(
-        functools.partial(core_schema.with_info_before_validator_function, null_means_default)
+        lambda inner: core_schema.with_info_after_validator_function(
+            null_means_default, _nullable(inner)
+        )
     )
 
 
-def _none_or_validated(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    return None if value is None else handler(value)
+def _nullable(inner: CoreSchema) -> CoreSchema:
+    """``inner``, letting ``null`` through unvalidated; its JSON Schema stays ``inner``'s.
+
+    Not a wrap or before validator: those hand ``inner`` a Python object, which
+    strict mode then refuses where the JSON text was valid (``"2024-01-01"`` for
+    a date). The swap for the default happens after, on ``None``.
+    """
+    return core_schema.nullable_schema(inner, metadata={NULL_MEANS_DEFAULT: True})
 
 
 _NoneType = type(None)

@@ -34,6 +34,8 @@ __all__ = [
     "annotation_key",
     "has_field_info",
     "introspect_method",
+    "is_async_function",
+    "unwrapped",
 ]
 
 
@@ -84,7 +86,7 @@ def introspect_method(
             f"{attr_name}: tool name {tool_name!r} is not valid; use 1-64 letters, digits, "
             f"'_' or '-' (what model providers accept)"
         )
-    if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
+    if _is_generator_function(func):
         errors.append(f"{attr_name}: generator methods cannot be tools; return a list instead")
     description, doc_params = parse_docstring(
         func.__doc__, where=f"{cls.__qualname__}.{attr_name}", source=func
@@ -99,12 +101,34 @@ def introspect_method(
         func=func,
         parameters=parameters,
         description=description if description is not None else f"Tool: {tool_name}",
-        is_async=inspect.iscoroutinefunction(func),
+        is_async=is_async_function(func),
         options=options,
         context_param=context.get("name"),
         context_deps=context.get("deps"),
         returns=context.get("returns"),
     )
+
+
+def is_async_function(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is an ``async def``, or a wrapper of one (``functools.wraps``).
+
+    A plain-``def`` wrapper usually returns the coroutine it got: run in a thread,
+    the coroutine would be the result and the method would never run.
+    """
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(unwrapped(func))
+
+
+def _is_generator_function(func: Callable[..., Any]) -> bool:
+    kinds = (inspect.isasyncgenfunction, inspect.isgeneratorfunction)
+    return any(kind(f) for kind in kinds for f in (func, unwrapped(func)))
+
+
+def unwrapped(func: Callable[..., Any]) -> Callable[..., Any]:
+    """What ``functools.wraps`` decorators wrap, innermost (``func`` itself if none)."""
+    try:
+        return cast("Callable[..., Any]", inspect.unwrap(func))
+    except ValueError:  # a __wrapped__ cycle
+        return func
 
 
 def _read_parameters(

@@ -12,7 +12,7 @@ exceptions all become ``ToolError``s, and their threads are bounded
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -28,13 +28,21 @@ from .._exceptions import (
     passes_through,
 )
 from .._limits import input_limit_problem
-from .._model_texts import TIMED_OUT, UNSERIALIZABLE, describe_validation_error
+from .._model_texts import (
+    AN_ITERATOR,
+    MIXED_PARTS,
+    NOT_AWAITED,
+    TIMED_OUT,
+    UNSERIALIZABLE,
+    describe_validation_error,
+)
 from .._options import ThreadOption
 from .._registry import ToolMethod
 from .._safe_text import model_safe_text
 from .._strict_json import non_finite_problem
 from .._timeouts import TimedOut, within
 from .dedicated import dedicated_thread_of
+from .introspect import is_async_function
 from .non_finite import admits_non_finite
 from .threads import run_in_thread
 
@@ -78,7 +86,7 @@ def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable
         found = cast("ToolMethod[Any, ..., Any]", found).__func__
     if not inspect.isfunction(found) or found is tool_class._func:
         return tool_class._func
-    if inspect.iscoroutinefunction(found) != tool_class._is_async:
+    if is_async_function(found) != tool_class._is_async:
         kinds = ("an async def", "a plain def")
         tool_kind, override_kind = kinds if tool_class._is_async else kinds[::-1]
         raise TypeError(
@@ -172,12 +180,7 @@ def make_execute(
             # _result_text, inlined: this is the hot path.
             if type(result) is str:
                 return result
-            if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
-                return str.__str__(result)
-            rich = rich_return(result)
-            if rich is not None:
-                return rich
-            text = _json_text(result)
+            text = _text_of(result, tool_name)
             return await _repr_in_thread(result, tool_name) if text is None else text
         except ToolError:
             raise
@@ -225,13 +228,19 @@ async def _result_text(result: object, tool_name: str) -> str | ToolReturn:
     """The text of a result that is not a ``str``: JSON by pydantic, else ``repr()`` in a thread.
 
     Parts or a ``ToolReturn`` are a rich result, returned as a ``ToolReturn``."""
+    text = _text_of(result, tool_name)
+    return await _repr_in_thread(result, tool_name) if text is None else text
+
+
+def _text_of(result: object, tool_name: str) -> str | ToolReturn | None:
+    """What ``_result_text`` gives, short of ``repr()``: ``None`` if only that can tell."""
     if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
         return str.__str__(result)
-    rich = rich_return(result)
+    rich = rich_return(result, tool_name)
     if rich is not None:
         return rich
-    text = _json_text(result)
-    return await _repr_in_thread(result, tool_name) if text is None else text
+    _refuse_unfinished(result, tool_name)
+    return _json_text(result)
 
 
 async def _repr_in_thread(result: object, tool_name: str) -> str:
@@ -246,12 +255,7 @@ def _call_to_text(
     result = func(ctx, **kwargs)
     if type(result) is str:
         return result
-    if isinstance(result, str):
-        return str.__str__(result)
-    rich = rich_return(result)
-    if rich is not None:
-        return rich
-    text = _json_text(result)
+    text = _text_of(result, tool_name)
     return _repr_text(result, tool_name) if text is None else text
 
 
@@ -260,23 +264,46 @@ _RICH = (ToolReturn, *_PARTS)
 _NEVER_RICH = frozenset({int, float, bool, dict, type(None)})  # the usual results, told at once
 
 
-def rich_return(result: object) -> ToolReturn | None:
-    """``result`` as a ``ToolReturn`` if it is one, a content part, or a list of parts."""
-    # Most results are not rich: their type, or one isinstance(), says so (a list: its
+def rich_return(result: object, tool_name: str) -> ToolReturn | None:
+    """``result`` as a ``ToolReturn`` if it is one, a content part, or a list or tuple of parts.
+
+    A list or tuple that begins with a part but holds anything else is refused:
+    as JSON, its media would reach the model as base64 text, past every limit.
+    """
+    # Most results are not rich: their type, or one isinstance(), says so (a list or tuple: its
     # first item's).
     kind = type(result)
     if kind in _NEVER_RICH:
         return None
-    if kind is list:
-        items = cast("list[object]", result)
+    if kind is list or kind is tuple:
+        items = cast("Sequence[object]", result)
         if not items or not isinstance(items[0], _PARTS):
             return None
         if all(isinstance(item, _PARTS) for item in items):
-            return ToolReturn(cast("list[ContentPart]", items))
-        return None
+            return ToolReturn(cast("Sequence[ContentPart]", items))
+        raise InternalToolError(MIXED_PARTS.format(name=tool_name, kind=kind.__name__))
     if not isinstance(result, _RICH):
         return None
     return result if isinstance(result, ToolReturn) else ToolReturn(result)
+
+
+_FINISHED = frozenset({int, float, bool, dict, list, tuple, type(None)})
+_ITERATORS: tuple[type, ...] = (Iterator, AsyncIterator)  # generators, count(), map()...
+
+
+def _refuse_unfinished(result: object, tool_name: str) -> None:
+    """Refuse a result that is not one yet: serialising an iterator could run forever."""
+    if type(result) in _FINISHED:
+        return
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()  # it never ran; closed, it is not reported as never awaited
+            kind = "a coroutine"
+        else:
+            kind = f"an awaitable {type(result).__name__}"
+        raise InternalToolError(NOT_AWAITED.format(name=tool_name, kind=kind))
+    if isinstance(result, _ITERATORS):
+        raise InternalToolError(AN_ITERATOR.format(name=tool_name, kind=type(result).__name__))
 
 
 def _json_text(result: object) -> str | None:

@@ -35,9 +35,9 @@ from typing import Any, cast
 from pydantic import BaseModel, create_model
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, core_schema
 
-from .fields import ARGS_CONFIG, field_of
+from .fields import ARGS_CONFIG, NULL_MEANS_DEFAULT, field_of
 from .introspect import REQUIRED, ParameterSpec, annotation_key
 
 __all__ = ["input_schema_of", "model_schema_of"]
@@ -57,6 +57,13 @@ class _ToolJsonSchema(GenerateJsonSchema):
         # Pydantic builds a TypeAdapter for every default; a scalar needs none.
         # (Containers go through it: it copies them, and what it writes goes on.)
         return dft if _is_json_scalar(dft) else super().encode_default(dft)
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        # `null` for an argument with a default means that default (see `fields`):
+        # the model is shown the type, as for any other default.
+        if schema.get("metadata", {}).get(NULL_MEANS_DEFAULT):
+            return self.generate_inner(schema["schema"])
+        return super().nullable_schema(schema)
 
 
 def _is_json_scalar(value: object) -> bool:
