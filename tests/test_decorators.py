@@ -1242,6 +1242,43 @@ class TestInheritance:
             "beta": "base beta",
         }
 
+    @pytest.mark.anyio
+    async def test_an_override_wrapped_in_a_callable_object_is_called(self):
+        """An override under functools.lru_cache (a callable, not a function): the base
+        method ran, while app.beta() ran the override."""
+        import functools
+
+        class Cached(Base):
+            @functools.lru_cache  # noqa: B019
+            def beta(self) -> str:
+                return "cached beta"
+
+        assert (await self._run_all(Cached()))["beta"] == "cached beta"
+
+    @pytest.mark.anyio
+    async def test_a_patch_of_the_class_made_before_the_tool_is_seen(self):
+        """mock.patch.object(Base, ...) before the tool is made: the tool runs the patch
+        (it ran the original, the owner's function being taken as it was declared)."""
+        from unittest import mock
+
+        def patched(self: Base) -> str:
+            return "patched beta"
+
+        with mock.patch.object(Base, "beta", patched):
+            assert (await self._run_all(Base()))["beta"] == "patched beta"
+        assert (await self._run_all(Base()))["beta"] == "base beta"
+
+    def test_an_override_that_is_not_a_method_is_refused(self):
+        """A staticmethod or a value where the tool's method was: the base method ran."""
+
+        class Static(Base):
+            @staticmethod
+            def beta() -> str:  # type: ignore[override]
+                return "static"
+
+        with pytest.raises(TypeError, match=r"Static.beta overrides the tool Base.beta with "):
+            [definition() for definition in tool_definitions(Static())]
+
     def test_subclass_tool_name_clash_with_base(self):
         """A new subclass tool cannot take an inherited tool's name."""
 

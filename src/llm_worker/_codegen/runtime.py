@@ -63,10 +63,10 @@ class GeneratedTool:
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
-        # A subclass of the app may override the method: call what `ctx.method` would.
-        cls = type(self)
+        # A subclass of the app may override the method (and a test patch the class's):
+        # call what `type(ctx).method` is now, found once, when the tool is made.
         app_type: type[object] = type(ctx)  # pyright: ignore[reportUnknownVariableType]
-        self._method = cls._func if app_type is cls._owner else _resolve_method(cls, app_type)
+        self._method = _resolve_method(type(self), app_type)
 
     async def execute(self, input_json: str) -> str | ToolReturn:  # replaced in each class
         raise NotImplementedError
@@ -84,9 +84,18 @@ def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable
     found: object = inspect.getattr_static(app_type, name, None)
     if isinstance(found, ToolMethod):
         found = cast("ToolMethod[Any, ..., Any]", found).__func__
-    if not inspect.isfunction(found) or found is tool_class._func:
+    if found is tool_class._func:
         return tool_class._func
-    if is_async_function(found) != tool_class._is_async:
+    if isinstance(found, (staticmethod, classmethod)) or not callable(found):
+        # Called as the base method would be (with the app first), or not at all.
+        kind = type(found).__name__  # pyright: ignore[reportUnknownArgumentType]
+        raise TypeError(
+            f"{app_type.__qualname__}.{name} overrides the tool "
+            f"{tool_class._owner.__qualname__}.{name} with {kind}, not a method; override "
+            f"it with a method"
+        )
+    method = cast("Callable[..., Any]", found)  # a function, or a callable wrapper of one
+    if is_async_function(method) != tool_class._is_async:
         kinds = ("an async def", "a plain def")
         tool_kind, override_kind = kinds if tool_class._is_async else kinds[::-1]
         raise TypeError(
@@ -94,7 +103,7 @@ def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable
             f"{tool_class._owner.__qualname__}.{name} ({tool_kind}) with {override_kind}; "
             f"keep the same kind"
         )
-    return found
+    return method
 
 
 def make_execute(
