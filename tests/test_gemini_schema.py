@@ -284,3 +284,17 @@ class TestShapes:
             "description": 'Variables. (any keys, each value: {"type": "integer"})',
         }
         assert properties["tags"] == {"type": "OBJECT", "description": "(any keys, any values)"}
+
+
+def test_assertions_the_subset_cannot_say_are_noted():
+    """Dropped without a word before (strict mode notes them)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "not": {"enum": ["root"]}},
+            "tags": {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+        },
+    }
+    properties = declared(schema)["parameters"]["properties"]
+    assert properties["code"] == {"type": "STRING", "description": '(not: {"enum": ["root"]})'}
+    assert properties["tags"]["description"] == '(propertyNames: {"pattern": "^[a-z]+$"})'

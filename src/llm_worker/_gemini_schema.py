@@ -57,7 +57,23 @@ _KEYWORDS = frozenset(
         "default",
     }
 )
-_NOTED = frozenset({"exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems"})
+# Assertions the subset cannot say: the description says them (the tool still checks).
+_NOTED = frozenset(
+    {
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "uniqueItems",
+        "not",
+        "if",
+        "then",
+        "else",
+        "propertyNames",
+        "patternProperties",
+        "dependentRequired",
+        "dependentSchemas",
+    }
+)
 # Keywords that apply to values of some JSON types only: where "type": [A, B] splits.
 _KEYWORD_TYPES: dict[str, frozenset[str]] = {
     **dict.fromkeys(
