@@ -15,8 +15,10 @@ is the spelling type checkers understand.
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Concatenate, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Protocol, TypeVar, cast, overload
 
 from typing_extensions import ParamSpec
 
@@ -176,15 +178,29 @@ def tool_registry(
     )
 
     def wrap(cls: _ClassT) -> _ClassT:
-        _process_class(cls, defaults)
+        _process_class(cls, defaults, _defining_locals(sys._getframe(1)))
         return cls
 
     if cls is None:
         return wrap
-    return wrap(cls)
+    _process_class(cls, defaults, _defining_locals(sys._getframe(1)))
+    return cls
 
 
-def _process_class(cls: type, defaults: ToolOptions) -> None:
+def _defining_locals(frame: types.FrameType) -> dict[str, Any] | None:
+    """The names of the function a class is defined in (``None`` at module level).
+
+    With ``from __future__ import annotations`` a method's annotations are text: a
+    type defined in that function (a test's model) is only found there, as pydantic
+    finds it for a model's fields.
+    """
+    names = frame.f_locals
+    return None if names is frame.f_globals else dict(names)
+
+
+def _process_class(
+    cls: type, defaults: ToolOptions, defining_locals: dict[str, Any] | None = None
+) -> None:
     # Imported here: it loads pydantic's model machinery, which `import llm_worker` need not.
     from ._codegen import generate
 
@@ -200,6 +216,7 @@ def _process_class(cls: type, defaults: ToolOptions) -> None:
         [(attr_name, method.__func__, method.options.over(defaults)) for attr_name, method in own],
         {b.name: f"{b.owner.__qualname__}.{b.attr_name}" for b in kept},
         problems,
+        defining_locals,
     )
     attach_tools(cls, attrs, [method for _, method in own], records)
 

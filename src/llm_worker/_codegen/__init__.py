@@ -6,7 +6,7 @@ pay for pydantic's model machinery.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._options import ToolOptions
@@ -23,17 +23,19 @@ def generate(
     methods: list[tuple[str, Callable[..., Any], ToolOptions]],
     inherited: dict[str, str],
     problems: Sequence[str] = (),
+    defining_locals: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[BuiltTool]]:
     """Build every tool of ``cls``, or raise one ``TypeError`` listing every problem.
 
     ``methods`` are ``(attribute name, function, options)`` in declaration
     order; ``inherited`` maps inherited tool names to their methods;
-    ``problems`` were found before (the class's attributes), reported with the rest.
+    ``problems`` were found before (the class's attributes), reported with the rest;
+    ``defining_locals`` are the names of the function that defines ``cls``, if one does.
     """
     errors: list[str] = list(problems)
     specs: list[MethodSpec] = []
     for attr_name, func, options in methods:
-        spec = introspect_method(cls, attr_name, func, options, errors)
+        spec = introspect_method(cls, attr_name, func, options, errors, defining_locals)
         if spec is None:
             # Still plan its names, so name clashes are reported along with the rest.
             tool_name = options.name if options.name is not None else attr_name

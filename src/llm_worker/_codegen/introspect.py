@@ -14,7 +14,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, cast, get_args, get_origin
 
@@ -76,9 +76,15 @@ class MethodSpec:
 
 
 def introspect_method(
-    cls: type, attr_name: str, func: Callable[..., Any], options: ToolOptions, errors: list[str]
+    cls: type,
+    attr_name: str,
+    func: Callable[..., Any],
+    options: ToolOptions,
+    errors: list[str],
+    defining_locals: Mapping[str, Any] | None = None,
 ) -> MethodSpec | None:
-    """Read ``func`` (a method of ``cls``) or append its problems to ``errors``."""
+    """Read ``func`` (a method of ``cls``) or append its problems to ``errors``;
+    ``defining_locals``: the names of the function ``cls`` is defined in."""
     start = len(errors)
     tool_name = options.name if options.name is not None else attr_name
     if not is_valid_tool_name(tool_name):  # what every provider accepts
@@ -92,7 +98,9 @@ def introspect_method(
         func.__doc__, where=f"{cls.__qualname__}.{attr_name}", source=func
     )
     context: dict[str, Any] = {}
-    parameters = _read_parameters(cls, attr_name, func, doc_params, errors, context)
+    # Names from the class body, and the class itself, which its module cannot see yet.
+    localns = {**(defining_locals or {}), **vars(cls), cls.__name__: cls}
+    parameters = _read_parameters(attr_name, func, doc_params, errors, context, localns)
     if len(errors) > start or parameters is None:
         return None
     return MethodSpec(
@@ -132,15 +140,16 @@ def unwrapped(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _read_parameters(
-    cls: type,
     attr_name: str,
     func: Callable[..., Any],
     doc_params: dict[str, str],
     errors: list[str],
     context: dict[str, Any],
+    localns: dict[str, Any],
 ) -> tuple[ParameterSpec, ...] | None:
     """The arguments of ``func``; its ``ToolContext`` parameter, if any, and its return
-    annotation go to ``context``."""
+    annotation go to ``context``. Annotations that are text resolve in ``localns``, then
+    the function's module."""
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -153,7 +162,7 @@ def _read_parameters(
     ):
         errors.append(f"{attr_name}: a tool method must take 'self' as its first parameter")
         return None
-    hints = _resolve_hints(cls, attr_name, func, params[1:], errors)
+    hints = _resolve_hints(attr_name, func, params[1:], errors, localns)
     context["returns"] = hints.get("return")
     specs: list[ParameterSpec] = []
     for param in params[1:]:
@@ -327,15 +336,13 @@ def _parameter_kind_problem(param: inspect.Parameter) -> str | None:
 
 
 def _resolve_hints(
-    cls: type,
     attr_name: str,
     func: Callable[..., Any],
     params: list[inspect.Parameter],
     errors: list[str],
+    localns: dict[str, Any],
 ) -> dict[str, Any]:
     globalns = getattr(func, "__globals__", {})
-    # Names from the class body, and the class itself, which its module cannot see yet.
-    localns = {**vars(cls), cls.__name__: cls}
     try:
         return typing.get_type_hints(func, globalns, localns, include_extras=True)
     except Exception:
