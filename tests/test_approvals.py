@@ -252,7 +252,7 @@ class TestDecisions:
             ({"door": float("nan")}, "Out of range float values are not JSON compliant"),
             (["door"], "list is not a mapping of names to values"),
             (["ab"], "list is not a mapping of names to values"),  # dict() made {"a": "b"}
-            ('["door"]', "the text is not a JSON object"),
+            ('["door"]', "the text is JSON, but not an object of arguments"),
             ("door", "Expecting value"),
         ],
         ids=["not-json", "nan", "not-a-mapping", "pairs", "text-not-an-object", "text-not-json"],

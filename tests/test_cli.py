@@ -405,6 +405,24 @@ class TestProcess:
         assert (first.returncode, first.stderr) == (0, "")
         assert first.stdout == second.stdout == golden(fmt, strict)
 
+    def test_a_closed_stdout_is_a_one_line_error(self):
+        """Started with stdout closed (`>&-`): sys.stdout is None (it was a traceback)."""
+        env = {**os.environ, "PYTHONPATH": str(TESTS_DIR)}
+        result = subprocess.run(
+            [sys.executable, "-m", "llm_worker", "schema", EXAMPLES],
+            stdout=None,
+            stderr=subprocess.PIPE,
+            env=env,
+            check=False,
+            timeout=120,
+            pass_fds=(),
+            preexec_fn=lambda: os.close(1),
+        )
+        assert result.returncode == 2
+        assert result.stderr.decode().splitlines()[-1] == (
+            "python -m llm_worker schema: error: cannot write stdout: it is closed"
+        )
+
     def test_stdout_bytes_do_not_depend_on_its_encoding(self):
         """Non-ASCII text reaches stdout as UTF-8 even when stdout's encoding is ASCII."""
         env = {**os.environ, "PYTHONPATH": str(TESTS_DIR), "PYTHONIOENCODING": "ascii"}

@@ -1268,6 +1268,33 @@ class TestInheritance:
             assert (await self._run_all(Base()))["beta"] == "patched beta"
         assert (await self._run_all(Base()))["beta"] == "base beta"
 
+    @pytest.mark.anyio
+    async def test_a_mock_patched_in_is_called_as_the_app_calls_it(self):
+        """A Mock is no descriptor: app.alpha() calls it without the app, and so does the
+        tool (it passed the app first, so assert_called_with disagreed)."""
+        from unittest import mock
+
+        with mock.patch.object(Base, "alpha", mock.Mock(return_value="mocked")) as patched:
+            assert (await self._run_all(Base()))["alpha"] == "mocked"
+            patched.assert_called_once_with()
+
+    @pytest.mark.anyio
+    async def test_a_partialmethod_alias_of_a_tool_is_no_problem(self):
+        """An alias beside the tool, not the tool hidden: it was a declaration error."""
+        import functools
+
+        @tool_registry
+        class Aliased:
+            @tool
+            def search(self, q: str, recent: bool = False) -> str:
+                """Search."""
+                return f"{q} recent={recent}"
+
+            search_recent = functools.partialmethod(search, recent=True)
+
+        assert Aliased().search_recent("x") == "x recent=True"
+        assert [meta.name for meta in tool_metas(Aliased)] == ["search"]
+
     def test_an_override_that_is_not_a_method_is_refused(self):
         """A staticmethod or a value where the tool's method was: the base method ran."""
 
@@ -1891,18 +1918,60 @@ class TestWrappedAndUnfinished:
         with pytest.raises(InternalToolError, match=r"returned an iterator \(async_generator\)"):
             await _call(Feed, "items", "")
 
-    def test_a_wrapped_generator_is_refused_at_declaration(self):
+    @pytest.mark.anyio
+    async def test_a_wrapped_generator_is_what_its_wrapper_returns(self):
+        """A wrapper that passes a generator on gives an iterator (refused when it comes);
+        one that makes a list of it is an ordinary tool (it was refused at declaration)."""
+
+        def listify(func: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(func)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                return list(func(*args, **kwargs))
+
+            return wrapper
+
+        @tool_registry
         class App:
             @tool
             @_logged
             def gen(self) -> object:
+                """Gen."""
                 yield 1
 
-        with pytest.raises(TypeError) as excinfo:
-            tool_registry(App)
-        assert str(excinfo.value) == _declaration_error(
-            App, "gen: generator methods cannot be tools; return a list instead"
-        )
+            @tool
+            @listify
+            def numbers(self) -> object:
+                """Numbers."""
+                yield from range(3)
+
+        with pytest.raises(InternalToolError, match=r"returned an iterator \(generator\)"):
+            await _call(App, "gen", "")
+        assert await _call(App, "numbers", "") == "[0,1,2]"
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("thread", [True, "dedicated"])
+    async def test_a_wrapper_that_runs_the_coroutine_itself_works(self, thread):
+        """A plain-def wrapper of an async def that runs it (asyncio.run in its thread, as
+        asgiref's async_to_sync does) is a plain-def tool (it was called on the loop, where
+        asyncio.run() cannot run)."""
+        import asyncio
+
+        def syncify(func: Callable[..., Any]) -> Callable[..., Any]:
+            @functools.wraps(func)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                return asyncio.run(func(*args, **kwargs))
+
+            return wrapper
+
+        @tool_registry
+        class App:
+            @tool(thread=thread)
+            @syncify
+            async def ping(self) -> str:
+                """Ping."""
+                return "pong"
+
+        assert await _call(App, "ping", "") == "pong"
 
     def test_a_field_default_under_a_wrapper_is_filled_in_for_a_direct_call(self):
         """Introspection reads the wrapped function; so does the direct call's default."""

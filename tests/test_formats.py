@@ -394,6 +394,21 @@ class TestExportTools:
             "required": ["a"],
         }
 
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {"$ref": "#/$defs/Args", "$defs": {"Args": {"properties": {"a": {"type": "string"}}}}},
+            {"type": ["object", "null"], "properties": {"a": {"type": "string"}}},
+        ],
+        ids=["root-ref", "type-list"],
+    )
+    def test_anthropic_root_ref_or_type_list_is_one_object(self, schema):
+        """zod-to-json-schema's named root ($ref) and a nullable root: "type": "object"."""
+        definition = LlmToolDefinition(name="t", description="T.", input_schema=schema)
+        [tool] = export_tools([definition], "anthropic")
+        assert tool["input_schema"]["type"] == "object"
+        assert tool["input_schema"]["properties"] == {"a": {"type": "string"}}
+
     def test_anthropic_refuses_argument_names_the_api_refuses(self):
         """The Messages API refuses every request with such a tool (400 "Property keys
         should match pattern '^[a-zA-Z0-9_.-]{1,64}$'"): the export names them instead."""

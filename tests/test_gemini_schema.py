@@ -5,6 +5,7 @@ The format's other rewrites are pinned in ``tests/test_formats.py`` (``TestGemin
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -172,29 +173,32 @@ class TestCombinators:
         }
         assert refusal(schema) == "no arguments can satisfy this schema"
 
-    def test_a_root_any_of_several_objects_is_refused(self):
-        """Gemini's parameters are one object: the declaration lost them all before."""
-        schema = {"oneOf": [PATH, MODE]}
-        assert refusal(schema) == (
-            "the arguments must be one object, and Gemini takes no anyOf of several at the "
-            "top level"
-        )
+    def test_a_root_any_of_several_objects_joins_their_properties(self):
+        """Gemini's parameters are one object: the declaration lost them all before (and a
+        refusal would fail every request of a client with that tool)."""
+        declaration = declared({"oneOf": [PATH, MODE]})
+        assert without_formats(declaration["parameters"]) == {
+            "type": "OBJECT",
+            "properties": {
+                "path": {"type": "STRING"},
+                "mode": {"type": "STRING", "enum": ["r", "w"]},
+            },
+            "description": "(the arguments match oneOf "
+            f"{json.dumps([PATH, MODE], sort_keys=True, ensure_ascii=False)})",
+        }
 
     def test_a_root_any_of_with_one_object_branch_is_that_object(self):
         schema = {"anyOf": [PATH, {"type": "string"}], "description": "A path."}
-        assert declared(schema)["parameters"] == {
-            "type": "OBJECT",
-            "properties": {"path": {"type": "STRING"}},
-            "required": ["path"],
-            "description": "A path.",
-        }
+        parameters = declared(schema)["parameters"]
+        assert parameters["properties"] == {"path": {"type": "STRING"}}
+        assert parameters["required"] == ["path"]
+        assert parameters["type"] == "OBJECT"
 
-    def test_a_root_map_is_refused(self):
-        schema = {"type": "object", "additionalProperties": {"type": "string"}}
-        assert refusal(schema) == (
-            "Gemini's parameters name every argument, and this schema takes any keys "
-            "(additionalProperties)"
-        )
+    @pytest.mark.parametrize("additional", [True, {}, {"type": "string"}])
+    def test_a_root_that_takes_any_keys_is_a_tool_without_parameters(self, additional):
+        """As {"type": "object"} is (it was refused, failing every request)."""
+        schema = {"type": "object", "additionalProperties": additional}
+        assert "parameters" not in declared(schema)
 
     def test_a_type_list_puts_each_keyword_in_its_types_branch(self):
         """``items`` on a node without a type is refused by Gemini ("only allowed for ARRAY")."""

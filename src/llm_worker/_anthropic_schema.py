@@ -4,11 +4,12 @@ The Messages API refuses a whole request when a tool's schema has ``anyOf``,
 ``oneOf`` or ``allOf`` at its root ("input_schema does not support oneOf, allOf,
 or anyOf at the top level"), which unions of argument shapes (zod's
 ``z.union``, an "id or path" tool of an MCP server) give. ``anthropic_schema``
-makes such a root one object: an ``allOf`` (and a root ``$ref``) is merged in;
-the properties of ``anyOf``/``oneOf`` branches join the root's, required where
-every branch requires them, and the branches themselves are said in the
-description, as the rewrites note what they cannot keep. Any other schema is
-returned as it is. The tool's own validation still checks the whole schema.
+makes such a root one object (``_json_schema.one_object_root``, which the Gemini
+rewrite uses too): an ``allOf`` (and a root ``$ref``) is merged in; the
+properties of ``anyOf``/``oneOf`` branches join the root's, required where every
+branch requires them, and the branches themselves are said in the description,
+as the rewrites note what they cannot keep. Any other schema is returned as it
+is. The tool's own validation still checks the whole schema.
 
 The API also refuses (again the whole request) an argument name outside
 ``[a-zA-Z0-9_.-]{1,64}`` ("Property keys should match pattern ..."): such a
@@ -21,21 +22,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._json_schema import (
-    JsonSchema,
-    NoValue,
-    Refs,
-    SchemaProblem,
-    flatten,
-    is_list,
-    is_schema,
-    json_text,
-)
+from ._json_schema import JsonSchema, is_schema, one_object_root
 
 __all__ = ["AnthropicSchemaError", "anthropic_schema"]
 
-_COMBINATORS = ("anyOf", "oneOf", "allOf")
-_DEFINITIONS = ("$defs", "definitions")
 _ARGUMENT_NAME = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
 
 
@@ -50,7 +40,7 @@ class AnthropicSchemaError(Exception):
 def anthropic_schema(schema: Mapping[str, Any]) -> JsonSchema:
     """``schema`` with a root Anthropic accepts (new dicts where it changed), or
     ``AnthropicSchemaError``."""
-    root = _one_object(schema)
+    root = one_object_root(schema)
     properties = root.get("properties")
     bad = [
         name
@@ -66,50 +56,3 @@ def anthropic_schema(schema: Mapping[str, Any]) -> JsonSchema:
             ]
         )
     return root
-
-
-def _one_object(schema: Mapping[str, Any]) -> JsonSchema:
-    if not any(key in schema for key in _COMBINATORS):
-        return dict(schema)
-    refs = Refs(dict(schema))
-    definitions = {k: v for k, v in schema.items() if k in _DEFINITIONS}
-    own = {k: v for k, v in schema.items() if k not in _DEFINITIONS}
-    try:
-        root = flatten(own, refs)
-    except (SchemaProblem, NoValue):
-        root = {k: v for k, v in own.items() if k != "allOf"}
-    for key in ("anyOf", "oneOf"):
-        branches = root.get(key)
-        if is_list(branches):
-            root = _joined(root, key, branches, refs)
-    root = {k: v for k, v in root.items() if k not in _COMBINATORS}
-    return {**root, "type": "object", **definitions}
-
-
-def _joined(root: JsonSchema, key: str, branches: list[Any], refs: Refs) -> JsonSchema:
-    """``root`` with its ``anyOf``/``oneOf`` branches' properties, the branches noted."""
-    properties = dict(root.get("properties", {})) if is_schema(root.get("properties")) else {}
-    required: list[str] = list(root.get("required", [])) if is_list(root.get("required")) else []
-    every: set[str] | None = None
-    for branch in branches:
-        try:
-            node = flatten(branch, refs)
-        except (SchemaProblem, NoValue):
-            node = branch if is_schema(branch) else {}
-        own = node.get("properties")
-        for name, sub in own.items() if is_schema(own) else ():
-            properties.setdefault(name, sub)
-        listed = node.get("required")
-        names: set[str] = set()
-        if is_list(listed):
-            names = {name for name in listed if isinstance(name, str)}
-        every = names if every is None else every & names
-    required += sorted((every or set()) - set(required))
-    note = f"(the arguments match {key} {json_text(branches)})"
-    description = root.get("description")
-    joined = {**root, "description": f"{description} {note}" if description else note}
-    if properties:
-        joined["properties"] = properties
-    if required:
-        joined["required"] = required
-    return joined

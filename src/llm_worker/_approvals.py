@@ -46,7 +46,7 @@ class Approve:
             return call.input_json
         if isinstance(arguments, str):
             if not isinstance(json.loads(arguments), dict):
-                raise TypeError("the text is not a JSON object")
+                raise TypeError("the text is JSON, but not an object of arguments")
             return arguments
         if not isinstance(arguments, Mapping):  # dict() would take a list of pairs
             raise TypeError(f"{type(arguments).__name__} is not a mapping of names to values")

@@ -109,9 +109,10 @@ class ToolBatch:
         assert slot.state is not SlotState.FINAL, slot
         assert not self.closed, slot
         assert result.call_id == slot.call.id, (result, slot)
-        if result.parts or not result.content.isascii():
-            # Any text may have come from a hook, a decision or a tool: the history's is
-            # valid Unicode, so every later request encodes and its state reads back.
+        if result.parts or (outcome is not ToolCallOutcome.RAN and not result.content.isascii()):
+            # The history's text is valid Unicode, so every later request encodes and its
+            # state reads back: a call's own text was made so (execute_call, and the
+            # post-hooks for theirs), a decision's or a hook's answer is made so here.
             result = valid_message(result)
         slot.result = result
         slot.outcome = outcome

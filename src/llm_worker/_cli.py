@@ -243,6 +243,8 @@ def _write_stdout(data: bytes) -> None:
     A write error is a usage error as with -o, except ``BrokenPipeError``: the
     reader left early, which ``main`` ends quietly.
     """
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        raise _UsageError("cannot write stdout: it is closed")
     stdout = getattr(sys.stdout, "buffer", None)
     try:
         if stdout is None:  # a text-only stream (an embedding program's): it takes text

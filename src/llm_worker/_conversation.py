@@ -204,8 +204,8 @@ _ItemT = TypeVar("_ItemT")
 
 
 def valid_message(message: _ItemT) -> _ItemT:
-    """``message`` with each lone surrogate of its texts (a call's, a part's...) replaced
-    by U+FFFD, which UTF-8 cannot encode; ``message`` itself when it has none."""
+    """``message`` with each lone surrogate of its texts (a call's, a part's...), which
+    UTF-8 cannot encode, replaced by U+FFFD; ``message`` itself when it has none."""
     changes: dict[str, Any] = {}
     for name in _text_fields(type(message)):
         value = getattr(message, name)

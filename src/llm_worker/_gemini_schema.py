@@ -27,6 +27,7 @@ from ._json_schema import (
     is_schema,
     json_text,
     merge,
+    one_object_root,
 )
 
 __all__ = ["MAX_NODES", "GeminiSchemaError", "gemini_schema"]
@@ -118,15 +119,9 @@ class _TooBig(Exception):
 
 def gemini_schema(schema: Mapping[str, Any]) -> JsonSchema:
     """``schema`` as Gemini's ``Schema`` (new dicts), or ``GeminiSchemaError``."""
-    rewriter = _Gemini(dict(schema))
+    rewriter = _Gemini(one_object_root(schema))
     try:
-        root, _ = rewriter.merged(rewriter.refs.root, ())
-        if "properties" not in root and _open(root.get("additionalProperties")):
-            raise SchemaProblem(
-                "Gemini's parameters name every argument, and this schema takes any keys "
-                "(additionalProperties)"
-            )
-        return _arguments(rewriter.node(root, (), 0))
+        return _arguments(rewriter.node(rewriter.refs.root, (), 0))
     except SchemaProblem as exc:
         raise GeminiSchemaError([str(exc)]) from None
     except NoValue:
@@ -204,7 +199,8 @@ class _Gemini:
                 result[key] = [self.node(sub, inlining, depth + 1) for sub in value]
             elif key == "additionalProperties" and _open(value) and "properties" not in node:
                 # A map: Gemini has no additionalProperties, so its values' schema in words.
-                each = "any values" if value is True else f"each value: {json_text(value)}"
+                any_value = value is True or value == {}
+                each = "any values" if any_value else f"each value: {json_text(value)}"
                 notes.append(f"any keys, {each}")
             elif key in _NOTED:
                 notes.append(f"{key}: {json_text(value)}")
@@ -291,19 +287,7 @@ def _is_null_schema(schema: object) -> bool:
 
 
 def _arguments(root: JsonSchema) -> JsonSchema:
-    """The rewritten root, checked to be what Gemini's parameters are: one ``OBJECT``."""
-    branches = root.get("anyOf")
-    if is_list(branches):
-        objects = [b for b in branches if is_schema(b) and b.get("type") in ("OBJECT", None)]
-        if len(objects) != 1:
-            raise SchemaProblem(
-                "the arguments must be one object, and Gemini takes no anyOf of several "
-                "at the top level"
-                if objects
-                else "the arguments must be an object, and no branch of its anyOf is one"
-            )
-        rest = {k: v for k, v in root.items() if k != "anyOf"}
-        root = {**objects[0], **rest}
+    """The rewritten root (one object already: ``one_object_root``), checked to be one."""
     kind = root.get("type", "OBJECT")
     if kind != "OBJECT":
         raise SchemaProblem(f"the arguments must be an object, not {kind}")

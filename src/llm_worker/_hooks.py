@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ._content import MediaPart, TextPart, text_of
-from ._conversation import ToolCall, ToolResult
+from ._conversation import ToolCall, ToolResult, valid_message
 from ._exceptions import HookError
 from ._meta import ToolMeta
 from ._types import Tool
@@ -209,8 +209,10 @@ async def run_post_hooks(
                 "post_tool_call",
                 f"set ctx.result to {result!r}, not a ToolResult with text content",
             )
-        if result.parts and result is not before:
-            result = _text_agreeing(hook, before, result)
+        if result is not before:
+            if result.parts:
+                result = _text_agreeing(hook, before, result)
+            result = valid_message(result)
         if result.call_id != call_id:
             result = dataclasses.replace(result, call_id=call_id)
         ctx.result = result

@@ -22,6 +22,7 @@ Nothing here mutates a schema; every merge builds new dicts.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "json_type",
     "merge",
     "node_count",
+    "one_object_root",
     "single_valued",
     "types_of",
     "values_of",
@@ -435,3 +437,74 @@ def single_valued(schema: object) -> bool:
         return any(single_valued(part) for part in merged)
     values = values_of(schema)
     return values is not None and len(values) == 1 and values[0] is not None
+
+
+_COMBINATORS = ("anyOf", "oneOf", "allOf")
+_ROOT_KEYWORDS = (*_COMBINATORS, "$ref")
+_DEFINITIONS = ("$defs", "definitions")
+
+
+def one_object_root(schema: Mapping[str, Any]) -> JsonSchema:
+    """``schema`` with its root one object, as the providers' tool parameters must be.
+
+    A root ``$ref`` or ``allOf`` is merged in; the properties of ``anyOf``/``oneOf``
+    branches join the root's (required where every branch requires them), the branches
+    said in the description; ``"type": ["object", "null"]`` is ``"object"``. Any other
+    root is returned as it is (new dicts where it changed).
+    """
+    kind = schema.get("type")
+    if not any(key in schema for key in _ROOT_KEYWORDS) and not is_list(kind):
+        return dict(schema)
+    refs = Refs(dict(schema))
+    definitions = {k: v for k, v in schema.items() if k in _DEFINITIONS}
+    own = {k: v for k, v in schema.items() if k not in _DEFINITIONS}
+    try:
+        root = flatten(own, refs)
+    except (SchemaProblem, NoValue):
+        root = {k: v for k, v in own.items() if k != "allOf"}
+    for key in ("anyOf", "oneOf"):
+        branches = root.get(key)
+        if is_list(branches):
+            root = _joined(root, key, branches, refs)
+    root = {k: v for k, v in root.items() if k not in _COMBINATORS}
+    kind = root.get("type")
+    if kind is None or (is_list(kind) and "object" in kind):
+        root["type"] = "object"
+    return {**root, **definitions}
+
+
+def _joined(root: JsonSchema, key: str, branches: list[Any], refs: Refs) -> JsonSchema:
+    """``root`` with the properties of its ``anyOf``/``oneOf`` branches that can be objects;
+    when there are several, they are said in the description."""
+    properties = dict(root.get("properties", {})) if is_schema(root.get("properties")) else {}
+    required: list[str] = list(root.get("required", [])) if is_list(root.get("required")) else []
+    every: set[str] | None = None
+    objects: list[Any] = []
+    for branch in branches:
+        try:
+            node = flatten(branch, refs)
+        except (SchemaProblem, NoValue):
+            node = branch if is_schema(branch) else {}
+        types = types_of(node)
+        if types is not None and "object" not in types:
+            continue  # arguments are an object: a branch of another type never applies
+        objects.append(branch)
+        own = node.get("properties")
+        for name, sub in own.items() if is_schema(own) else ():
+            properties.setdefault(name, sub)
+        listed = node.get("required")
+        names: set[str] = set()
+        if is_list(listed):
+            names = {name for name in listed if isinstance(name, str)}
+        every = names if every is None else every & names
+    required += sorted((every or set()) - set(required))
+    joined = dict(root)
+    if len(objects) > 1:
+        note = f"(the arguments match {key} {json_text(objects)})"
+        description = root.get("description")
+        joined["description"] = f"{description} {note}" if description else note
+    if properties:
+        joined["properties"] = properties
+    if required:
+        joined["required"] = required
+    return joined

@@ -498,9 +498,10 @@ def own_tool_methods(cls: type) -> tuple[list[tuple[str, ToolMethod[Any, ..., An
     return own, problems
 
 
-# Where a decorator keeps what it decorates: functools.wraps, property, cached_property,
-# partialmethod, staticmethod and classmethod.
-_WRAPPED_ATTRS = ("__wrapped__", "fget", "fset", "fdel", "func", "__func__")
+# Where a decorator keeps what it decorates: functools.wraps, property, staticmethod and
+# classmethod. (Not partialmethod's `func`: `alias = partialmethod(tool_method, x=1)` is
+# another method beside the tool, not the tool hidden.)
+_WRAPPED_ATTRS = ("__wrapped__", "fget", "fset", "fdel", "__func__")
 
 
 def _hides_a_tool_method(value: object) -> bool:

@@ -109,7 +109,7 @@ def introspect_method(
         func=func,
         parameters=parameters,
         description=description if description is not None else f"Tool: {tool_name}",
-        is_async=is_async_function(func),
+        is_async=inspect.iscoroutinefunction(func),
         options=options,
         context_param=context.get("name"),
         context_deps=context.get("deps"),
@@ -118,17 +118,17 @@ def introspect_method(
 
 
 def is_async_function(func: Callable[..., Any]) -> bool:
-    """Whether ``func`` is an ``async def``, or a wrapper of one (``functools.wraps``).
-
-    A plain-``def`` wrapper usually returns the coroutine it got: run in a thread,
-    the coroutine would be the result and the method would never run.
-    """
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(unwrapped(func))
+    """Whether ``func`` is an ``async def``, a wrapper of one (``functools.wraps``), or an
+    object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(unwrapped(func)):
+        return True
+    call = getattr(type(func), "__call__", None)  # noqa: B004 (an object's own __call__)
+    return not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
 
 
 def _is_generator_function(func: Callable[..., Any]) -> bool:
-    kinds = (inspect.isasyncgenfunction, inspect.isgeneratorfunction)
-    return any(kind(f) for kind in kinds for f in (func, unwrapped(func)))
+    # The function itself: a wrapper of a generator may return a list of it.
+    return inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func)
 
 
 def unwrapped(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -12,7 +12,7 @@ exceptions all become ``ToolError``s, and their threads are bounded
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ValidationError
@@ -42,7 +42,7 @@ from .._safe_text import model_safe_text
 from .._strict_json import non_finite_problem
 from .._timeouts import TimedOut, within
 from .dedicated import dedicated_thread_of
-from .introspect import is_async_function
+from .introspect import is_async_function, unwrapped
 from .non_finite import admits_non_finite
 from .threads import run_in_thread
 
@@ -95,15 +95,34 @@ def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable
             f"it with a method"
         )
     method = cast("Callable[..., Any]", found)  # a function, or a callable wrapper of one
-    if is_async_function(method) != tool_class._is_async:
-        kinds = ("an async def", "a plain def")
-        tool_kind, override_kind = kinds if tool_class._is_async else kinds[::-1]
-        raise TypeError(
-            f"{app_type.__qualname__}.{name} overrides the tool "
-            f"{tool_class._owner.__qualname__}.{name} ({tool_kind}) with {override_kind}; "
-            f"keep the same kind"
-        )
-    return method
+    # An async tool awaits what the method returns; a plain one runs it in a thread.
+    if tool_class._is_async:
+        fits = is_async_function(method)
+    else:
+        fits = not inspect.iscoroutinefunction(method)
+    if fits:
+        return method if hasattr(type(method), "__get__") else _unbound(method)
+    tool_kind = "an async def" if tool_class._is_async else "a plain def"
+    if inspect.isfunction(method):
+        override_kind = "a plain def" if tool_class._is_async else "an async def"
+    else:
+        kind = type(method).__name__
+        override_kind = f"a callable {kind} that is{' not' * tool_class._is_async} async"
+    raise TypeError(
+        f"{app_type.__qualname__}.{name} overrides the tool "
+        f"{tool_class._owner.__qualname__}.{name} ({tool_kind}) with {override_kind}; "
+        f"keep the same kind"
+    )
+
+
+def _unbound(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` called as ``app.method(...)`` calls it: a callable that is not a
+    descriptor (a ``Mock`` a test patched in) gets no ``self``."""
+
+    def call(app: object, /, **kwargs: Any) -> Any:
+        return method(**kwargs)
+
+    return call
 
 
 def make_execute(
@@ -177,15 +196,19 @@ def make_execute(
             if is_async:
                 result = await self._method(self.ctx, **kwargs)
             elif thread is True:
-                return await run_in_thread(
+                done = await run_in_thread(
                     _call_to_text, self._method, self.ctx, kwargs, tool_name, tool_name=tool_name
                 )
+                return await _finished(done, tool_name) if isinstance(done, _Wrapped) else done
             elif thread:  # "dedicated": the app object's own thread
-                return await dedicated_thread_of(self.ctx).run(
+                done = await dedicated_thread_of(self.ctx).run(
                     _call_to_text, self._method, self.ctx, kwargs, tool_name
                 )
+                return await _finished(done, tool_name) if isinstance(done, _Wrapped) else done
             else:
                 result = self._method(self.ctx, **kwargs)
+                if inspect.iscoroutine(result) and _wraps_async(self._method):
+                    result = await result
             # _result_text, inlined: this is the hot path.
             if type(result) is str:
                 return result
@@ -226,11 +249,15 @@ async def _run(
 ) -> str | ToolReturn:
     if is_async or not thread:
         result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
+        if not is_async and inspect.iscoroutine(result) and _wraps_async(func):
+            result = await result
         return result if type(result) is str else await _result_text(result, tool_name)
     if thread is True:
         # Threads cannot be interrupted: abandon it; it may still finish on its own.
-        return await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name, tool_name=tool_name)
-    return await dedicated_thread_of(ctx).run(_call_to_text, func, ctx, kwargs, tool_name)
+        text = await run_in_thread(_call_to_text, func, ctx, kwargs, tool_name, tool_name=tool_name)
+    else:
+        text = await dedicated_thread_of(ctx).run(_call_to_text, func, ctx, kwargs, tool_name)
+    return await _finished(text, tool_name) if isinstance(text, _Wrapped) else text
 
 
 async def _result_text(result: object, tool_name: str) -> str | ToolReturn:
@@ -259,13 +286,35 @@ async def _repr_in_thread(result: object, tool_name: str) -> str:
 
 def _call_to_text(
     func: Callable[..., Any], ctx: object, kwargs: dict[str, Any], tool_name: str
-) -> str | ToolReturn:
+) -> str | ToolReturn | _Wrapped:
     """A thread tool's call and its result's text, both in the worker thread."""
     result = func(ctx, **kwargs)
     if type(result) is str:
         return result
+    if inspect.iscoroutine(result) and _wraps_async(func):
+        return _Wrapped(result)  # awaited on the event loop, where a coroutine runs
     text = _text_of(result, tool_name)
     return _repr_text(result, tool_name) if text is None else text
+
+
+class _Wrapped:
+    """The coroutine a plain-``def`` wrapper of an ``async def`` returned, from its thread."""
+
+    __slots__ = ("coroutine",)
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        self.coroutine = coroutine
+
+
+def _wraps_async(func: Callable[..., Any]) -> bool:
+    """Whether ``func`` is a ``functools.wraps`` wrapper of an ``async def``: a coroutine it
+    returns is the wrapped method's, to await (a wrapper may also run it itself)."""
+    return inspect.iscoroutinefunction(unwrapped(func))
+
+
+async def _finished(wrapped: _Wrapped, tool_name: str) -> str | ToolReturn:
+    result = await wrapped.coroutine
+    return result if type(result) is str else await _result_text(result, tool_name)
 
 
 _PARTS = (TextPart, MediaPart, DataPart)
