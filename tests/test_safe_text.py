@@ -16,6 +16,15 @@ import pytest
 from llm_worker._safe_text import MAX_ERROR_TEXT, model_safe_text, safe_text, valid_unicode
 
 
+@pytest.fixture(autouse=True)
+def _names_read_again(monkeypatch):
+    """The secret names are listed again when the environment's size changes: a test's
+    setenv after another test's (same size, another name) must be seen too."""
+    from llm_worker import _safe_text
+
+    monkeypatch.setattr(_safe_text._SecretNames, "size", -1)
+
+
 class TestPaths:
     @pytest.mark.parametrize(
         ("text", "expected"),
@@ -129,6 +138,23 @@ class TestBounds:
         monkeypatch.setenv("HALVED_TOKEN", "T" * 40)
         text = "w " * 990 + "T" * 40 + " tail"
         assert "T" not in safe_text(text)
+
+    @pytest.mark.parametrize("lead", range(0, 160, 7))
+    def test_no_part_of_a_secret_at_the_windows_edge_is_shown(self, monkeypatch, lead):
+        """Copies of a secret redacted before the edge made the text too short to cut, and
+        the copy the slice went through was shown in part (106 of 107 characters)."""
+        secret = "sk-live-" + "Q7f3Zp9K" * 12 + "END"
+        monkeypatch.setenv("PAYMENTS_API_KEY", secret)
+        text = safe_text("x" * lead + " " + " ".join([secret] * 30))
+        assert not any(secret[:k] in text for k in range(8, len(secret) + 1)), text
+
+    def test_a_secret_in_a_repr_or_a_url_is_redacted(self, monkeypatch):
+        """Exceptions show values as reprs (backslashes doubled) or URL-encoded."""
+        monkeypatch.setenv("DB_PASSWORD", "Tr0ub4dor\\&3xyz")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCY+x=")
+        assert safe_text(str(KeyError("Tr0ub4dor\\&3xyz"))) == "'<redacted>'"
+        url = "for url https://s3.example.com/b?sk=wJalrXUtnFEMI%2FK7MDENG%2FbPxRfiCY%2Bx%3D"
+        assert safe_text(url) == "for url https://s3.example.com/b?sk=<redacted>"
 
     def test_hostile_texts_take_linear_time(self):
         """Texts built to make regular expressions backtrack are scrubbed at once.

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 __all__ = ["MAX_ERROR_TEXT", "model_safe_text", "safe_text", "valid_unicode"]
 
@@ -92,7 +93,12 @@ def safe_text(text: str) -> str:
     """``text`` made safe for a model (see the module docstring), ``MAX_ERROR_TEXT`` at most."""
     secrets = _secret_values()
     if secrets:  # before the cut, so that a secret the cut would halve is still whole
-        text = _redact(text[: _WINDOW + len(secrets[0])], secrets)
+        head = _redact(text[: _WINDOW + len(secrets[0])], secrets)
+        if len(text) > _WINDOW + len(secrets[0]):
+            # That slice may have gone through a secret, and redacting may have made the
+            # text too short for the cut below to drop it: drop the word now.
+            head = _without_last_word(head)
+        text = head
     if len(text) > _WINDOW:
         text = _cut(text)
     text = text.strip()
@@ -164,14 +170,19 @@ class _SecretNames:
 
 
 def _secret_values() -> list[str]:
-    """The values of the environment variables whose names say they are secret, longest first."""
-    values: list[str] = []
+    """The values of the environment variables whose names say they are secret, and the
+    forms texts show them in (a repr, URL-encoded), longest first."""
+    values: set[str] = set()
     for name in _SecretNames.current():
         value = os.environ.get(name, "")
         if len(value) >= _MIN_SECRET_LENGTH:
-            values.append(value)
-    values.sort(key=len, reverse=True)  # a secret containing another is replaced whole
-    return values
+            values.add(value)
+            # An exception shows values as reprs (KeyError, a tuple, {x!r}: backslashes
+            # doubled) or in URLs (/, + and = percent-encoded): the same secret.
+            values.add(repr(value)[1:-1])
+            values.add(quote(value, safe=""))
+            values.add(quote_plus(value, safe=""))
+    return sorted(values, key=len, reverse=True)  # one containing another goes whole
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -179,6 +190,18 @@ def _redact(text: str, secrets: list[str]) -> str:
         if value in text:
             text = text.replace(value, REDACTED)
     return text
+
+
+def _without_last_word(text: str) -> str:
+    """``text`` up to its last space or redaction: what follows may be half a secret."""
+    marker = text.rfind(REDACTED)
+    end = max(
+        text.rfind(" "),
+        text.rfind("\n"),
+        text.rfind("\t"),
+        marker + len(REDACTED) if marker >= 0 else -1,
+    )
+    return text[:end] if end > 0 else ""
 
 
 def _cut(text: str) -> str:
