@@ -7,8 +7,10 @@ fragments, interleavings and broken streams can be fed to a real ``Worker``.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import AsyncIterator, Sequence
 
+import anyio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +23,9 @@ from llm_worker import (
     LlmEvent,
     LlmRequest,
     ProviderError,
+    ProviderItem,
+    ProviderItemDone,
+    RunState,
     TextDelta,
     ToolCall,
     ToolInputDelta,
@@ -74,6 +79,7 @@ def make_worker(client: EventClient) -> tuple[Worker, Recorder]:
 
 
 FINAL = [TextDelta("done"), Completion("end_turn")]
+HUGE = 5_000_000  # characters of a bad value no error message should hold whole
 
 
 class TestLlmClientProtocol:
@@ -189,10 +195,12 @@ class TestAssembly:
         first=st.text(),
         second=st.text(),
         cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=12),
-        order=st.randoms(use_true_random=False),
+        # The order is drawn up front: a draw inside the running test (st.randoms) could
+        # overrun hypothesis's buffer there, which the anyio runner reports as a failure.
+        lanes=st.lists(st.sampled_from([0, 1]), max_size=26),
     )
     @pytest.mark.anyio
-    async def test_any_split_and_interleaving_reassembles(self, first, second, cuts, order):
+    async def test_any_split_and_interleaving_reassembles(self, first, second, cuts, lanes):
         """Input split at any points, with two calls' fragments shuffled, reassembles exactly."""
 
         def split(text: str) -> list[str]:
@@ -206,7 +214,9 @@ class TestAssembly:
         ]
         merged: list[object] = []
         while pieces[0] or pieces[1]:
-            lane = order.choice([i for i in (0, 1) if pieces[i]])
+            lane = lanes[len(merged)] if len(merged) < len(lanes) else 0
+            if not pieces[lane]:
+                lane = 1 - lane
             merged.append(pieces[lane].pop(0))
         client = EventClient(
             [
@@ -266,25 +276,208 @@ BROKEN_STREAMS = [
     ),
 ]
 
+# One call, complete: a response whose Completion is then refused must not leave it behind
+# in the history without its result.
+CALL = [ToolUseStart(0, "a", "rec"), ToolInputDelta(0, "{}"), ToolUseStop(0)]
+USAGE_PROBLEM = "LlmClient sent a Completion whose usage.{} is not an int of at least 0: {}"
+
+# Values the history (budgets, run state) cannot keep: each was accepted, and failed later.
+BAD_VALUES = [
+    pytest.param(
+        [*CALL, Completion("tool_use", Usage(input_tokens="12"))],  # type: ignore[arg-type]
+        USAGE_PROBLEM.format("input_tokens", "'12' (str)"),
+        id="usage-str",
+    ),
+    pytest.param(
+        [*CALL, Completion("tool_use", Usage(output_tokens=None))],  # type: ignore[arg-type]
+        USAGE_PROBLEM.format("output_tokens", "None (NoneType)"),
+        id="usage-none",
+    ),
+    pytest.param(
+        [*CALL, Completion("tool_use", Usage(cached_input_tokens=-5))],
+        USAGE_PROBLEM.format("cached_input_tokens", "-5 (int)"),
+        id="usage-negative",
+    ),
+    pytest.param(
+        [*CALL, Completion("tool_use", Usage(reasoning_tokens=math.nan))],  # type: ignore[arg-type]
+        USAGE_PROBLEM.format("reasoning_tokens", "nan (float)"),
+        id="usage-nan",
+    ),
+    pytest.param(
+        [*CALL, Completion("tool_use", Usage(input_tokens=150.5))],  # type: ignore[arg-type]
+        USAGE_PROBLEM.format("input_tokens", "150.5 (float)"),
+        id="usage-float",
+    ),
+    pytest.param(
+        [*CALL, Completion("tool_use", Usage(input_tokens=True))],
+        USAGE_PROBLEM.format("input_tokens", "True (bool)"),
+        id="usage-bool",
+    ),
+    pytest.param(
+        [*CALL, Completion("tool_use", {"input_tokens": 3})],  # type: ignore[arg-type]
+        "LlmClient sent a Completion whose usage is not a Usage or None: {'input_tokens': 3} "
+        "(dict)",
+        id="usage-dict",
+    ),
+    pytest.param(
+        [*CALL, Completion(5)],  # type: ignore[arg-type]
+        "LlmClient sent a Completion whose stop_reason is not a str or None: 5 (int)",
+        id="stop-reason-int",
+    ),
+    pytest.param(
+        [TextDelta("hi"), Completion("end_turn", None, b"id")],  # type: ignore[arg-type]
+        "LlmClient sent a Completion whose response_id is not a str or None: b'id' (bytes)",
+        id="response-id-bytes",
+    ),
+    pytest.param(
+        [TextDelta("hi"), Completion("end_turn", None, None, ["m"])],  # type: ignore[arg-type]
+        "LlmClient sent a Completion whose model is not a str or None: ['m'] (list)",
+        id="model-list",
+    ),
+    pytest.param(
+        [ToolUseStart([0], "a", "rec"), ToolUseStop([0]), Completion("tool_use")],  # type: ignore[arg-type]
+        "LlmClient sent a tool call index that is not an int: [0] (list)",
+        id="index-list",
+    ),
+    pytest.param(
+        [ToolUseStart(0, "a", "rec"), ToolInputDelta({}, "{}"), Completion("tool_use")],  # type: ignore[arg-type]
+        "LlmClient sent a tool call index that is not an int: {} (dict)",
+        id="index-dict-in-input",
+    ),
+    pytest.param(
+        [ToolUseStart(0, "a", "rec"), ToolUseStop("0"), Completion("tool_use")],  # type: ignore[arg-type]
+        "LlmClient sent a tool call index that is not an int: '0' (str)",
+        id="index-str-in-stop",
+    ),
+    pytest.param(
+        [ToolUseStart(math.nan, "a", "rec"), Completion("tool_use")],  # type: ignore[arg-type]
+        "LlmClient sent a tool call index that is not an int: nan (float)",
+        id="index-nan",
+    ),
+    pytest.param(
+        [ToolUseStart(True, "a", "rec"), Completion("tool_use")],
+        "LlmClient sent a tool call index that is not an int: True (bool)",
+        id="index-bool",
+    ),
+    pytest.param(
+        [ProviderItemDone(ProviderItem(1, None, {"a": 1})), *FINAL],  # type: ignore[arg-type]
+        "LlmClient sent a provider item whose provider, kind or data is not a str: "
+        "ProviderItem(provider=1, kind=None, data={'a': 1})",
+        id="provider-item-fields",
+    ),
+    pytest.param(
+        [ProviderItemDone(ProviderItem("acme", "note", "{oops")), *FINAL],
+        "LlmClient sent a provider item whose data is not JSON text (JSONDecodeError: "
+        "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)): "
+        "ProviderItem(provider='acme', kind='note', data='{oops')",
+        id="provider-item-not-json",
+    ),
+    pytest.param(
+        [ProviderItemDone(ProviderItem("acme", "note", '{"a": NaN}')), *FINAL],
+        "LlmClient sent a provider item whose data is not JSON text (ValueError: NaN is not "
+        "JSON): ProviderItem(provider='acme', kind='note', data='{\"a\": NaN}')",
+        id="provider-item-nan",
+    ),
+]
+
 
 class TestProtocolErrors:
-    @pytest.mark.parametrize(("events", "message"), BROKEN_STREAMS)
+    @pytest.mark.parametrize(("events", "message"), BROKEN_STREAMS + BAD_VALUES)
     @pytest.mark.anyio
     async def test_broken_stream_raises_and_leaves_history(self, events, message):
-        """A stream that breaks the protocol raises LlmClientError with a clear message; no
-        assistant message is appended, no tool runs and the stream is closed."""
+        """A stream that breaks the protocol, or sends a value of the wrong type, raises
+        LlmClientError with a clear message; no assistant message is appended, no tool runs,
+        the stream is closed, and the state still saves and reads back."""
         client = EventClient(events, FINAL)
         worker, recorder = make_worker(client)
-        with pytest.raises(LlmClientError) as info:
+        with anyio.fail_after(5), pytest.raises(LlmClientError) as info:
             await worker.run("go")
         assert str(info.value) == message
         assert isinstance(info.value, WorkerError)
         assert worker.history == (UserMessage("go"),)
+        assert worker.run_usage.requests == 0
         assert recorder.inputs == []
         assert client.closed == 1
         # the worker is idle again and the next run works
-        assert await worker.run("again") is WorkerResult.FINISHED
+        with anyio.fail_after(5):
+            assert await worker.run("again") is WorkerResult.FINISHED
         assert client.requests[1].messages == (UserMessage("go"), UserMessage("again"))
+        assert RunState.from_json(worker.state.to_json()).history == worker.history
+
+    @pytest.mark.anyio
+    async def test_a_provider_item_too_deep_to_parse_is_refused(self):
+        """Data nested deeper than ``json.loads`` reads is refused, not a RecursionError."""
+        deep = ProviderItem("acme", "note", "[" * 100_000 + "]" * 100_000)
+        client = EventClient([ProviderItemDone(deep), *FINAL], FINAL)
+        worker, _ = make_worker(client)
+        with anyio.fail_after(5), pytest.raises(LlmClientError) as info:
+            await worker.run("go")
+        assert str(info.value).startswith(
+            "LlmClient sent a provider item whose data is not JSON text (RecursionError: "
+        )
+        assert worker.history == (UserMessage("go"),)
+
+    @pytest.mark.anyio
+    async def test_good_values_pass(self):
+        """What the checks allow: zero and huge token counts, a ``None`` stop reason, a
+        provider item whose data is JSON; all kept as sent."""
+        usage = Usage(0, 10**30, 0, 0)
+        item = ProviderItem("acme", "note", '{"a": [1, "x"]}')
+        client = EventClient(
+            [ProviderItemDone(item), *CALL, Completion(None, usage, "r1", "m1")],  # type: ignore[arg-type]
+            FINAL,
+        )
+        worker, _ = make_worker(client)
+        with anyio.fail_after(5):
+            assert await worker.run("go") is WorkerResult.FINISHED
+        message = worker.history[1]
+        assert isinstance(message, AssistantMessage)
+        assert (message.stop_reason, message.usage, message.response_id, message.model) == (
+            None,
+            usage,
+            "r1",
+            "m1",
+        )
+        assert message.provider_items == (item,)
+        assert worker.run_usage.output_tokens == 10**30
+
+    @pytest.mark.parametrize(
+        "events",
+        [
+            [TextDelta(b"\x00" * HUGE)],  # type: ignore[arg-type]
+            [ToolUseStart(0, "a", ["x" * HUGE])],  # type: ignore[arg-type]
+            [ToolUseStart(["x" * HUGE], "a", "rec")],  # type: ignore[arg-type]
+            [ToolUseStart(0, "x" * HUGE, "rec"), ToolUseStart(1, "x" * HUGE, "rec")],
+            [ToolUseStart(0, "a", "rec"), ToolUseStop(10**5000)],  # more digits than str() takes
+            ["x" * HUGE],
+            [ProviderItemDone(ProviderItem("acme", "note", "{" + "x" * HUGE))],
+            [Completion(b"x" * HUGE)],  # type: ignore[arg-type]
+            [Completion("end_turn", Usage(input_tokens="1" * HUGE))],  # type: ignore[arg-type]
+            [Completion("end_turn"), TextDelta("x" * HUGE)],
+        ],
+        ids=[
+            "text-bytes",
+            "name-list",
+            "index-list",
+            "duplicate-id",
+            "index-huge-int",
+            "unknown-event",
+            "provider-item",
+            "stop-reason",
+            "usage",
+            "after-completion",
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_huge_bad_value_makes_a_short_message(self, events):
+        """The message shows a bad value cut to a few hundred characters: a 5 MB text in a
+        bad event made a 20-million-character message (and log line)."""
+        client = EventClient([*events, Completion("end_turn")], FINAL)
+        worker, _ = make_worker(client)
+        with anyio.fail_after(5), pytest.raises(LlmClientError) as info:
+            await worker.run("go")
+        assert len(str(info.value)) < 700
+        assert "..." in str(info.value) or "bits" in str(info.value)
 
     @pytest.mark.parametrize(
         "error",

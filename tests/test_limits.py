@@ -242,6 +242,70 @@ class TestLimits:
         assert Limits(tool_timeout=None).tool_timeout is None
 
     @pytest.mark.parametrize(
+        "field",
+        [
+            "max_input_bytes",
+            "max_input_depth",
+            "max_result_bytes",
+            "max_media_bytes",
+            "max_concurrent_calls",
+            "max_requests",
+            "max_input_tokens",
+            "max_output_tokens",
+        ],
+    )
+    @pytest.mark.parametrize(
+        ("value", "shown"),
+        [
+            (math.nan, "float nan"),  # `nan < 1` is false: a range check alone lets it in
+            (math.inf, "float inf"),
+            (1e6, "float 1000000.0"),
+            (True, "bool True"),
+            ("100", "str '100'"),
+        ],
+        ids=["nan", "inf", "float", "bool", "str"],
+    )
+    def test_counts_must_be_ints(self, field, value, shown):
+        """Every size, count and budget is an int: NaN, a float, a bool or a str raises
+        TypeError naming the field and the value, at construction and at ``replace``."""
+        budget = field in ("max_requests", "max_input_tokens", "max_output_tokens")
+        message = f"Limits.{field} must be an int{' (or None)' if budget else ''}, got {shown}"
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            Limits(**{field: value})
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            dataclasses.replace(Limits(), **{field: value})
+
+    def test_a_nan_input_limit_no_longer_passes_everything(self):
+        """The reviewer's case: ``max_input_bytes=nan`` made every input fit the limit."""
+        with pytest.raises(TypeError, match=r"^Limits\.max_input_bytes must be an int"):
+            Limits(max_input_bytes=math.nan)
+
+    @pytest.mark.parametrize(
+        ("value", "message"),
+        [
+            (True, "Limits.tool_timeout must be a number of seconds (or None), got bool True"),
+            ("30", "Limits.tool_timeout must be a number of seconds (or None), got str '30'"),
+        ],
+        ids=["bool", "str"],
+    )
+    def test_timeout_must_be_a_number(self, value, message):
+        """``tool_timeout`` is a number of seconds: a bool or a str raises TypeError."""
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            Limits(tool_timeout=value)
+
+    def test_timeout_of_infinity_means_no_limit(self):
+        """``tool_timeout=math.inf`` is allowed: a deadline that never comes, like ``None``;
+        an int number of seconds is allowed too."""
+        assert Limits(tool_timeout=math.inf).tool_timeout == math.inf
+        assert Limits(tool_timeout=30).tool_timeout == 30
+
+    def test_huge_values_are_shown_short(self):
+        """A mistaken huge value is shown cut in the message, not whole."""
+        with pytest.raises(TypeError) as info:
+            Limits(max_input_bytes="x" * 1_000_000)  # type: ignore[arg-type]
+        assert len(str(info.value)) < 200
+
+    @pytest.mark.parametrize(
         ("kwargs", "message"),
         [
             ({"timeout": 0}, "timeout must be a positive number of seconds, got 0"),

@@ -1019,3 +1019,45 @@ async def test_a_sequential_tool_runs_alone():
     assert log.index("exit b") < start
     assert log.index("start c") > end
     assert log.index("start b") < log.index("exit a")  # a and b ran together
+
+
+class HangingClose:
+    """A stream whose cleanup hangs (a dead connection's close), after a bad event or
+    when it is left early."""
+
+    def __init__(self, bad_event: bool) -> None:
+        self.bad_event = bad_event
+
+    async def stream(self, request: object) -> AsyncIterator[object]:
+        try:
+            yield TextDelta("hello")
+            if self.bad_event:
+                yield "not an event"
+            await anyio.sleep_forever()
+        finally:
+            await anyio.sleep(3)  # for ever, as far as the run can tell (bounded: a
+            # regression makes the test fail, not hang)
+
+
+@pytest.mark.parametrize("bad_event", [True, False], ids=["bad-event", "left-early"])
+@pytest.mark.anyio
+async def test_a_stream_whose_close_hangs_does_not_hang_the_run(monkeypatch, caplog, bad_event):
+    """Closing it was shielded with no deadline: run() never returned, whatever cancel
+    scope was around it. It is given STREAM_CLOSE_TIMEOUT, then left (with a warning)."""
+    from llm_worker import _run
+
+    monkeypatch.setattr(_run, "STREAM_CLOSE_TIMEOUT", 0.2)
+    worker = Worker(HangingClose(bad_event))  # type: ignore[arg-type]
+    started = anyio.current_time()
+    with anyio.fail_after(10):
+        if bad_event:
+            with pytest.raises(LlmClientError, match="unknown event"):
+                await worker.run("hi")
+        else:
+            async with worker.run_stream("hi") as stream:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        break
+    assert anyio.current_time() - started < 2  # not the 3 s the close would take
+    assert "did not close within 0.2s" in caplog.text
+    assert worker.history == (UserMessage("hi"),)

@@ -19,6 +19,7 @@ from support import Lab, assert_history_valid, calls, make_worker, results_of
 from llm_worker import (
     Approve,
     AssistantMessage,
+    DataPart,
     Deny,
     ProviderItem,
     RunState,
@@ -343,6 +344,44 @@ class TestChecks:
             RunStateError, match="Not a valid run state: the document: Invalid JSON"
         ):
             RunState.from_json("{oops")
+
+    @pytest.mark.parametrize(
+        ("part_json", "problem"),
+        [
+            ("{oops", "the data part of the result of call 'a' is not JSON"),
+            # Deeper than json.loads reads: its RecursionError must not escape from_json.
+            ("[" * 100_000 + "]" * 100_000, "the data part of the result of call 'a' nests too"),
+        ],
+        ids=["not-json", "nested-100k"],
+    )
+    def test_a_data_part_that_does_not_read_back_is_refused(self, part_json, problem):
+        """A data part whose JSON text cannot be parsed is a RunStateError naming the call."""
+        result = ToolResult("a", "{}", parts=(DataPart("{}"),))
+        state = state_of([UserMessage("hi"), AssistantMessage("", (CALL_A,)), result])
+        document = json.loads(state.to_json())
+        document["history"][2]["parts"][0]["json"] = part_json
+        with pytest.raises(RunStateError) as info:
+            RunState.from_json(json.dumps(document))
+        assert str(info.value).startswith(problem)
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            lambda d: d["usage"].update(input_tokens=-1),
+            lambda d: d["run"]["usage"].update(requests=-1),
+            lambda d: d["history"][1]["usage"].update(output_tokens=-1),
+        ],
+        ids=["usage", "run-usage", "message-usage"],
+    )
+    def test_a_negative_count_is_refused(self, change):
+        """No client can report negative usage (the worker refuses it), and a negative run
+        usage read back would keep the budgets from firing: from_json refuses one."""
+        message = AssistantMessage("hi", usage=Usage(1, 2))
+        state = state_of([UserMessage("hi"), message], usage=RunUsage(1), run_usage=RunUsage(1))
+        document = json.loads(state.to_json())
+        change(document)
+        with pytest.raises(RunStateError, match="Input should be greater than or equal to 0"):
+            RunState.from_json(json.dumps(document))
 
 
 def _paths(value, prefix=()):

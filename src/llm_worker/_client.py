@@ -9,6 +9,12 @@ A client may also yield ``ReasoningDelta`` (reasoning text to show, not sent
 back) and ``ProviderItemDone`` (an opaque item the provider needs back, kept
 in the message's ``provider_items``, in the order they came).
 
+The worker checks each value before the history keeps it (an ``index`` is an
+``int``; the text, a call's id, name and fragments ``str``; token counts
+``int`` >= 0; a provider item's fields ``str``, its ``data`` JSON text) and
+raises ``LlmClientError`` for anything else; nothing of such a response
+enters the history.
+
 A client that can constrain the final answer to a JSON Schema (structured
 output) says so with a ``supports_output_format = True`` attribute; it then
 gets ``LlmRequest.output_format`` when a run asks for typed output. For any
@@ -137,7 +143,8 @@ class Completion:
 
     ``response_id`` and ``model`` are the provider's id of the response and the
     model that answered (an alias such as ``gpt-4o`` names a dated model here),
-    when the provider says.
+    when the provider says. Each of them and ``stop_reason`` is a ``str`` or
+    ``None``; ``usage``'s figures are ``int``s of at least 0 (budgets add them up).
     """
 
     stop_reason: str

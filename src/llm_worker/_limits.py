@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._model_texts import INPUT_TOO_DEEP, INPUT_TOO_LARGE, truncation_note
+from ._safe_text import bounded_repr
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
@@ -63,28 +64,53 @@ class Limits:
     max_output_tokens: int | None = None
 
     def __post_init__(self) -> None:
+        # Checked whole, not only compared: `nan < 1` is false, so a NaN limit would pass a
+        # range check and then allow everything; a float size or a bool is a mistake too.
         for name in ("max_requests", "max_input_tokens", "max_output_tokens"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"Limits.{name} must be at least 1 (or None), got {value}")
-        for name in ("max_input_bytes", "max_input_depth"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"Limits.{name} must be at least 1, got {getattr(self, name)}")
-        if self.max_result_bytes < MIN_RESULT_BYTES:
-            raise ValueError(
-                f"Limits.max_result_bytes must be at least {MIN_RESULT_BYTES} (room for the "
-                f"truncation note), got {self.max_result_bytes}"
-            )
-        if self.max_media_bytes < 0:
-            raise ValueError(
-                f"Limits.max_media_bytes must be at least 0, got {self.max_media_bytes}"
-            )
-        if self.max_concurrent_calls < 1:
-            raise ValueError(
-                f"Limits.max_concurrent_calls must be at least 1, got {self.max_concurrent_calls}"
-            )
-        if self.tool_timeout is not None and not self.tool_timeout > 0:  # NaN too
-            raise ValueError(f"Limits.tool_timeout must be positive, got {self.tool_timeout}")
+            if getattr(self, name) is not None:
+                _check_count(name, getattr(self, name), 1, optional=True)
+        _check_count("max_input_bytes", self.max_input_bytes, 1)
+        _check_count("max_input_depth", self.max_input_depth, 1)
+        _check_count(
+            "max_result_bytes",
+            self.max_result_bytes,
+            MIN_RESULT_BYTES,
+            why=" (room for the truncation note)",
+        )
+        _check_count("max_media_bytes", self.max_media_bytes, 0)
+        _check_count("max_concurrent_calls", self.max_concurrent_calls, 1)
+        _check_timeout(self.tool_timeout)
+
+
+def _check_count(
+    name: str, value: object, minimum: int, *, optional: bool = False, why: str = ""
+) -> None:
+    """``Limits.{name}`` is an int (not a bool) of at least ``minimum``."""
+    none = " (or None)" if optional else ""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(
+            f"Limits.{name} must be an int{none}, got {type(value).__name__} "
+            f"{bounded_repr(value, 80)}"
+        )
+    if value < minimum:
+        raise ValueError(f"Limits.{name} must be at least {minimum}{why}{none}, got {value}")
+
+
+def _check_timeout(value: object) -> None:
+    """``Limits.tool_timeout`` is ``None`` or a positive number of seconds.
+
+    Infinity is allowed (it means no limit, like ``None``); NaN is not (anyio refuses a
+    NaN deadline, so every call would fail).
+    """
+    if value is None:
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise TypeError(
+            f"Limits.tool_timeout must be a number of seconds (or None), got "
+            f"{type(value).__name__} {bounded_repr(value, 80)}"
+        )
+    if not value > 0:  # NaN too
+        raise ValueError(f"Limits.tool_timeout must be positive, got {value}")
 
 
 # A JSON string literal, escapes included (the unrolled form). The closing quote is

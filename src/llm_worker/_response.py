@@ -6,9 +6,18 @@ checks the protocol (a call's input only between its ``ToolUseStart`` and
 ``Completion``) and says what the run stream passes on: text and reasoning
 deltas, argument fragments, and each call, whole, once its ``ToolUseStop``
 comes (``ToolCallReady``). ``message()`` is the response as the history keeps it.
+
+What the history keeps is checked here, before the run appends it: a value of
+the wrong type (a ``str`` token count, an ``int`` stop reason, a provider
+item that is not JSON) would otherwise fail later, in the budgets or the run
+state, with the response already in the history. The checks of the events
+that come by the thousand are one type test each.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import json
 
 from ._client import (
     Completion,
@@ -20,9 +29,10 @@ from ._client import (
     ToolUseStart,
     ToolUseStop,
 )
-from ._conversation import AssistantMessage, ProviderItem, ToolCall
+from ._conversation import AssistantMessage, ProviderItem, ToolCall, Usage
 from ._events import RunEvent, ToolCallReady
 from ._exceptions import LlmClientError
+from ._safe_text import bounded_repr as _shown
 from ._safe_text import valid_unicode
 
 __all__ = ["ResponseAssembler"]
@@ -45,40 +55,46 @@ class ResponseAssembler:
     def feed(self, event: LlmEvent) -> RunEvent | None:
         """Take one event; return what the run stream passes on, if anything."""
         if self.completion is not None:
-            raise LlmClientError(f"LlmClient sent {event!r} after the Completion event")
+            raise LlmClientError(f"LlmClient sent {_shown(event)} after the Completion event")
         if isinstance(event, TextDelta):
             if type(event.text) is not str:
-                raise LlmClientError(f"LlmClient sent text that is not a str: {event!r}")
+                raise LlmClientError(f"LlmClient sent text that is not a str: {_shown(event)}")
             self.text.append(event.text)
             return event
         if isinstance(event, ToolInputDelta):
             index = event.index
-            if index not in self.calls:
+            # The type first: an unhashable index would make the lookup raise TypeError.
+            if type(index) is not int or index not in self.calls:
                 raise LlmClientError(
-                    f"LlmClient sent input for tool call index {index} before its ToolUseStart"
+                    _index_problem(index)
+                    or f"LlmClient sent input for tool call index {_shown(index)} before its "
+                    f"ToolUseStart"
                 )
             if index in self.stopped:
                 raise LlmClientError(
-                    f"LlmClient sent input for tool call index {index} after its ToolUseStop"
+                    f"LlmClient sent input for tool call index {_shown(index)} after its "
+                    f"ToolUseStop"
                 )
             if type(event.fragment) is not str:
                 raise LlmClientError(
                     f"LlmClient sent an argument fragment that is not a str for tool call "
-                    f"index {index}: {type(event.fragment).__name__}"
+                    f"index {_shown(index)}: {type(event.fragment).__name__}"
                 )
             self.fragments[index].append(event.fragment)
             return event
         if isinstance(event, ToolUseStart):
             index = event.index
+            if type(index) is not int:  # only ints get into `calls`: the lookups below rely on it
+                raise LlmClientError(_index_problem(index))
             if index in self.calls:
-                raise LlmClientError(f"LlmClient started tool call index {index} twice")
+                raise LlmClientError(f"LlmClient started tool call index {_shown(index)} twice")
             if type(event.call_id) is not str or type(event.name) is not str:
                 raise LlmClientError(
-                    f"LlmClient started a tool call whose id or name is not a str: {event!r}"
+                    f"LlmClient started a tool call whose id or name is not a str: {_shown(event)}"
                 )
             if event.call_id in self.ids:
                 raise LlmClientError(
-                    f"LlmClient sent two tool calls with the id {event.call_id!r} in one "
+                    f"LlmClient sent two tool calls with the id {_shown(event.call_id)} in one "
                     f"response; each call needs its own id"
                 )
             self.ids.add(event.call_id)
@@ -87,9 +103,10 @@ class ResponseAssembler:
             return event
         if isinstance(event, ToolUseStop):
             index = event.index
-            if index not in self.calls:
+            if type(index) is not int or index not in self.calls:
                 raise LlmClientError(
-                    f"LlmClient stopped tool call index {index}, which never started"
+                    _index_problem(index)
+                    or f"LlmClient stopped tool call index {_shown(index)}, which never started"
                 )
             if index in self.stopped:
                 return None
@@ -97,16 +114,16 @@ class ResponseAssembler:
             self.stopped[index] = call
             return ToolCallReady(index, call)
         if isinstance(event, Completion):
+            _check_completion(event)  # once per response
             self.completion = event
             return None
         if isinstance(event, ReasoningDelta):
             return event
         if isinstance(event, ProviderItemDone):
-            if not isinstance(event.item, ProviderItem):
-                raise LlmClientError(f"LlmClient sent a provider item that is not one: {event!r}")
+            _check_item(event)
             self.items.append(event.item)
             return None
-        raise LlmClientError(f"LlmClient sent an unknown event: {event!r}")
+        raise LlmClientError(f"LlmClient sent an unknown event: {_shown(event)}")
 
     def message(self) -> AssistantMessage:
         completion = self.completion
@@ -134,4 +151,77 @@ def _call(start: ToolUseStart, fragments: list[str]) -> ToolCall:
     # "\udcff" decodes to one) would make every later request, and the run state, fail.
     return ToolCall(
         valid_unicode(start.call_id), valid_unicode(start.name), valid_unicode("".join(fragments))
+    )
+
+
+_USAGE_FIELDS = tuple(field.name for field in dataclasses.fields(Usage))
+
+
+def _check_completion(completion: Completion) -> None:
+    """Refuse a ``Completion`` whose figures or texts the history cannot keep.
+
+    Token counts are added up and compared with the budgets: a ``str`` fails the
+    addition, a negative count or NaN makes a budget never fire, a float cannot be read
+    back from the run state. A stop reason, response id or model that is not text breaks
+    the run state the same way.
+    """
+    for name in ("stop_reason", "response_id", "model"):
+        value = getattr(completion, name)
+        if value is not None and type(value) is not str:
+            raise LlmClientError(
+                f"LlmClient sent a Completion whose {name} is not a str or None: "
+                f"{_shown(value)} ({type(value).__name__})"
+            )
+    usage = completion.usage
+    if usage is None:
+        return
+    if not isinstance(usage, Usage):
+        raise LlmClientError(
+            f"LlmClient sent a Completion whose usage is not a Usage or None: "
+            f"{_shown(usage)} ({type(usage).__name__})"
+        )
+    for name in _USAGE_FIELDS:
+        value = getattr(usage, name)
+        if type(value) is not int or value < 0:
+            raise LlmClientError(
+                f"LlmClient sent a Completion whose usage.{name} is not an int of at least 0: "
+                f"{_shown(value)} ({type(value).__name__})"
+            )
+
+
+def _check_item(event: ProviderItemDone) -> None:
+    """Refuse a provider item the history cannot keep: its fields are text, ``data`` JSON.
+
+    A built-in client parses ``data`` when it sends the item back, so text that is not
+    JSON would fail every later request.
+    """
+    item = event.item
+    if not isinstance(item, ProviderItem):
+        raise LlmClientError(f"LlmClient sent a provider item that is not one: {_shown(event)}")
+    if type(item.provider) is not str or type(item.kind) is not str or type(item.data) is not str:
+        raise LlmClientError(
+            f"LlmClient sent a provider item whose provider, kind or data is not a str: "
+            f"{_shown(item)}"
+        )
+    try:
+        json.loads(item.data, parse_constant=_not_json)
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to parse
+        raise LlmClientError(
+            f"LlmClient sent a provider item whose data is not JSON text "
+            f"({type(exc).__name__}: {exc}): {_shown(item)}"  # the parser's texts are short
+        ) from None
+
+
+def _not_json(constant: str) -> object:
+    # json.loads reads NaN and Infinity, which are not JSON: no provider reads them back.
+    raise ValueError(f"{constant} is not JSON")
+
+
+def _index_problem(index: object) -> str | None:
+    """What is wrong with a tool call index that is not an int; ``None`` for an int."""
+    if type(index) is int:
+        return None
+    return (
+        f"LlmClient sent a tool call index that is not an int: "
+        f"{_shown(index)} ({type(index).__name__})"
     )

@@ -20,9 +20,18 @@ unfinished call its "cancelled" result, then cancels the tasks.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Mapping,
+    Sequence,
+)
 from contextlib import aclosing
 from dataclasses import dataclass
 from types import TracebackType
@@ -103,7 +112,9 @@ if TYPE_CHECKING:
 
     from ._output import RunOutput
 
-__all__ = ["RunStream", "Start"]
+__all__ = ["STREAM_CLOSE_TIMEOUT", "RunStream", "Start"]
+
+logger = logging.getLogger("llm_worker")
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
@@ -258,6 +269,22 @@ class RunStream(Generic[DepsT, OutputT]):
 
     def __repr__(self) -> str:
         return f"<RunStream {self._start.kind} {self._state}>"
+
+
+STREAM_CLOSE_TIMEOUT = 5.0
+"""Seconds a model's stream left unfinished may take to close; then it is left as it is."""
+
+
+async def _closed(aclose: Callable[[], Awaitable[object]]) -> None:
+    """Close a client's stream, shielded (a cancelled run still closes its connection),
+    but never for longer than ``STREAM_CLOSE_TIMEOUT``: a close that hangs (a dead
+    connection's) would otherwise hang the run, and every cancel scope around it."""
+    with anyio.move_on_after(STREAM_CLOSE_TIMEOUT, shield=True) as scope:
+        await aclose()
+    if scope.cancelled_caught:
+        logger.warning(
+            "The model's stream did not close within %ss; it was left open", STREAM_CLOSE_TIMEOUT
+        )
 
 
 def _check_start(session: Session, start: Start) -> None:
@@ -420,8 +447,7 @@ class _Turns:
                     finally:
                         aclose = None if done else getattr(stream, "aclose", None)
                         if aclose is not None:  # a stream read to its end needs no closing
-                            with anyio.CancelScope(shield=True):
-                                await aclose()
+                            await _closed(aclose)
                     if span is not None:
                         span.end(message, None)
                     session.history.append(message)

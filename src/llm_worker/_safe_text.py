@@ -15,12 +15,15 @@ scrub): a hostile text costs the same as a long harmless one, microseconds.
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
 import os
 import re
+import reprlib
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-__all__ = ["MAX_ERROR_TEXT", "model_safe_text", "safe_text", "valid_unicode"]
+__all__ = ["MAX_ERROR_TEXT", "bounded_repr", "model_safe_text", "safe_text", "valid_unicode"]
 
 MAX_ERROR_TEXT = 500
 """The longest text ``model_safe_text`` and ``safe_text`` return, in characters."""
@@ -233,3 +236,49 @@ def _object_words(match: re.Match[str]) -> str:
     if "." in head and head.replace(".", "").replace("_", "").isalnum():
         head = head.rpartition(".")[2]  # `app.models.Widget object` -> `Widget object`
     return f"<{head}{space}{rest}>"
+
+
+# -- reprs for error messages ------------------------------------------------------------
+
+_MAX_SHOWN = 300  # characters of a bad value an error message shows
+
+
+class _BoundedRepr(reprlib.Repr):
+    """``reprlib``'s bounded repr, bytes and huge ints included."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxstring = self.maxother = _MAX_SHOWN
+
+    def repr_bytes(self, x: bytes, level: int) -> str:
+        return builtins.repr(x[: self.maxstring])
+
+    def repr_bytearray(self, x: bytearray, level: int) -> str:
+        return builtins.repr(x[: self.maxstring])
+
+    def repr_int(self, x: int, level: int) -> str:
+        try:
+            return super().repr_int(x, level)
+        except ValueError:  # more digits than Python turns into text
+            return f"<int of {x.bit_length()} bits>"
+
+
+_REPR = _BoundedRepr()
+
+
+def bounded_repr(value: object, limit: int = _MAX_SHOWN, depth: int = 2) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters.
+
+    Never built whole first: a bad event holding 20 MB of text would make an 80 MB
+    message (and log line). Dataclasses (the events, a ``Usage``) show their fields.
+    """
+    if depth and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = ", ".join(
+            f"{field.name}={bounded_repr(getattr(value, field.name), limit, depth - 1)}"
+            for field in dataclasses.fields(value)
+            if field.repr
+        )
+        text = f"{type(value).__qualname__}({fields})"
+    else:
+        text = _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -90,16 +90,21 @@ class _ResultJson(TypedDict):
     metadata: NotRequired[Any]
 
 
+# A count: no client can report a negative one (the worker refuses it), and a negative
+# run usage read back would keep the run's budgets from ever firing.
+_Count = Annotated[int, Field(ge=0)]
+
+
 class _UsageJson(TypedDict):
-    input_tokens: int
-    output_tokens: int
-    cached_input_tokens: int
-    reasoning_tokens: int
+    input_tokens: _Count
+    output_tokens: _Count
+    cached_input_tokens: _Count
+    reasoning_tokens: _Count
 
 
 class _RunUsageJson(_UsageJson):
-    requests: int
-    tool_calls: int
+    requests: _Count
+    tool_calls: _Count
 
 
 class _UserJson(TypedDict):
@@ -401,6 +406,10 @@ def _load_part(data: _TextPartJson | _MediaPartJson | _DataPartJson, call_id: st
         except ValueError:
             raise RunStateError(
                 f"the data part of the result of call {call_id!r} is not JSON"
+            ) from None
+        except RecursionError:  # deeper than json.loads reads (about 1 000 levels)
+            raise RunStateError(
+                f"the data part of the result of call {call_id!r} nests too deep to read"
             ) from None
         return DataPart(data["json"])
     encoded = data["data"]

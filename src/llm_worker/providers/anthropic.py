@@ -573,7 +573,7 @@ class _EventReader:
                 )
             details = delta_usage.output_tokens_details
             if details is not None:
-                self.reasoning_tokens = details.thinking_tokens
+                self.reasoning_tokens = details.thinking_tokens or 0
             extra = delta_usage.model_extra  # fields this SDK does not know: `iterations`
             if extra:
                 self.count_iterations(extra.get("iterations"))

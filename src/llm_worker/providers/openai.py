@@ -968,8 +968,8 @@ def _responses_usage(usage: ResponseUsage | None) -> Usage | None:
     given: object = getattr(usage, "input_tokens_details", None)
     made: object = getattr(usage, "output_tokens_details", None)
     return Usage(
-        usage.input_tokens,
-        usage.output_tokens,
+        usage.input_tokens or 0,  # typed as always there; compatible servers send null
+        usage.output_tokens or 0,
         cached_input_tokens=getattr(given, "cached_tokens", None) or 0,
         reasoning_tokens=getattr(made, "reasoning_tokens", None) or 0,
     )
