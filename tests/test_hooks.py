@@ -16,6 +16,7 @@ from llm_worker import (
     Pause,
     PostToolCallContext,
     Skip,
+    SyntheticResult,
     TextPart,
     ToolCall,
     ToolCallContext,
@@ -738,3 +739,38 @@ class TestRichResults:
 
         with pytest.raises(HookError, match="content is not the text of the parts"):
             await self._run(both)
+
+
+class TestDecisionValues:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("make", "problem"),
+        [
+            (lambda: SyntheticResult(123), "SyntheticResult content must be a str, not int"),
+            (
+                lambda: SyntheticResult("x", "no"),
+                "SyntheticResult is_error must be a bool, not str",
+            ),
+            (lambda: Pause(["x"]), "Pause reason must be a str or None, not list"),
+            (lambda: Skip(7), "Skip reason must be a str or None, not int"),
+            (lambda: Abort(object()), "Abort reason must be a str, not object"),
+        ],
+        ids=["synthetic-content", "synthetic-is-error", "pause", "skip", "abort"],
+    )
+    async def test_a_decision_that_is_not_text_is_a_hook_error(self, make, problem):
+        """Made where the hook makes it: a number as content raised a bare AttributeError
+        past the hook; a list as a Pause reason made a state that did not load; an object
+        as an Abort reason put its address in the model's text."""
+        worker, lab = make_worker(ScriptedClient([calls(("echo", {"text": "x"})), "ok"]))
+        worker.add_pre_tool_call_hook(lambda ctx: make())
+        with pytest.raises(HookError) as caught:
+            await worker.run("go")
+        assert caught.value.problem == f"TypeError: {problem}"
+        assert lab.log == []
+        assert_history_valid(worker.history)
+
+    def test_a_deny_reason_is_text(self):
+        from llm_worker import Deny
+
+        with pytest.raises(TypeError, match="Deny reason must be a str, not int"):
+            Deny(3)  # type: ignore[arg-type]

@@ -59,6 +59,10 @@ class Deny:
 
     reason: str
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str):  # the model reads it, the run state keeps it
+            raise TypeError(f"Deny reason must be a str, not {type(self.reason).__name__}")
+
 
 Decision: TypeAlias = Approve | Deny
 """What ``resume()`` takes for a pending call."""

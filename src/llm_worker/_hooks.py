@@ -52,12 +52,18 @@ class Skip:
 
     reason: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_text(self, "reason", self.reason, optional=True)
+
 
 @dataclass(frozen=True)
 class Abort:
     """End the run with ``WorkerAbortedError(reason)``."""
 
     reason: str
+
+    def __post_init__(self) -> None:
+        _check_text(self, "reason", self.reason, optional=False)
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,9 @@ class Pause:
 
     reason: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_text(self, "reason", self.reason, optional=True)
+
 
 @dataclass(frozen=True)
 class SyntheticResult:
@@ -78,6 +87,22 @@ class SyntheticResult:
 
     content: str
     is_error: bool = False
+
+    def __post_init__(self) -> None:
+        _check_text(self, "content", self.content, optional=False)
+        if type(self.is_error) is not bool:
+            raise TypeError(
+                f"SyntheticResult is_error must be a bool, not {type(self.is_error).__name__}"
+            )
+
+
+def _check_text(decision: object, name: str, value: object, *, optional: bool) -> None:
+    # What the model reads and the run state keeps: text, checked where it is made (a
+    # number there failed later, past the hook, or made a state that did not load).
+    if isinstance(value, str) or (optional and value is None):
+        return
+    kind = "a str or None" if optional else "a str"
+    raise TypeError(f"{type(decision).__name__} {name} must be {kind}, not {type(value).__name__}")
 
 
 PreToolCallDecision: TypeAlias = Continue | Skip | Abort | Pause | SyntheticResult
