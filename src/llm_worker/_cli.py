@@ -5,6 +5,7 @@
     llm-worker mcp serve FACTORY [--transport stdio|http] [--host H] [--port N] [--path P]
         [--allow-host H]... [--allow-origin O]... [--auth-token-env VAR | --auth-token T]
         [--session-idle-timeout S] [--max-sessions N]
+        [--tool-timeout S] [--max-input-bytes N] [--max-result-bytes N]
 
 TARGET is ``package.module:Class`` (``Class`` may be dotted, ``Outer.Inner``) or
 ``package.module`` (every ``@tool_registry`` class defined at the top level of
@@ -63,6 +64,7 @@ import anyio
 
 from ._decorators import tool_metas
 from ._formats import FORMATS, STRICT_FORMATS, FormatName, export_tools
+from ._limits import Limits
 from ._meta import ToolMeta
 from ._registry import is_tool_registry
 from ._server import ToolServer, ToolServerHandle
@@ -216,6 +218,27 @@ def _add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         metavar="N",
         help="HTTP: at most N sessions open at once; more get 503 (default: 10000)",
     )
+    # Any of these holds every call to the Worker's Limits (these values, the others'
+    # defaults); without them, each tool's own limits only.
+    serve.add_argument(
+        "--tool-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="every call's timeout (with any of these three: the Worker's limits apply, "
+        "default 300)",
+    )
+    serve.add_argument(
+        "--max-input-bytes",
+        type=int,
+        metavar="N",
+        help="refuse larger arguments (default with the limits: 1000000)",
+    )
+    serve.add_argument(
+        "--max-result-bytes",
+        type=int,
+        metavar="N",
+        help="cut longer results, with a note (default with the limits: 100000)",
+    )
 
 
 def _schema(args: argparse.Namespace, prog: str) -> int:
@@ -325,6 +348,22 @@ def _flush(stream: TextIO | None) -> None:
             stream.flush()
 
 
+def _serve_limits(args: argparse.Namespace) -> Limits | None:
+    """The ``Limits`` the served calls are held to, if any option asks for them."""
+    given = {
+        name: value
+        for name in ("tool_timeout", "max_input_bytes", "max_result_bytes")
+        if (value := getattr(args, name)) is not None
+    }
+    if not given:
+        return None
+    try:
+        return Limits(**given)
+    except (TypeError, ValueError) as exc:
+        option = "--" + str(exc).split()[0].removeprefix("Limits.").replace("_", "-")
+        raise _UsageError(f"{option}: {exc}") from None
+
+
 def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
     http_options = {
         "--host": args.host,
@@ -376,9 +415,12 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
     idle_timeout = DEFAULT_SESSION_IDLE_TIMEOUT if timeout is None else timeout
     max_sessions: int = DEFAULT_MAX_SESSIONS if args.max_sessions is None else args.max_sessions
 
+    limits = _serve_limits(args)
+
     async def serve() -> None:
         await serve_async(
             tools,
+            limits=limits,
             transport=transport,
             host=host,
             port=port,

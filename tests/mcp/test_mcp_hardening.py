@@ -421,3 +421,68 @@ class TestClient:
             "MCP tool 'render' is not offered: the server only runs it as a task "
             "(execution.taskSupport: required)"
         ]
+
+
+class _Plain:
+    """A hand-written tool: no limits of its own."""
+
+    def __init__(self, answer: str = "", wait: float = 0) -> None:
+        self.answer, self.wait = answer, wait
+
+    async def execute(self, input_json: str) -> str:
+        await anyio.sleep(self.wait)
+        return self.answer or f"got {len(input_json)} bytes"
+
+
+def _plain_tools() -> Any:
+    from llm_worker import ToolMeta, ToolServer
+
+    server = ToolServer()
+    for name, tool in [
+        ("echo_size", _Plain()),
+        ("big", _Plain("x" * 5_000)),
+        ("slow", _Plain(wait=30)),
+    ]:
+        server.register_tool(lambda name=name, tool=tool: (ToolMeta(name=name), tool))
+    return server
+
+
+class TestServedLimits:
+    async def test_without_limits_a_hand_written_tool_has_none(self):
+        async with connect(create_server(_plain_tools())) as session:
+            result = await session.call_tool("big", {})
+        assert text_of(result) == "x" * 5_000
+
+    async def test_limits_hold_every_call(self):
+        """create_server(limits=...): the sizes, the result cap and the timeout a Worker
+        holds its calls to (a hand-written tool had none: a 20 MB input, a 50 MB result,
+        a call never ending)."""
+        from llm_worker import Limits
+
+        limits = Limits(max_input_bytes=1_000, max_result_bytes=1_000, tool_timeout=0.2)
+        with anyio.fail_after(GUARD):
+            async with connect(create_server(_plain_tools(), limits=limits)) as session:
+                refused = await session.call_tool("echo_size", {"text": "y" * 2_000})
+                capped = await session.call_tool("big", {})
+                slow = await session.call_tool("slow", {})
+        assert refused.is_error
+        assert text_of(refused).startswith("Invalid argument: input is ")
+        assert len(text_of(capped).encode()) <= 1_000
+        assert "[truncated: " in text_of(capped)
+        assert slow.is_error
+        assert "timed out after 0.2s" in text_of(slow)
+
+    def test_the_cli_options_make_limits(self):
+        import argparse
+
+        from llm_worker._cli import _serve_limits, _UsageError
+
+        args = argparse.Namespace(tool_timeout=5.0, max_input_bytes=None, max_result_bytes=2_000)
+        limits = _serve_limits(args)
+        assert limits is not None
+        assert (limits.tool_timeout, limits.max_result_bytes) == (5.0, 2_000)
+        none = argparse.Namespace(tool_timeout=None, max_input_bytes=None, max_result_bytes=None)
+        assert _serve_limits(none) is None
+        bad = argparse.Namespace(tool_timeout=None, max_input_bytes=None, max_result_bytes=10)
+        with pytest.raises(_UsageError, match=r"--max-result-bytes: Limits\.max_result_bytes"):
+            _serve_limits(bad)

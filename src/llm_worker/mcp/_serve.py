@@ -61,6 +61,7 @@ from .._conversation import ToolCall, ToolResult
 from .._exceptions import InvalidArgumentError, ToolNotFoundError
 from .._execution import execute_call
 from .._formats import export_tools
+from .._limits import Limits
 from .._model_texts import UNEXPECTED, call_text
 from .._safe_text import valid_unicode
 from .._server import ToolEntry, ToolServer, ToolServerHandle, entry_of, sorted_metas
@@ -89,12 +90,16 @@ def create_server(
     name: str = DEFAULT_NAME,
     version: str | None = None,
     instructions: str | None = None,
+    limits: Limits | None = None,
 ) -> Server[Any]:
     """The SDK's low-level ``Server`` answering ``tools/list`` and ``tools/call`` from ``tools``.
 
     ``name``, ``version`` (default: llm-worker's) and ``instructions`` are what
     the server tells clients about itself. The server reads the tool map on
-    every request, so tools registered later are listed too.
+    every request, so tools registered later are listed too. With ``limits``,
+    every call is held to them as a ``Worker`` holds its calls (input size and
+    depth, ``tool_timeout``, the result caps), hand-written tools included;
+    without, each tool's own (a ``@tool``'s options) only.
     """
     handle = _handle_of(tools)
     approvals = Approvals()
@@ -107,7 +112,7 @@ def create_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        return await call_mcp_tool(handle, params, ctx, approvals=approvals)
+        return await call_mcp_tool(handle, params, ctx, approvals=approvals, limits=limits)
 
     def input_schema(tool_name: str) -> Mapping[str, Any] | None:
         entry = handle.get_tool(tool_name)
@@ -134,6 +139,7 @@ async def call_mcp_tool(
     request: ServerRequestContext[Any] | None = None,
     *,
     approvals: Approvals,
+    limits: Limits | None = None,
 ) -> types.CallToolResult | types.InputRequiredResult:
     """Run one ``tools/call`` through ``handle``; every failure becomes an ``isError`` result.
 
@@ -161,9 +167,9 @@ async def call_mcp_tool(
         if refused is not None:
             return refused
         if entry.execute_with_context is None:
-            result = await execute_call(entry, call, None, None)
+            result = await execute_call(entry, call, limits, None)
         else:
-            result = await _call_with_context(entry, call, request)
+            result = await _call_with_context(entry, call, request, limits)
     except BaseException as exc:
         if _is_cancellation(exc):
             raise
@@ -173,12 +179,15 @@ async def call_mcp_tool(
 
 
 async def _call_with_context(
-    entry: ToolEntry, call: ToolCall, request: ServerRequestContext[Any] | None
+    entry: ToolEntry,
+    call: ToolCall,
+    request: ServerRequestContext[Any] | None,
+    limits: Limits | None,
 ) -> ToolResult:
     """Run a context-taking tool, forwarding its progress to the client, if it asked for it."""
     if request is None:
         context = ToolContext(call_id=call.id, tool_name=call.name, deps=None)
-        return await execute_call(entry, call, None, context)
+        return await execute_call(entry, call, limits, context)
     session = request.session
     forwarder = _ProgressForwarder(session.report_progress)
     reports = forwarder.reports
@@ -189,7 +198,7 @@ async def _call_with_context(
     async with anyio.create_task_group() as group:
         group.start_soon(forwarder.run)
         try:
-            result = await execute_call(entry, call, None, context)
+            result = await execute_call(entry, call, limits, context)
         except BaseException as exc:  # raised as it is below, not in the group's ExceptionGroup
             failure = exc
             group.cancel_scope.cancel()
@@ -268,6 +277,7 @@ def create_http_app(
     auth_token: str | None = None,
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    limits: Limits | None = None,
 ) -> Starlette:
     """An ASGI app serving ``tools`` over streamable HTTP at ``path``, for any ASGI server.
 
@@ -279,12 +289,14 @@ def create_http_app(
     <auth_token>`` (else ``401``). A warning is logged when ``host`` is not a
     loopback address. A session with no request for ``session_idle_timeout``
     seconds is closed, and at most ``max_sessions`` are open at once (more get
-    ``503``); ``None`` lifts either limit. Run the app with its lifespan (the
-    streamable-HTTP session manager starts there).
+    ``503``); ``None`` lifts either limit. ``limits`` are ``create_server``'s. Run
+    the app with its lifespan (the streamable-HTTP session manager starts there).
     """
     _check_path(path)
     warn_if_exposed(host, authenticated=auth_token is not None)
-    server = create_server(tools, name=name, version=version, instructions=instructions)
+    server = create_server(
+        tools, name=name, version=version, instructions=instructions, limits=limits
+    )
     app = server.streamable_http_app(
         streamable_http_path=path,
         host=host,
@@ -313,6 +325,7 @@ async def serve_async(
     auth_token: str | None = None,
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    limits: Limits | None = None,
 ) -> None:
     """Serve ``tools`` until the client goes away (stdio) or the process is stopped (http).
 
@@ -327,13 +340,15 @@ async def serve_async(
     bound raises ``OSError`` before anything is served. SIGINT and SIGTERM
     shut the server down gracefully, then take their usual effect. The other
     options are ``create_http_app``'s (allowed hosts and origins, bearer token,
-    session limits).
+    session limits) and ``create_server``'s (``limits``).
     """
     if transport not in _TRANSPORTS:
         raise ValueError(f"transport must be 'stdio' or 'http', not {transport!r}")
     handle = _handle_of(tools)
     if transport == "stdio":
-        server = create_server(handle, name=name, version=version, instructions=instructions)
+        server = create_server(
+            handle, name=name, version=version, instructions=instructions, limits=limits
+        )
         logger.info("serving %d tools over stdio", len(handle))
         sys.stdout.flush()
         # The SDK points fd 1 elsewhere while it serves, but text buffered in sys.stdout
@@ -364,6 +379,7 @@ async def serve_async(
         auth_token=auth_token,
         session_idle_timeout=session_idle_timeout,
         max_sessions=max_sessions,
+        limits=limits,
     )
     sock = _listen(host, port)
     try:
@@ -393,6 +409,7 @@ def serve(
     auth_token: str | None = None,
     session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+    limits: Limits | None = None,
 ) -> None:
     """Run ``serve_async`` on asyncio until it returns: the blocking form, for scripts."""
     import anyio
@@ -412,6 +429,7 @@ def serve(
             auth_token=auth_token,
             session_idle_timeout=session_idle_timeout,
             max_sessions=max_sessions,
+            limits=limits,
         )
 
     anyio.run(main)
