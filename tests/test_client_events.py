@@ -512,3 +512,40 @@ class TestProtocolErrors:
         assert worker.history == (UserMessage("go"),)
         assert not worker.is_paused
         assert await worker.run("again") is WorkerResult.FINISHED
+
+
+class TestResponseSize:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("where", ["text", "arguments"])
+    async def test_a_response_past_max_response_chars_is_refused(self, where):
+        """An endless (or enormous) response filled memory, and then the history, which
+        every later request resends: past the limit it is a client's error, refused."""
+        import dataclasses
+
+        if where == "text":
+            events: list[object] = [TextDelta("x" * 100) for _ in range(11)]
+        else:
+            events = [ToolUseStart(0, "c1", "rec")]
+            events += [ToolInputDelta(0, "x" * 100) for _ in range(11)]
+        worker, recorder = make_worker(EventClient([*events, Completion("end_turn")], FINAL))
+        worker.limits = dataclasses.replace(worker.limits, max_response_chars=1_000)
+        with anyio.fail_after(5), pytest.raises(LlmClientError) as info:
+            await worker.run("go")
+        assert str(info.value) == (
+            "The model's response is over 1000 characters of text and arguments "
+            "(Limits.max_response_chars); it was refused"
+        )
+        assert worker.history == (UserMessage("go"),)
+        assert recorder.inputs == []
+        assert await worker.run("again") is WorkerResult.FINISHED
+
+    @pytest.mark.anyio
+    async def test_a_response_at_the_limit_is_taken(self):
+        import dataclasses
+
+        events = [TextDelta("x" * 500), TextDelta("y" * 500), Completion("end_turn")]
+        worker, _ = make_worker(EventClient(events))
+        worker.limits = dataclasses.replace(worker.limits, max_response_chars=1_000)
+        with anyio.fail_after(5):
+            assert await worker.run("go") is WorkerResult.FINISHED
+        assert worker.final_text == "x" * 500 + "y" * 500

@@ -18,6 +18,7 @@ from ._safe_text import bounded_repr
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "DEFAULT_MAX_INPUT_DEPTH",
+    "DEFAULT_MAX_RESPONSE_CHARS",
     "Limits",
     "cap_result",
     "cap_texts",
@@ -26,6 +27,7 @@ __all__ = [
 
 DEFAULT_MAX_INPUT_BYTES = 1_000_000
 DEFAULT_MAX_INPUT_DEPTH = 64
+DEFAULT_MAX_RESPONSE_CHARS = 10_000_000
 MIN_RESULT_BYTES = 256  # the truncation note itself takes about 120
 
 
@@ -42,6 +44,9 @@ class Limits:
     - ``max_media_bytes``: the images, audio and documents of one rich result
       together; a part past it is replaced by a note saying what was dropped.
     - ``max_concurrent_calls``: how many calls of one response run at once.
+    - ``max_response_chars``: the text and argument fragments of one model response
+      together; a response past it is refused (``LlmClientError``), as a broken
+      client's: an endless stream would otherwise fill memory, and the history.
 
     Budgets of a run (``run()`` and the ``resume()`` / ``retry()`` that continue
     it; ``None``: no budget). Before each model request the worker checks
@@ -59,6 +64,7 @@ class Limits:
     max_result_bytes: int = 100_000
     max_media_bytes: int = 20_000_000
     max_concurrent_calls: int = 16
+    max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS
     max_requests: int | None = None
     max_input_tokens: int | None = None
     max_output_tokens: int | None = None
@@ -79,6 +85,7 @@ class Limits:
         )
         _check_count("max_media_bytes", self.max_media_bytes, 0)
         _check_count("max_concurrent_calls", self.max_concurrent_calls, 1)
+        _check_count("max_response_chars", self.max_response_chars, 1)
         _check_timeout(self.tool_timeout)
 
 

@@ -32,6 +32,7 @@ from ._client import (
 from ._conversation import AssistantMessage, ProviderItem, ToolCall, Usage
 from ._events import RunEvent, ToolCallReady
 from ._exceptions import LlmClientError
+from ._limits import DEFAULT_MAX_RESPONSE_CHARS
 from ._safe_text import bounded_repr as _shown
 from ._safe_text import valid_unicode
 
@@ -41,9 +42,21 @@ __all__ = ["ResponseAssembler"]
 class ResponseAssembler:
     """Assembles a client's events into one ``AssistantMessage``, checking the protocol."""
 
-    __slots__ = ("calls", "completion", "fragments", "ids", "items", "stopped", "text")
+    __slots__ = (
+        "calls",
+        "completion",
+        "fragments",
+        "ids",
+        "items",
+        "left",
+        "max_chars",
+        "stopped",
+        "text",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int = DEFAULT_MAX_RESPONSE_CHARS) -> None:
+        self.max_chars = max_chars
+        self.left = max_chars  # characters of text and arguments the response may still send
         self.text: list[str] = []
         self.items: list[ProviderItem] = []
         self.calls: dict[int, ToolUseStart] = {}
@@ -59,6 +72,9 @@ class ResponseAssembler:
         if isinstance(event, TextDelta):
             if type(event.text) is not str:
                 raise LlmClientError(f"LlmClient sent text that is not a str: {_shown(event)}")
+            self.left -= len(event.text)
+            if self.left < 0:
+                raise self._too_long()
             self.text.append(event.text)
             return event
         if isinstance(event, ToolInputDelta):
@@ -80,6 +96,9 @@ class ResponseAssembler:
                     f"LlmClient sent an argument fragment that is not a str for tool call "
                     f"index {_shown(index)}: {type(event.fragment).__name__}"
                 )
+            self.left -= len(event.fragment)
+            if self.left < 0:
+                raise self._too_long()
             self.fragments[index].append(event.fragment)
             return event
         if isinstance(event, ToolUseStart):
@@ -124,6 +143,12 @@ class ResponseAssembler:
             self.items.append(event.item)
             return None
         raise LlmClientError(f"LlmClient sent an unknown event: {_shown(event)}")
+
+    def _too_long(self) -> LlmClientError:
+        return LlmClientError(
+            f"The model's response is over {self.max_chars} characters of text and "
+            f"arguments (Limits.max_response_chars); it was refused"
+        )
 
     def message(self) -> AssistantMessage:
         completion = self.completion

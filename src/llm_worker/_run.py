@@ -408,7 +408,7 @@ class _Turns:
                     self.check_budgets()
                     yield ResponseStarted(session.run_tally.requests + 1)
                     request = self.request()
-                    response = ResponseAssembler()
+                    response = ResponseAssembler(session.limits.max_response_chars)
                     stream = session.client.stream(request)
                     trace = self.trace
                     span = None if trace is None else trace.request(request, self.turns + 1)
