@@ -617,3 +617,16 @@ class TestPreCommitHook:
         assert "- id: llm-worker-schema\n" in text
         assert "  entry: llm-worker schema\n" in text
         assert "  pass_filenames: false\n" in text
+
+
+def test_the_diff_splits_lines_at_newlines_only():
+    """A description's U+2028 or U+0085 (JSON leaves them in its strings) is not a line
+    end: splitlines() cut there and marked each piece "No newline at end of file"."""
+    from llm_worker._cli import _diff
+
+    old = '[\n  "one\u2028two\u0085three",\n  "x"\n]\n'.encode()
+    new = '[\n  "one\u2028two\u0085three",\n  "y"\n]\n'.encode()
+    diff = _diff("schema.json", old, new).decode()
+    assert "No newline" not in diff
+    assert '-  "x"\n+  "y"\n' in diff
+    assert '\n   "one\u2028two\u0085three",\n' in diff

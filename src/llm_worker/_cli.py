@@ -716,8 +716,8 @@ def _diff(path: str, actual: bytes, expected: bytes) -> bytes:
     import difflib  # only a failed check pays for it
 
     diff = difflib.unified_diff(
-        actual.decode("utf-8", errors="replace").splitlines(keepends=True),
-        expected.decode("utf-8").splitlines(keepends=True),
+        _lines(actual.decode("utf-8", errors="replace")),
+        _lines(expected.decode("utf-8")),
         fromfile=path,
         tofile=f"{path} (regenerated)",
     )
@@ -726,6 +726,13 @@ def _diff(path: str, actual: bytes, expected: bytes) -> bytes:
     )
     # errors="replace": a path given as undecodable bytes (surrogateescape) is no reason to fail.
     return text.encode("utf-8", errors="replace")
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines, ends kept: split at "\n" only (``splitlines`` also splits at the
+    U+2028 or U+0085 a description may hold, which JSON leaves in its strings)."""
+    lines = text.split("\n")
+    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
 
 
 def _eol_advice(path: str) -> str:
