@@ -320,6 +320,23 @@ class TestLimits:
         with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
             decorator(**kwargs)
 
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"max_input_bytes": math.nan}, "max_input_bytes must be an int, not float nan"),
+            ({"max_input_depth": 1.5}, "max_input_depth must be an int, not float 1.5"),
+            ({"max_input_bytes": True}, "max_input_bytes must be an int, not bool True"),
+            ({"timeout": True}, "timeout must be a number of seconds, not bool"),
+            ({"timeout": "5"}, "timeout must be a number of seconds, not str"),
+        ],
+    )
+    @pytest.mark.parametrize("decorator", [tool, tool_registry], ids=["tool", "tool_registry"])
+    def test_decorator_options_of_the_wrong_type_are_refused(self, decorator, kwargs, message):
+        """A NaN size passed the range check (`nan < 1` is false) and then allowed any
+        input; a bool is not a size."""
+        with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+            decorator(**kwargs)
+
 
 # -- input_limit_problem ----------------------------------------------------------------------
 

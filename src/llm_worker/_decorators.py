@@ -104,7 +104,6 @@ def tool(
     for the application and MCP hosts; the model is not sent them. Unset
     options come from ``@tool_registry(...)``, then from the defaults.
     """
-    _check_thread(thread)
     options = ToolOptions(
         name=name,
         thread=thread,
@@ -124,12 +123,6 @@ def tool(
     if func is None:
         return cast(_ToolDecorator, wrap)
     return wrap(func)
-
-
-def _check_thread(thread: object) -> None:
-    # ToolOptions compares with ==, and 1 == True; a tool runs by `thread is True`.
-    if thread is not None and not isinstance(thread, bool) and thread != "dedicated":
-        raise ValueError(f"thread must be True, False or 'dedicated', not {thread!r}")
 
 
 @overload
@@ -165,7 +158,6 @@ def tool_registry(
     Raises one ``TypeError`` listing every problem if any method cannot be a
     tool; the class is then left untouched.
     """
-    _check_thread(thread)
     defaults = ToolOptions(
         thread=thread,
         strict=strict,

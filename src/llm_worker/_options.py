@@ -61,7 +61,8 @@ class ToolOptions:
     annotations: ToolAnnotations | None = None
 
     def __post_init__(self) -> None:
-        if self.thread not in (None, True, False, "dedicated"):
+        # Not `in (True, False, ...)`: 1 == True, and a tool runs by `thread is True`.
+        if self.thread is not None and type(self.thread) is not bool and self.thread != "dedicated":
             raise ValueError(f"thread must be True, False or 'dedicated', not {self.thread!r}")
         policy = self.requires_approval
         if policy is not None and not (isinstance(policy, bool) or callable(policy)):
@@ -78,11 +79,21 @@ class ToolOptions:
             )
         if self.sequential is not None and not isinstance(self.sequential, bool):
             raise TypeError(f"sequential must be True or False, not {self.sequential!r}")
-        if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout}")
+        timeout = self.timeout
+        if timeout is not None:
+            if not isinstance(timeout, (int, float)) or isinstance(timeout, bool):
+                raise TypeError(
+                    f"timeout must be a number of seconds, not {type(timeout).__name__}"
+                )
+            if not timeout > 0:  # NaN too
+                raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
         for name in ("max_input_bytes", "max_input_depth"):
             value = getattr(self, name)
-            if value is not None and value < 1:
+            if value is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):  # NaN, 1.5, True
+                raise TypeError(f"{name} must be an int, not {type(value).__name__} {value!r}")
+            if value < 1:
                 raise ValueError(f"{name} must be at least 1, got {value}")
 
     def over(self, defaults: ToolOptions) -> ToolOptions:
