@@ -7,6 +7,7 @@ fragments, interleavings and broken streams can be fed to a real ``Worker``.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import AsyncIterator, Sequence
 
@@ -25,6 +26,7 @@ from llm_worker import (
     ProviderError,
     ProviderItem,
     ProviderItemDone,
+    ReasoningDelta,
     RunState,
     TextDelta,
     ToolCall,
@@ -516,7 +518,7 @@ class TestProtocolErrors:
 
 class TestResponseSize:
     @pytest.mark.anyio
-    @pytest.mark.parametrize("where", ["text", "arguments"])
+    @pytest.mark.parametrize("where", ["text", "arguments", "reasoning", "provider-items"])
     async def test_a_response_past_max_response_chars_is_refused(self, where):
         """An endless (or enormous) response filled memory, and then the history, which
         every later request resends: past the limit it is a client's error, refused."""
@@ -524,6 +526,11 @@ class TestResponseSize:
 
         if where == "text":
             events: list[object] = [TextDelta("x" * 100) for _ in range(11)]
+        elif where == "reasoning":
+            events = [ReasoningDelta("x" * 100) for _ in range(11)]
+        elif where == "provider-items":
+            item = ProviderItem("p", "thinking", json.dumps("x" * 300))
+            events = [ProviderItemDone(item) for _ in range(4)]
         else:
             events = [ToolUseStart(0, "c1", "rec")]
             events += [ToolInputDelta(0, "x" * 100) for _ in range(11)]
@@ -532,8 +539,8 @@ class TestResponseSize:
         with anyio.fail_after(5), pytest.raises(LlmClientError) as info:
             await worker.run("go")
         assert str(info.value) == (
-            "The model's response is over 1000 characters of text and arguments "
-            "(Limits.max_response_chars); it was refused"
+            "The model's response is over 1000 characters of text, reasoning, arguments and "
+            "provider items (Limits.max_response_chars); it was refused"
         )
         assert worker.history == (UserMessage("go"),)
         assert recorder.inputs == []

@@ -148,6 +148,32 @@ class TestBounds:
         text = safe_text("x" * lead + " " + " ".join([secret] * 30))
         assert not any(secret[:k] in text for k in range(8, len(secret) + 1)), text
 
+    def test_a_long_text_without_spaces_is_kept_with_secrets_set(self, monkeypatch):
+        """Dropping the slice's last word wiped such a text whole (compact JSON, a list
+        of ids) whenever any secret was set: only a secret's beginning is dropped."""
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-0123456789abcdef")
+        assert safe_text("x" * 5_000) == "x" * (MAX_ERROR_TEXT - 1) + "…"
+        assert safe_text("bad ids: " + "id," * 3_000).startswith("bad ids: id,id,id,")
+
+    def test_no_part_of_a_passphrase_at_the_windows_edge_is_shown(self, monkeypatch):
+        passphrase = "correct horse battery staple and more words"
+        monkeypatch.setenv("DB_PASSWORD", passphrase)
+        for lead in range(0, 60, 3):
+            text = safe_text("x" * lead + " " + " ".join([passphrase] * 60))
+            assert not any(passphrase[:k] in text for k in range(7, len(passphrase))), text
+
+    @pytest.mark.parametrize(
+        "shown",
+        [
+            "https://h/o/wJalrXUtnFEMI/K7MDENG%2BbP%3D",  # quote(): "/" kept, in a path
+            "?x=wJalrXUtnFEMI%2fK7MDENG%2bbP%3d",  # lower-case escapes
+            '{"k": "wJalrXUtnFEMI\\/K7MDENG+bP="}',  # JSON's optional \/
+        ],
+    )
+    def test_a_secret_in_other_encodings_is_redacted(self, monkeypatch, shown):
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bP=")
+        assert "wJalrXUtnFEMI" not in safe_text(shown)
+
     def test_a_secret_in_a_repr_or_a_url_is_redacted(self, monkeypatch):
         """Exceptions show values as reprs (backslashes doubled) or URL-encoded."""
         monkeypatch.setenv("DB_PASSWORD", "Tr0ub4dor\\&3xyz")

@@ -401,6 +401,7 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
         DEFAULT_SESSION_IDLE_TIMEOUT,
     )
 
+    limits = _serve_limits(args)  # before the factory runs: a bad option is said first
     # Over stdio, stdout is the protocol: output of the user's code must not reach it.
     redirect = _stdout_to_stderr() if args.transport == "stdio" else contextlib.nullcontext()
     with redirect:
@@ -414,8 +415,6 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
     path: str = args.path or "/mcp"
     idle_timeout = DEFAULT_SESSION_IDLE_TIMEOUT if timeout is None else timeout
     max_sessions: int = DEFAULT_MAX_SESSIONS if args.max_sessions is None else args.max_sessions
-
-    limits = _serve_limits(args)
 
     async def serve() -> None:
         await serve_async(

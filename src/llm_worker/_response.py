@@ -56,7 +56,8 @@ class ResponseAssembler:
 
     def __init__(self, max_chars: int = DEFAULT_MAX_RESPONSE_CHARS) -> None:
         self.max_chars = max_chars
-        self.left = max_chars  # characters of text and arguments the response may still send
+        self.left = max_chars  # characters the response may still send (text, reasoning,
+        # arguments, provider items' data: everything it makes the history keep)
         self.text: list[str] = []
         self.items: list[ProviderItem] = []
         self.calls: dict[int, ToolUseStart] = {}
@@ -137,17 +138,25 @@ class ResponseAssembler:
             self.completion = event
             return None
         if isinstance(event, ReasoningDelta):
+            if type(event.text) is not str:
+                raise LlmClientError(f"LlmClient sent reasoning that is not a str: {_shown(event)}")
+            self.left -= len(event.text)  # shown, and the provider keeps it for later requests
+            if self.left < 0:
+                raise self._too_long()
             return event
         if isinstance(event, ProviderItemDone):
             _check_item(event)
+            self.left -= len(event.item.data)
+            if self.left < 0:
+                raise self._too_long()
             self.items.append(event.item)
             return None
         raise LlmClientError(f"LlmClient sent an unknown event: {_shown(event)}")
 
     def _too_long(self) -> LlmClientError:
         return LlmClientError(
-            f"The model's response is over {self.max_chars} characters of text and "
-            f"arguments (Limits.max_response_chars); it was refused"
+            f"The model's response is over {self.max_chars} characters of text, reasoning, "
+            f"arguments and provider items (Limits.max_response_chars); it was refused"
         )
 
     def message(self) -> AssistantMessage:

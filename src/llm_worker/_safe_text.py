@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
+import json
 import os
 import re
 import reprlib
@@ -99,8 +101,8 @@ def safe_text(text: str) -> str:
         head = _redact(text[: _WINDOW + len(secrets[0])], secrets)
         if len(text) > _WINDOW + len(secrets[0]):
             # That slice may have gone through a secret, and redacting may have made the
-            # text too short for the cut below to drop it: drop the word now.
-            head = _without_last_word(head)
+            # text too short for the cut below to drop it: drop its beginning now.
+            head = _without_cut_secret(head, secrets)
         text = head
     if len(text) > _WINDOW:
         text = _cut(text)
@@ -174,18 +176,29 @@ class _SecretNames:
 
 def _secret_values() -> list[str]:
     """The values of the environment variables whose names say they are secret, and the
-    forms texts show them in (a repr, URL-encoded), longest first."""
+    forms texts show them in, longest first."""
     values: set[str] = set()
     for name in _SecretNames.current():
         value = os.environ.get(name, "")
         if len(value) >= _MIN_SECRET_LENGTH:
-            values.add(value)
-            # An exception shows values as reprs (KeyError, a tuple, {x!r}: backslashes
-            # doubled) or in URLs (/, + and = percent-encoded): the same secret.
-            values.add(repr(value)[1:-1])
-            values.add(quote(value, safe=""))
-            values.add(quote_plus(value, safe=""))
+            values.update(_shown_forms(value))
     return sorted(values, key=len, reverse=True)  # one containing another goes whole
+
+
+@functools.lru_cache(maxsize=256)
+def _shown_forms(value: str) -> frozenset[str]:
+    """``value`` as texts show it: itself, a repr's (``KeyError``, a tuple, ``{x!r}``:
+    backslashes doubled), JSON's (``\\/`` too), URL-encoded (in a path or a query, upper or
+    lower case escapes). Made once per value: an error's scrubbing stays microseconds."""
+    forms = {value, repr(value)[1:-1], repr(value.encode("utf-8", "surrogatepass"))[2:-1]}
+    for escaped in (json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]):
+        forms.update((escaped, escaped.replace("/", "\\/")))
+    for encoded in (quote(value, safe=""), quote(value), quote_plus(value, safe="")):
+        forms.update((encoded, _LOWER_ESCAPES.sub(lambda m: m[0].lower(), encoded)))
+    return frozenset(forms)
+
+
+_LOWER_ESCAPES = re.compile(r"%[0-9A-F]{2}")
 
 
 def _redact(text: str, secrets: list[str]) -> str:
@@ -195,16 +208,21 @@ def _redact(text: str, secrets: list[str]) -> str:
     return text
 
 
-def _without_last_word(text: str) -> str:
-    """``text`` up to its last space or redaction: what follows may be half a secret."""
-    marker = text.rfind(REDACTED)
-    end = max(
-        text.rfind(" "),
-        text.rfind("\n"),
-        text.rfind("\t"),
-        marker + len(REDACTED) if marker >= 0 else -1,
-    )
-    return text[:end] if end > 0 else ""
+def _without_cut_secret(text: str, secrets: list[str]) -> str:
+    """``text`` without the beginning of a secret it ends with (the rest was cut off).
+
+    Only a secret's beginning is dropped, whatever it holds (a passphrase's spaces): an
+    ordinary text is kept whole.
+    """
+    cut = len(text)
+    for value in secrets:
+        position = text.find(value[0], max(0, len(text) - len(value) + 1))
+        while position != -1 and position < cut:
+            if value.startswith(text[position:]):
+                cut = position
+                break
+            position = text.find(value[0], position + 1)
+    return text[:cut]
 
 
 def _cut(text: str) -> str:
