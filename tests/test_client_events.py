@@ -518,7 +518,10 @@ class TestProtocolErrors:
 
 class TestResponseSize:
     @pytest.mark.anyio
-    @pytest.mark.parametrize("where", ["text", "arguments", "reasoning", "provider-items"])
+    @pytest.mark.parametrize(
+        "where",
+        ["text", "arguments", "reasoning", "provider-items", "empty-events", "calls", "stops"],
+    )
     async def test_a_response_past_max_response_chars_is_refused(self, where):
         """An endless (or enormous) response filled memory, and then the history, which
         every later request resends: past the limit it is a client's error, refused."""
@@ -531,6 +534,12 @@ class TestResponseSize:
         elif where == "provider-items":
             item = ProviderItem("p", "thinking", json.dumps("x" * 300))
             events = [ProviderItemDone(item) for _ in range(4)]
+        elif where == "empty-events":  # endless and empty: it never ended, memory grew
+            events = [TextDelta(""), ReasoningDelta("")] * 501
+        elif where == "calls":  # each a new call: memory grew
+            events = [ToolUseStart(i, f"id-{i}", "rec") for i in range(200)]
+        elif where == "stops":  # the same stop, again and again: it never ended
+            events = [ToolUseStart(0, "c1", "rec"), *[ToolUseStop(0)] * 1001]
         else:
             events = [ToolUseStart(0, "c1", "rec")]
             events += [ToolInputDelta(0, "x" * 100) for _ in range(11)]

@@ -44,10 +44,10 @@ class Limits:
     - ``max_media_bytes``: the images, audio and documents of one rich result
       together; a part past it is replaced by a note saying what was dropped.
     - ``max_concurrent_calls``: how many calls of one response run at once.
-    - ``max_response_chars``: the text, reasoning, argument fragments and provider
-      items of one model response together; a response past it is refused
-      (``LlmClientError``), as a broken client's: an endless stream would otherwise fill
-      memory, and the history.
+    - ``max_response_chars``: the text, reasoning, argument fragments, calls' ids and
+      names and provider items of one model response together, each event counting
+      one at least; a response past it is refused (``LlmClientError``), as a broken
+      client's: an endless stream would otherwise fill memory, and the history.
 
     Budgets of a run (``run()`` and the ``resume()`` / ``retry()`` that continue
     it; ``None``: no budget). Before each model request the worker checks

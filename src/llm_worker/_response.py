@@ -57,7 +57,9 @@ class ResponseAssembler:
     def __init__(self, max_chars: int = DEFAULT_MAX_RESPONSE_CHARS) -> None:
         self.max_chars = max_chars
         self.left = max_chars  # characters the response may still send (text, reasoning,
-        # arguments, provider items' data: everything it makes the history keep)
+        # arguments, calls' ids and names, provider items' data: everything it makes the
+        # history keep), every event counting one at least (so an endless run of empty
+        # events ends too)
         self.text: list[str] = []
         self.items: list[ProviderItem] = []
         self.calls: dict[int, ToolUseStart] = {}
@@ -73,7 +75,7 @@ class ResponseAssembler:
         if isinstance(event, TextDelta):
             if type(event.text) is not str:
                 raise LlmClientError(f"LlmClient sent text that is not a str: {_shown(event)}")
-            self.left -= len(event.text)
+            self.left -= len(event.text) or 1
             if self.left < 0:
                 raise self._too_long()
             self.text.append(event.text)
@@ -97,7 +99,7 @@ class ResponseAssembler:
                     f"LlmClient sent an argument fragment that is not a str for tool call "
                     f"index {_shown(index)}: {type(event.fragment).__name__}"
                 )
-            self.left -= len(event.fragment)
+            self.left -= len(event.fragment) or 1
             if self.left < 0:
                 raise self._too_long()
             self.fragments[index].append(event.fragment)
@@ -117,6 +119,9 @@ class ResponseAssembler:
                     f"LlmClient sent two tool calls with the id {_shown(event.call_id)} in one "
                     f"response; each call needs its own id"
                 )
+            self.left -= len(event.call_id) + len(event.name) + 1
+            if self.left < 0:
+                raise self._too_long()
             self.ids.add(event.call_id)
             self.calls[index] = event
             self.fragments[index] = []
@@ -129,6 +134,9 @@ class ResponseAssembler:
                     or f"LlmClient stopped tool call index {_shown(index)}, which never started"
                 )
             if index in self.stopped:
+                self.left -= 1  # a repeated stop says nothing, but an endless run of them
+                if self.left < 0:  # would never end
+                    raise self._too_long()
                 return None
             call = _call(self.calls[index], self.fragments[index])
             self.stopped[index] = call
@@ -140,13 +148,13 @@ class ResponseAssembler:
         if isinstance(event, ReasoningDelta):
             if type(event.text) is not str:
                 raise LlmClientError(f"LlmClient sent reasoning that is not a str: {_shown(event)}")
-            self.left -= len(event.text)  # shown, and the provider keeps it for later requests
+            self.left -= len(event.text) or 1  # shown, and kept by the provider for later
             if self.left < 0:
                 raise self._too_long()
             return event
         if isinstance(event, ProviderItemDone):
             _check_item(event)
-            self.left -= len(event.item.data)
+            self.left -= len(event.item.data) or 1
             if self.left < 0:
                 raise self._too_long()
             self.items.append(event.item)

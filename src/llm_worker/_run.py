@@ -112,7 +112,7 @@ if TYPE_CHECKING:
 
     from ._output import RunOutput
 
-__all__ = ["STREAM_CLOSE_TIMEOUT", "RunStream", "Start"]
+__all__ = ["STREAM_CLOSE_TIMEOUT", "RunStream", "Start", "close_stream"]
 
 logger = logging.getLogger("llm_worker")
 
@@ -275,7 +275,7 @@ STREAM_CLOSE_TIMEOUT = 5.0
 """Seconds a model's stream left unfinished may take to close; then it is left as it is."""
 
 
-async def _closed(aclose: Callable[[], Awaitable[object]]) -> None:
+async def close_stream(aclose: Callable[[], Awaitable[object]]) -> None:
     """Close a client's stream, shielded (a cancelled run still closes its connection),
     but never for longer than ``STREAM_CLOSE_TIMEOUT``: a close that hangs (a dead
     connection's) would otherwise hang the run, and every cancel scope around it."""
@@ -447,7 +447,7 @@ class _Turns:
                     finally:
                         aclose = None if done else getattr(stream, "aclose", None)
                         if aclose is not None:  # a stream read to its end needs no closing
-                            await _closed(aclose)
+                            await close_stream(aclose)
                     if span is not None:
                         span.end(message, None)
                     session.history.append(message)

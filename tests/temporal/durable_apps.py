@@ -257,6 +257,24 @@ class GatedModel(PlanModel):
             yield event
 
 
+class EndlessModel:
+    """A model whose every response is text without end; it counts its requests and
+    the streams closed."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.closed = 0
+
+    async def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
+        self.attempts += 1
+        try:
+            while True:
+                await asyncio.sleep(0)
+                yield TextDelta("x" * 100)
+        finally:
+            self.closed += 1
+
+
 async def _failing(error: ProviderError) -> AsyncIterator[LlmEvent]:
     raise error
     yield  # an async generator that fails on its first step, as a real client's stream
@@ -437,6 +455,19 @@ TIGHT.register_tools(Reports)
 @workflow.defn
 class TightWorkflow(ConversationWorkflow):
     durable = TIGHT
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+# Responses of 1 000 characters at most.
+CAPPED = DurableWorker("capped", limits=Limits(tool_timeout=30, max_response_chars=1_000))
+
+
+@workflow.defn
+class CappedWorkflow(ConversationWorkflow):
+    durable = CAPPED
 
     @workflow.run
     async def run(self, start: ConversationStart) -> ConversationOutcome:

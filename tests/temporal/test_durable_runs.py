@@ -42,6 +42,7 @@ from llm_worker.temporal import (
 )
 
 from .durable_apps import (
+    CAPPED,
     HASTY,
     HOOKED,
     LEDGER,
@@ -51,7 +52,9 @@ from .durable_apps import (
     STOPPING,
     TIGHT,
     VAULT_QUEUE,
+    CappedWorkflow,
     Deps,
+    EndlessModel,
     FlakyModel,
     GatedModel,
     HastyWorkflow,
@@ -691,6 +694,31 @@ class TestFailures:
             "ProviderError",
             "test request failed (HTTP 503): busy",
         )
+
+    async def test_an_endless_response_fails_the_run_at_max_response_chars(
+        self, client: Client, task_queue: str
+    ):
+        """The model activity checks ``max_response_chars`` as the response comes: an
+        endless stream is closed at the limit and fails the run once, not retried (it
+        used to be read until the activity's timeout)."""
+        model = EndlessModel()
+        async with temporal_worker(
+            client,
+            task_queue,
+            workflows=[CappedWorkflow],
+            activities=CAPPED.activities(model=model),
+        ):
+            conversation = await Conversation.start(
+                client, CappedWorkflow, "go", id=workflow_id(), task_queue=task_queue
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation, seconds=30)
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "LlmClientError"
+        assert "over 1000 characters" in cause.message
+        assert "Limits.max_response_chars" in cause.message
+        assert (model.attempts, model.closed) == (1, 1)
 
     async def test_a_tool_s_error_is_its_result_not_an_activity_failure(
         self, client: Client, task_queue: str, tmp_path: Path

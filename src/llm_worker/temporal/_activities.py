@@ -32,6 +32,8 @@ from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError
 from .._execution import execute_call
 from .._limits import Limits
 from .._model_texts import DURABLE_RESULT_TOO_LARGE, call_text
+from .._response import ResponseAssembler
+from .._run import close_stream
 from .._server import ToolServerHandle, entry_of
 from .._state_json import dump_result
 from ._deps import DepsCodec
@@ -45,15 +47,16 @@ _T = TypeVar("_T")
 
 
 def model_request_activity(
-    name: str, client: LlmClient, max_payload_bytes: int
+    name: str, client: LlmClient, limits: Limits, max_payload_bytes: int
 ) -> Callable[[JsonDict], Awaitable[list[JsonDict]]]:
     """The activity ``name``: one model request through ``client``; a response over
-    ``max_payload_bytes`` fails it for good."""
+    ``limits.max_response_chars`` or ``max_payload_bytes`` fails it for good."""
 
     @activity.defn(name=name)
     async def model_request(request: JsonDict) -> list[JsonDict]:
         try:
-            events = await _beating(_Progress(), _read(client, load_request(request)))
+            reading = _read(client, load_request(request), limits.max_response_chars)
+            events = await _beating(_Progress(), reading)
         except ProviderError as exc:
             raise ApplicationError(
                 str(exc),
@@ -142,8 +145,23 @@ class _Progress:
         self.latest = {"call_id": call_id, "progress": progress, "total": total, "message": message}
 
 
-async def _read(client: LlmClient, request: LlmRequest) -> list[LlmEvent]:
-    return [event async for event in client.stream(request)]
+async def _read(client: LlmClient, request: LlmRequest, max_chars: int) -> list[LlmEvent]:
+    """The response's events, each checked as it comes, as the workflow's loop checks
+    them: a stream that breaks the protocol or runs over ``max_chars`` (an endless one)
+    is refused there and then, not read until the activity times out."""
+    response = ResponseAssembler(max_chars)
+    events: list[LlmEvent] = []
+    stream = client.stream(request)
+    try:
+        async for event in stream:
+            response.feed(event)
+            events.append(event)
+    except LlmClientError:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await close_stream(aclose)
+        raise
+    return events
 
 
 async def _beating(progress: _Progress, work: Awaitable[_T]) -> _T:

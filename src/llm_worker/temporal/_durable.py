@@ -247,7 +247,9 @@ class DurableWorker(Generic[DepsT]):
         made: list[Callable[..., Any]] = []
         if model is not None:
             made.append(
-                model_request_activity(self.model_activity_name, model, self.max_payload_bytes)
+                model_request_activity(
+                    self.model_activity_name, model, self.limits, self.max_payload_bytes
+                )
             )
         definitions = list(tools)
         if definitions:
