@@ -381,6 +381,50 @@ async def test_an_answer_accepted_before_a_pause_survives_saving_and_loading() -
     assert client.requests == []
 
 
+@pytest.mark.parametrize("saved", [False, True], ids=["in-process", "saved-and-loaded"])
+async def test_answers_that_failed_before_a_pause_count_after_it(saved: bool) -> None:
+    """One bad answer, then a pause (output_retries=1): after resuming, one more bad
+    answer ends the run, whether the pause was saved and loaded or not (a loaded run
+    had its retries anew)."""
+    from llm_worker import Approve, RunState
+
+    bad = '{"city": "Oslo"}'
+    script: list[str | ScriptedResponse] = [bad, paused_on_echo(), bad, bad]
+    client = ScriptedClient(script)
+    worker = approving_worker(client, Weather)
+    assert await run(worker) is WorkerResult.PAUSED
+    if saved:
+        state = RunState.from_json(worker.state.to_json())
+        assert state.output_attempts == 1
+        client = ScriptedClient(script[2:])
+        worker = approving_worker(client, Weather)
+        worker.load_state(state)
+    with anyio.fail_after(10), pytest.raises(OutputValidationError) as info:
+        await worker.resume(Approve())
+    assert info.value.attempts == 2
+    assert len(client.requests) == (1 if saved else 3)
+    assert_history_valid(worker.history)
+
+
+def test_a_state_without_output_attempts_reads_as_none_failed() -> None:
+    from llm_worker import RunState
+
+    saved = json.loads(_paused_state_json())
+    del saved["paused"]["output_attempts"]
+    assert RunState.from_json(json.dumps(saved)).output_attempts == 0
+    saved["paused"]["output_attempts"] = -1
+    from llm_worker import RunStateError
+
+    with pytest.raises(RunStateError, match="output_attempts"):
+        RunState.from_json(json.dumps(saved))
+
+
+def _paused_state_json() -> str:
+    worker = approving_worker(ScriptedClient([paused_on_echo()]), Weather)
+    anyio.run(worker.run, "weather?")
+    return worker.state.to_json()
+
+
 async def test_a_saved_answer_that_does_not_fit_the_loading_workers_type_is_refused() -> None:
     from llm_worker import Approve, RunState, RunStateError
 

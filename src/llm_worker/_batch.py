@@ -76,11 +76,12 @@ class CallSlot:
 class ToolBatch:
     """The calls of one response while they are decided, run, reviewed and recorded."""
 
-    __slots__ = ("closed", "slots", "turns", "unreported")
+    __slots__ = ("closed", "output_attempts", "slots", "turns", "unreported")
 
     def __init__(self, calls: tuple[ToolCall, ...], turns: int) -> None:
         self.slots: list[CallSlot] = [CallSlot(index, call) for index, call in enumerate(calls)]
         self.turns = turns  # model requests made so far in this run (for max_turns)
+        self.output_attempts = 0  # structured answers that failed before a pause
         self.closed = False
         self.unreported: list[ToolCallFinished] = []  # of the results not reported yet
 

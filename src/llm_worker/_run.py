@@ -604,6 +604,8 @@ class _Turns:
         """Keep ``batch`` waiting for decisions: from here on, leaving keeps the pause."""
         held = batch.held()
         self.session.paused = batch
+        # A saved state keeps how many answers failed: a loaded run has no more retries left.
+        batch.output_attempts = 0 if self.output is None else self.output.attempts
         self.result = WorkerResult.PAUSED
         return tuple(
             PendingCall(slot.run_call, slot.entry.meta, slot.reason or "")

@@ -301,6 +301,7 @@ class Session:
             history=self.history,
             paused=paused,
             turns=0 if batch is None else batch.turns,
+            output_attempts=0 if batch is None else batch.output_attempts,
             run_usage=self.run_usage,
             usage=self.usage,
             tool_choice=self.tool_choice,
@@ -318,6 +319,7 @@ class Session:
             message = state.history[-1]
             assert isinstance(message, AssistantMessage)
             batch = ToolBatch(message.tool_calls, state.turns)
+            batch.output_attempts = state.output_attempts
             for slot, saved in zip(batch.slots, state.paused_calls, strict=True):
                 _restore_slot(self, batch, slot, saved)
             batch.report()  # the events of its results came in the run that paused

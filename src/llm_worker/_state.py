@@ -58,6 +58,7 @@ class RunState:
         "_allowed_tools",
         "_fingerprint",
         "_history",
+        "_output_attempts",
         "_paused",
         "_run_usage",
         "_tool_choice",
@@ -76,10 +77,13 @@ class RunState:
         tool_choice: str,
         allowed_tools: tuple[str, ...] | None,
         fingerprint: str,
+        output_attempts: int = 0,
     ) -> None:
         self._history = tuple(history)
         self._paused = None if paused is None else tuple(paused)
-        self._turns = turns if paused is not None else 0  # only a paused run goes on counting
+        # Only a paused run goes on counting.
+        self._turns = turns if paused is not None else 0
+        self._output_attempts = output_attempts if paused is not None else 0
         self._run_usage = run_usage
         self._usage = usage
         self._tool_choice = tool_choice
@@ -120,6 +124,11 @@ class RunState:
         return self._turns
 
     @property
+    def output_attempts(self) -> int:
+        """Structured answers of the paused run that failed (``output_retries`` counts them)."""
+        return self._output_attempts
+
+    @property
     def usage(self) -> RunUsage:
         """What the whole conversation has cost."""
         return self._usage
@@ -155,6 +164,7 @@ class RunState:
             history=self._history,
             paused=paused,
             turns=self._turns,
+            output_attempts=self._output_attempts,
             run_usage=self._run_usage,
             usage=self._usage,
             tool_choice=self._tool_choice,
@@ -178,6 +188,7 @@ class RunState:
             self._history,
             self._paused,
             self._turns,
+            self._output_attempts,
             self._run_usage,
             self._usage,
             self._tool_choice,

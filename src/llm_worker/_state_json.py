@@ -156,6 +156,7 @@ class _PausedCallJson(TypedDict):
 
 class _PausedJson(TypedDict):
     turns: int
+    output_attempts: NotRequired[_Count]  # NotRequired: states written before it read
     calls: list[_PausedCallJson]
 
 
@@ -203,6 +204,7 @@ def load_state(text: str | bytes) -> dict[str, Any]:
         "history": [_load_message(item) for item in data["history"]],
         "paused": None if paused is None else [_load_paused(call) for call in paused["calls"]],
         "turns": 0 if paused is None else paused["turns"],
+        "output_attempts": 0 if paused is None else paused.get("output_attempts", 0),
         "run_usage": RunUsage(**run["usage"]),
         "usage": RunUsage(**data["usage"]),
         "tool_choice": run["tool_choice"],
@@ -216,6 +218,7 @@ def dump_state(
     history: Sequence[Message],
     paused: Sequence[PausedTuple] | None,
     turns: int,
+    output_attempts: int,
     run_usage: RunUsage,
     usage: RunUsage,
     tool_choice: str,
@@ -230,7 +233,11 @@ def dump_state(
         "history": [dump_message(message) for message in history],
         "paused": None
         if paused is None
-        else {"turns": turns, "calls": [_dump_paused(*call) for call in paused]},
+        else {
+            "turns": turns,
+            "output_attempts": output_attempts,
+            "calls": [_dump_paused(*call) for call in paused],
+        },
         "run": {
             "usage": _dump_run_usage(run_usage),
             "tool_choice": tool_choice,

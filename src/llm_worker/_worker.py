@@ -340,7 +340,9 @@ class _WorkerBase(Generic[DepsT, OutputT]):
             return session.run_output
         output = self._output_of(None, session.tool_choice)
         if output is not None and session.paused is not None:
-            # A loaded paused response may hold the answer already: take it again.
+            # A loaded paused response may hold the answer already: take it again; and
+            # the answers that failed before the pause count against output_retries.
+            output.attempts = session.paused.output_attempts
             answered = session.paused.slots
             output.take_answer_of(
                 slot.call for slot in answered if slot.result and not slot.result.is_error
