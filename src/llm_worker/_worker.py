@@ -53,7 +53,7 @@ from ._types import ToolDefinition
 if TYPE_CHECKING:
     from ._output import RunOutput
 
-__all__ = ["LockedWorker", "RunStateWarning", "Worker", "WorkerResult"]
+__all__ = ["LockedWorker", "RunStateWarning", "Worker", "WorkerResult", "check_output_options"]
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
@@ -398,6 +398,16 @@ async def _drain(stream: RunStream[Any]) -> WorkerResult:
     return result
 
 
+def check_output_options(output_type: object, output_retries: object) -> None:
+    """Refuse what ``output_type=`` / ``output_retries=`` cannot be, where they are given."""
+    if not isinstance(output_retries, int) or output_retries < 0:
+        raise ValueError(f"output_retries must be an int of at least 0, got {output_retries!r}")
+    if output_type is not None and output_type is not str:
+        from ._output_schema import output_shape
+
+        output_shape(output_type)  # a type pydantic cannot validate fails here, not later
+
+
 def _check_deps_type(entry: ToolEntry, deps_type: type[Any]) -> None:
     # A generated tool says which Deps its ToolContext[Deps] wants (deps_type).
     wanted: object = getattr(entry.tool, "deps_type", None)
@@ -453,12 +463,7 @@ class Worker(_WorkerBase[DepsT, OutputT]):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
         if deps_type is not None and not isinstance(deps_type, type):
             raise TypeError(f"deps_type must be a class, not {deps_type!r}")
-        if not isinstance(output_retries, int) or output_retries < 0:
-            raise ValueError(f"output_retries must be an int of at least 0, got {output_retries!r}")
-        if output_type is not None and output_type is not str:
-            from ._output_schema import output_shape
-
-            output_shape(output_type)  # a type pydantic cannot validate fails here, not later
+        check_output_options(output_type, output_retries)
         self._session = Session(
             client,
             system_prompt,

@@ -461,6 +461,32 @@ class TightWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
+# Runs that answer with a Booking (through the final_result tool).
+@dataclass
+class Booking:
+    account: str
+    total: int
+
+
+ANSWERING = DurableWorker(
+    "answering",
+    deps_type=Deps,
+    output_type=Booking,
+    limits=Limits(tool_timeout=30),
+    tool_activity=ActivityConfig(retry_policy=FAST_RETRIES),
+)
+ANSWERING.register_tools(Ledger)
+
+
+@workflow.defn
+class AnsweringWorkflow(ConversationWorkflow):
+    durable = ANSWERING
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
 # Responses of 1 000 characters at most.
 CAPPED = DurableWorker("capped", limits=Limits(tool_timeout=30, max_response_chars=1_000))
 

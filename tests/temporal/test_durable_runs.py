@@ -42,6 +42,7 @@ from llm_worker.temporal import (
 )
 
 from .durable_apps import (
+    ANSWERING,
     CAPPED,
     HASTY,
     HOOKED,
@@ -52,6 +53,8 @@ from .durable_apps import (
     STOPPING,
     TIGHT,
     VAULT_QUEUE,
+    AnsweringWorkflow,
+    Booking,
     CappedWorkflow,
     Deps,
     EndlessModel,
@@ -167,6 +170,58 @@ class TestRun:
             EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
         )
         assert scheduled_before == 4  # the first model request and the three calls
+
+    async def test_a_structured_answer_comes_back_as_the_output_type(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """``output_type=``: the model answers through ``final_result`` (a bad answer is
+        told what is wrong, as in a process); the outcome carries the answer as JSON
+        data and ``load_output`` makes it a ``Booking`` again."""
+        message = plan(
+            [call("credit", "a", account="ada", amount=5)],
+            [call("final_result", "f1", account="ada")],  # no total: told so, answers again
+            [call("final_result", "f2", account="ada", total=5)],
+        )
+        activities = ANSWERING.activities(
+            model=PlanModel(), tools=tool_definitions(Ledger(tmp_path))
+        )
+        async with temporal_worker(
+            client, task_queue, workflows=[AnsweringWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                AnsweringWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            result = await finished(conversation)
+        assert result.output == {"account": "ada", "total": 5}
+        assert ANSWERING.load_output(result.output) == Booking("ada", 5)
+        local: Worker[Deps, Booking] = Worker(
+            PlanModel(), limits=ANSWERING.limits, deps_type=Deps, output_type=Booking
+        )
+        (tmp_path / "local").mkdir()
+        local.register_tools(tool_definitions(Ledger(tmp_path / "local")))
+        with anyio.fail_after(10):
+            assert await local.run(message, deps=Deps("ada")) is WorkerResult.FINISHED
+        assert local.output == Booking("ada", 5)
+        assert result.state.history == local.state.history
+        told = result.state.history[-3]
+        assert isinstance(told, ToolResult)
+        assert told.is_error
+        assert "total" in told.content
+
+    def test_an_output_type_is_checked_where_it_is_given(self):
+        class Opaque:
+            pass
+
+        with pytest.raises(TypeError, match=r"output type .*Opaque cannot be validated"):
+            DurableWorker("opaque", output_type=Opaque)
+        with pytest.raises(ValueError, match="output_retries must be"):
+            DurableWorker("opaque", output_retries=-1)
+        assert DurableWorker("plain").load_output("the text") == "the text"
 
     async def test_tools_get_an_idempotency_key_of_the_workflow_the_request_and_the_call(
         self, client: Client, task_queue: str, tmp_path: Path

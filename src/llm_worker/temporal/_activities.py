@@ -36,7 +36,7 @@ from .._response import ResponseAssembler
 from .._run import close_stream
 from .._server import ToolServerHandle, entry_of
 from .._state_json import dump_result
-from ._deps import DepsCodec
+from ._data import DataCodec
 from ._payloads import payload_size
 from ._wire import coalesce, dump_events, load_request
 
@@ -92,7 +92,7 @@ def model_request_activity(
 
 
 def tool_call_activity(
-    name: str, handle: ToolServerHandle, limits: Limits, deps: DepsCodec, max_payload_bytes: int
+    name: str, handle: ToolServerHandle, limits: Limits, deps: DataCodec, max_payload_bytes: int
 ) -> Callable[[JsonDict], Awaitable[JsonDict]]:
     """The activity ``name``: one call of one of ``handle``'s tools, within ``limits``; a
     result over ``max_payload_bytes`` is an error result."""

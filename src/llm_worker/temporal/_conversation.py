@@ -41,10 +41,15 @@ class EventPage:
 
 @dataclass(frozen=True)
 class ConversationResult:
-    """How a durable run ended: the model's answer and the state to continue from."""
+    """How a durable run ended: the model's answer and the state to continue from.
+
+    ``output``: the structured answer as JSON data, with an ``output_type`` (read it
+    with the ``DurableWorker``'s ``load_output``); ``None`` without one.
+    """
 
     final_text: str | None
     state: RunState
+    output: Any = None
 
 
 class Conversation:
@@ -163,10 +168,10 @@ class Conversation:
         outcome: object = await self.handle.result()
         if isinstance(outcome, dict):  # a handle made from an id alone knows no result type
             fields = cast("dict[str, Any]", outcome)
-            outcome = ConversationOutcome(fields["text"], fields["state"])
+            outcome = ConversationOutcome(fields["text"], fields["state"], fields.get("output"))
         if not isinstance(outcome, ConversationOutcome):
             raise TypeError(f"{self.handle.id!r} is not a ConversationWorkflow run")
-        return ConversationResult(outcome.text, RunState.from_json(outcome.state))
+        return ConversationResult(outcome.text, RunState.from_json(outcome.state), outcome.output)
 
     def __repr__(self) -> str:
         return f"<Conversation {self.handle.id!r}>"

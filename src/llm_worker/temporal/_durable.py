@@ -34,16 +34,17 @@ from .._registry import (
 )
 from .._server import ToolServer
 from .._types import ToolDefinition
-from .._worker import Worker
+from .._worker import Worker, check_output_options
 from ._activities import model_request_activity, tool_call_activity
 from ._config import MODEL_REQUEST_TIMEOUT, TOOL_TIMEOUT_GRACE, ActivityConfig
-from ._deps import DepsCodec
+from ._data import DataCodec
 from ._payloads import DEFAULT_MAX_PAYLOAD_BYTES
 from ._stand_ins import ActivityModel, ActivityTool
 
 __all__ = ["DurableWorker"]
 
 DepsT = TypeVar("DepsT", default=None)
+OutputT = TypeVar("OutputT", default=Any)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +55,7 @@ class _DurableTool:
     activity: ActivityConfig | None
 
 
-class DurableWorker(Generic[DepsT]):
+class DurableWorker(Generic[DepsT, OutputT]):
     """A ``Worker`` whose every model request and tool call is a Temporal activity.
 
     >>> tracker = DurableWorker("tracker", system_prompt="You triage issues.")
@@ -67,10 +68,13 @@ class DurableWorker(Generic[DepsT]):
     ``Worker``'s; ``limits.tool_timeout`` becomes each tool call activity's
     start-to-close timeout (plus ``TOOL_TIMEOUT_GRACE``). ``model_activity`` and
     ``tool_activity`` set the activities' task queues, timeouts and retry
-    policies. ``approval_timeout``: how long a paused run waits for its decisions
-    before its pending calls are denied (``None``: for ever). ``max_payload_bytes`` is
-    the most an activity's input or result may
-    be as JSON (under the Temporal server's blob size limit, 2 MiB by default): a
+    policies. ``output_type`` asks each run for a structured answer, as a
+    ``Worker``'s does (through the ``final_result`` tool: the workflow does not know
+    the activity's client); ``ConversationResult.output`` carries it as JSON data,
+    ``load_output`` reads it back. ``approval_timeout``: how long a paused run
+    waits for its decisions before its pending calls are denied (``None``: for
+    ever). ``max_payload_bytes`` is the most an activity's input or result may be
+    as JSON (under the Temporal server's blob size limit, 2 MiB by default): a
     model request past it fails the run, a tool result past it is an error
     result. Hooks and approval policies run in the workflow and must be
     deterministic (see docs/durable.md).
@@ -84,6 +88,8 @@ class DurableWorker(Generic[DepsT]):
         max_turns: int = 10,
         limits: Limits | None = None,
         deps_type: type[DepsT] | None = None,
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
         model_activity: ActivityConfig | None = None,
         tool_activity: ActivityConfig | None = None,
         approval_timeout: timedelta | None = None,
@@ -101,6 +107,7 @@ class DurableWorker(Generic[DepsT]):
             raise ValueError(
                 f"approval_timeout must be a positive timedelta (or None), got {approval_timeout!r}"
             )
+        check_output_options(output_type, output_retries)
         if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
             raise ValueError(f"max_payload_bytes must be a positive int, got {max_payload_bytes!r}")
         self.name = name
@@ -111,7 +118,10 @@ class DurableWorker(Generic[DepsT]):
         self.tool_activity = tool_activity or ActivityConfig()
         self.max_payload_bytes = max_payload_bytes
         self.approval_timeout = approval_timeout
-        self._deps = DepsCodec(deps_type)
+        self.output_retries = output_retries
+        self._deps = DataCodec(deps_type, "deps_type")
+        self._output = DataCodec(None if output_type is str else output_type, "output_type")
+        self._output_type = output_type
         self._tools: dict[str, _DurableTool] = {}
         self._pre_hooks: list[PreToolCallHook] = []
         self._post_hooks: list[PostToolCallHook] = []
@@ -120,7 +130,13 @@ class DurableWorker(Generic[DepsT]):
     @property
     def deps_type(self) -> type[DepsT] | None:
         """The type of the deps its runs take (``None``: JSON data)."""
-        return self._deps.deps_type
+        deps_type: type[DepsT] | None = self._deps.data_type
+        return deps_type
+
+    @property
+    def output_type(self) -> type[OutputT] | None:
+        """The type of its runs' structured answers (``None``: the answer is the text)."""
+        return self._output_type
 
     @property
     def model_activity_name(self) -> str:
@@ -180,13 +196,13 @@ class DurableWorker(Generic[DepsT]):
         self._post_hooks.append(hook)
         return hook
 
-    def workflow_worker(self) -> Worker[DepsT]:
+    def workflow_worker(self) -> Worker[DepsT, OutputT]:
         """The ``Worker`` a workflow runs: activity-backed model and tools. Workflow code only.
 
         Its limits are this worker's with ``tool_timeout=None``: a call's timeout
         is its activity's, so the workflow sets no timer per call.
         """
-        worker: Worker[DepsT] = Worker(
+        worker: Worker[DepsT, OutputT] = Worker(
             ActivityModel(
                 self.model_activity_name,
                 self.model_activity,
@@ -197,6 +213,8 @@ class DurableWorker(Generic[DepsT]):
             max_turns=self.max_turns,
             limits=dataclasses.replace(self.limits, tool_timeout=None),
             deps_type=self.deps_type,
+            output_type=self._output_type,
+            output_retries=self.output_retries,
         )
         default_timeout = self._default_tool_timeout()
         for tool in self._tools.values():
@@ -231,6 +249,18 @@ class DurableWorker(Generic[DepsT]):
     def load_deps(self, data: object) -> DepsT | None:
         """The deps ``dump_deps`` wrote: a ``deps_type`` instance again."""
         loaded: DepsT | None = self._deps.load(data)
+        return loaded
+
+    def dump_output(self, output: OutputT) -> object:
+        """A run's answer (``worker.output``) as the JSON data its outcome carries."""
+        return self._output.dump(output)
+
+    def load_output(self, data: object) -> OutputT:
+        """The answer ``ConversationResult.output`` carries, validated into ``output_type``.
+
+        Without an ``output_type``, the data as it is (the answer's text).
+        """
+        loaded: OutputT = self._output.load(data)
         return loaded
 
     # -- what the activities do the work with ----------------------------------------

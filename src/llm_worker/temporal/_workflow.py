@@ -72,10 +72,15 @@ class ConversationStart:
 
 @dataclass(frozen=True)
 class ConversationOutcome:
-    """The workflow's result: the model's answer and the run state to continue from."""
+    """The workflow's result: the model's answer and the run state to continue from.
+
+    ``output``: with the ``DurableWorker``'s ``output_type``, the structured answer as
+    JSON data (``DurableWorker.load_output`` reads it back); ``None`` without one.
+    """
 
     text: str | None
     state: str
+    output: Any = None
 
 
 class ConversationWorkflow:
@@ -124,7 +129,9 @@ class ConversationWorkflow:
                 str(exc), self._rest, type=type(exc).__name__, non_retryable=True
             ) from exc
         self._status = "finished"
-        return ConversationOutcome(worker.final_text, self._rest)
+        durable = type(self).durable
+        output = None if durable.output_type is None else durable.dump_output(worker.output)
+        return ConversationOutcome(worker.final_text, self._rest, output)
 
     async def _decisions_given(self) -> Mapping[str, Decision] | Decision:
         """The decisions the ``decide`` update gives; past the approval timeout, a denial."""
