@@ -572,6 +572,19 @@ class TestRealSchemas:
         }
         assert drop_introduced_nulls(FASTMCP_ADD, {"a": 1, "b": None}) == {"a": 1, "b": None}
 
+    def test_openapi_nullable_admits_null(self):
+        """A schema converted from OpenAPI 3.0 says ``nullable: true``: the model may send
+        null (the keyword was dropped, and null with it), and the null is the schema's own."""
+        schema = {
+            "type": "object",
+            "properties": {"note": {"type": "string", "nullable": True}},
+            "required": ["note"],
+        }
+        assert strict(schema)["properties"]["note"] == {
+            "anyOf": [{"type": "null"}, {"type": "string"}]
+        }
+        assert drop_introduced_nulls(schema, {"note": None}) == {"note": None}
+
 
 class TestRewrites:
     def test_look_around_patterns_become_notes(self):

@@ -234,7 +234,8 @@ def types_of(node: JsonSchema) -> set[str] | None:
     """The types ``node`` allows by itself: its ``type``, else those its keywords imply.
 
     ``None`` means no type constraint (``enum``, ``const`` or ``anyOf`` may
-    still constrain it). ``"number"`` includes integers.
+    still constrain it). ``"number"`` includes integers. OpenAPI's ``nullable:
+    true`` (in schemas converted from OpenAPI 3.0) adds ``"null"``.
     """
     kind = node.get("type")
     if kind is not None:
@@ -242,6 +243,8 @@ def types_of(node: JsonSchema) -> set[str] | None:
         unknown = [k for k in kinds if k not in TYPES]
         if unknown:
             raise SchemaProblem(f"'type' {unknown[0]!r} is not a JSON Schema type")
+        if node.get("nullable") is True:
+            return {*kinds, "null"}
         return set(kinds)
     implied = {t for t, keywords in _TYPE_KEYWORDS.items() if not keywords.isdisjoint(node)}
     return implied or None
