@@ -254,8 +254,21 @@ class TestDecisions:
             (["ab"], "list is not a mapping of names to values"),  # dict() made {"a": "b"}
             ('["door"]', "the text is JSON, but not an object of arguments"),
             ("door", "Expecting value"),
+            ('{"door": NaN}', "NaN is not JSON"),  # json.loads reads them; JSON has none
+            ('{"door": [-Infinity]}', "-Infinity is not JSON"),
+            ('{"door": 1e999}', "1e999 is out of range for a JSON number"),
         ],
-        ids=["not-json", "nan", "not-a-mapping", "pairs", "text-not-an-object", "text-not-json"],
+        ids=[
+            "not-json",
+            "nan",
+            "not-a-mapping",
+            "pairs",
+            "text-not-an-object",
+            "text-not-json",
+            "text-nan",
+            "text-infinity",
+            "text-out-of-range",
+        ],
     )
     async def test_arguments_that_cannot_be_sent_are_refused_and_change_nothing(
         self, arguments, problem

@@ -515,7 +515,45 @@ class TestAbort:
         assert_history_valid(client.requests[-1].messages)
 
 
+class _HookOwnBaseException(BaseException):
+    pass
+
+
 class TestHookErrors:
+    @pytest.mark.parametrize("where", ["pre", "post", "approval"])
+    @pytest.mark.parametrize("raised", ["stray-cancel", "own-base-exception"])
+    @pytest.mark.parametrize("anyio_backend", ["asyncio"])
+    @pytest.mark.anyio
+    async def test_a_cancellation_nothing_asked_for_is_the_hooks_failure(self, where, raised):
+        """A hook awaiting a future someone else cancelled raises CancelledError while
+        nothing cancels the run (asyncio), or raises a BaseException of its own: a
+        HookError, as for any failure (it escaped run() as a cancellation nobody made)."""
+        import asyncio
+
+        async def hook(ctx):
+            if raised == "own-base-exception":
+                raise _HookOwnBaseException("mine")
+            cancelled = asyncio.get_running_loop().create_future()
+            cancelled.cancel()
+            await cancelled
+
+        lab = Lab()
+        worker = Worker(ScriptedClient([calls(("echo", {"text": "a"})), "done"]))
+        worker.register_tools(
+            tool_definitions(lab), requires_approval=hook if where == "approval" else None
+        )
+        if where == "pre":
+            worker.add_pre_tool_call_hook(hook)
+        elif where == "post":
+            worker.add_post_tool_call_hook(hook)
+        with anyio.fail_after(5), pytest.raises(HookError) as info:
+            await worker.run("go")
+        kind = "CancelledError" if raised == "stray-cancel" else "_HookOwnBaseException"
+        assert f"failed: {kind}" in str(info.value)
+        assert asyncio.current_task().cancelling() == 0
+        assert_history_valid(worker.history)
+        assert not worker.is_paused
+
     @pytest.mark.anyio
     async def test_pre_hook_raising(self):
         """A raising pre-hook ends the run with HookError naming it, chained to the exception;

@@ -137,6 +137,11 @@ async def test_the_stream_ends_with_the_output_and_types_it() -> None:
     )
     weather: Weather = stream.output
     assert weather.celsius == 2
+    # A later run's answer is the worker's; the stream keeps its own (it gave the later one).
+    client.add('{"b": 2}')
+    assert await run(worker, output_type=dict[str, int]) is WorkerResult.FINISHED
+    assert worker.output == {"b": 2}
+    assert stream.output == Weather(city="Oslo", celsius=2)
 
 
 async def test_a_run_without_output_type_has_its_text_as_output() -> None:

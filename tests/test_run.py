@@ -546,6 +546,26 @@ class TestProtocolErrors:
         assert worker.history == (UserMessage("go"),)
 
     @pytest.mark.anyio
+    async def test_ids_that_differ_only_in_lone_surrogates_are_one_id(self):
+        """The history keeps ids as valid Unicode: two ids that differ only in lone
+        surrogates are the same id there (and the state would no longer save), so they
+        are two calls with one id."""
+        client = EventClient(
+            [
+                ToolUseStart(0, "call_\ud800", "rec"),
+                ToolUseStop(0),
+                ToolUseStart(1, "call_\udc00", "rec"),
+                ToolUseStop(1),
+                Completion("tool_use"),
+            ]
+        )
+        worker = Worker(client)
+        with pytest.raises(LlmClientError, match="two tool calls with the id 'call_\ufffd'"):
+            await worker.run("go")
+        assert worker.history == (UserMessage("go"),)
+        assert worker.state.history == (UserMessage("go"),)
+
+    @pytest.mark.anyio
     async def test_ids_may_repeat_across_responses(self):
         """An id reused in a later response is fine (real providers do it)."""
         response = [ToolUseStart(0, "same", "rec"), ToolUseStop(0), Completion("tool_use")]

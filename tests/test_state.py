@@ -11,6 +11,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from llm_worker import (
     AssistantMessage,
     DataPart,
     Deny,
+    Limits,
     ProviderItem,
     RunState,
     RunStateError,
@@ -29,6 +31,7 @@ from llm_worker import (
     ToolCall,
     ToolResult,
     Usage,
+    UsageLimitExceededError,
     UserMessage,
     Worker,
     WorkerResult,
@@ -457,6 +460,59 @@ class TestLoading:
             with pytest.raises(WorkerStateError, match=r"^Cannot call worker.state"):
                 worker.state  # noqa: B018
         assert not hasattr(worker.lock(), "load_state")
+
+    @pytest.mark.anyio
+    async def test_the_state_is_there_from_the_streams_last_event(self):
+        """docs/worker.md: save the state "on RunPaused". From the last event on, the
+        run's history and pause are final: worker.state and is_paused say so (they
+        refused, and said not paused, until the stream's exit), and the saved pause
+        resumes in another worker; the worker stays busy until the exit."""
+        from llm_worker import RunFailed, RunFinished, RunPaused
+
+        client = ScriptedClient([calls(("echo", {"text": "a"})), "ok"])
+        worker, _ = make_worker(client)
+        worker.register_tools([], requires_approval=True)
+        worker.add_pre_tool_call_hook(lambda ctx: _pause())
+        saved = None
+        async with worker.run_stream("go") as stream:
+            async for event in stream:
+                if isinstance(event, RunPaused):
+                    assert worker.is_paused
+                    assert [p.call.id for p in worker.pending] == ["call_0_0"]
+                    saved = worker.state.to_json()
+                    with pytest.raises(WorkerStateError, match="a run is in progress"):
+                        await worker.resume(Approve())
+        assert saved is not None
+        assert worker.state.to_json() == saved
+        other, lab = make_worker(ScriptedClient(["done"]))
+        other.load_state(RunState.from_json(saved))
+        with anyio.fail_after(5):
+            assert await other.resume(Approve()) is WorkerResult.FINISHED
+        assert lab.log == ["echo a"]
+
+        finished, _ = make_worker(ScriptedClient(["hi"]))
+        async with finished.run_stream("go") as stream:
+            async for event in stream:
+                if isinstance(event, RunFinished):
+                    assert not finished.is_paused
+                    assert finished.state.history == finished.history
+        assert isinstance(finished.history[-1], AssistantMessage)
+        failing, _ = make_worker(ScriptedClient([calls(("echo", {"text": "a"})), "ok"]))
+        failing.limits = Limits(max_requests=1)
+        seen: list[tuple[bool, RunState]] = []
+
+        async def read_to_the_end() -> None:
+            async with failing.run_stream("go") as stream:
+                async for event in stream:
+                    if isinstance(event, RunFailed):
+                        seen.append((failing.is_paused, failing.state))
+
+        with pytest.raises(UsageLimitExceededError):
+            await read_to_the_end()
+        ((paused, state),) = seen
+        assert not paused
+        assert_history_valid(state.history)
+        assert state.history == failing.history
 
 
 def test_a_state_crosses_processes(tmp_path):

@@ -325,6 +325,17 @@ class TestWorkerState:
         with pytest.raises(ValueError, match=r"^max_turns must be at least 1, got 0$"):
             Worker(ScriptedClient(), max_turns=0)
 
+    @pytest.mark.parametrize("value", [float("nan"), 2.5, True, "3"])
+    def test_max_turns_must_be_an_int(self, value):
+        """A NaN max_turns never ended a tool loop (every comparison is false), 2.5 made
+        three requests and True read as 'after True requests': all refused."""
+        from llm_worker.temporal import DurableWorker
+
+        with pytest.raises(TypeError, match=r"^max_turns must be an int, got "):
+            Worker(ScriptedClient(), max_turns=value)
+        with pytest.raises(TypeError, match=r"^max_turns must be an int, got "):
+            DurableWorker("d", max_turns=value)
+
     def test_locked_worker_has_no_public_constructor(self):
         """LockedWorker() raises TypeError naming Worker.lock()."""
         with pytest.raises(

@@ -10,6 +10,7 @@ call id, ``Approve()`` (optionally with other arguments) or ``Deny(reason)``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -45,12 +46,24 @@ class Approve:
         if arguments is None:
             return call.input_json
         if isinstance(arguments, str):
-            if not isinstance(json.loads(arguments), dict):
+            parsed = json.loads(arguments, parse_constant=_not_json, parse_float=_finite)
+            if not isinstance(parsed, dict):
                 raise TypeError("the text is JSON, but not an object of arguments")
             return arguments
         if not isinstance(arguments, Mapping):  # dict() would take a list of pairs
             raise TypeError(f"{type(arguments).__name__} is not a mapping of names to values")
         return json.dumps(dict(arguments), ensure_ascii=False, allow_nan=False)
+
+
+def _not_json(constant: str) -> float:
+    raise ValueError(f"{constant} is not JSON")  # what a mapping's NaN gets from json.dumps
+
+
+def _finite(number: str) -> float:
+    value = float(number)
+    if not math.isfinite(value):
+        raise ValueError(f"{number} is out of range for a JSON number")
+    return value
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 
 from ._content import MediaPart, TextPart, text_of
 from ._conversation import ToolCall, ToolResult, valid_message
-from ._exceptions import HookError
+from ._exceptions import HookError, passes_through
 from ._meta import ToolMeta
 from ._types import Tool
 
@@ -277,10 +277,12 @@ async def needs_approval(policy: ApprovalPolicy, ctx: ToolCallContext) -> bool:
         answer = policy(ctx)
         if inspect.isawaitable(answer):
             answer = await answer
-    except Exception as exc:
-        raise HookError(
-            _hook_name(policy), "requires_approval", f"{type(exc).__name__}: {exc}"
-        ) from exc
+    except GeneratorExit:
+        raise  # the run is being closed
+    except BaseException as exc:
+        if passes_through(exc):
+            raise
+        raise _failed(policy, "requires_approval", exc) from exc
     if not isinstance(answer, bool):
         raise HookError(
             _hook_name(policy), "requires_approval", f"returned {answer!r}; expected True or False"
@@ -295,8 +297,12 @@ async def _call(
         decision = hook(ctx)
         if inspect.isawaitable(decision):
             decision = await decision
-    except Exception as exc:
-        raise HookError(_hook_name(hook), stage, f"{type(exc).__name__}: {exc}") from exc
+    except GeneratorExit:
+        raise  # the run is being closed
+    except BaseException as exc:
+        if passes_through(exc):
+            raise
+        raise _failed(hook, stage, exc) from exc
     if decision is None:
         return Continue()
     if not isinstance(decision, allowed):
@@ -305,6 +311,13 @@ async def _call(
             _hook_name(hook), stage, f"returned {decision!r}; expected one of {names} or None"
         )
     return decision  # type: ignore[return-value]
+
+
+def _failed(hook: Callable[..., object], stage: str, exc: BaseException) -> HookError:
+    # As for a tool: only a real cancellation, KeyboardInterrupt or SystemExit goes on;
+    # anything else (an asyncio CancelledError while nothing cancels the run, a
+    # BaseException of the hook's own) is the hook's failure.
+    return HookError(_hook_name(hook), stage, f"{type(exc).__name__}: {exc}")
 
 
 def _hook_name(hook: Callable[..., object]) -> str:

@@ -22,6 +22,7 @@ __all__ = [
     "Limits",
     "cap_result",
     "cap_texts",
+    "check_count",
     "input_limit_problem",
 ]
 
@@ -75,33 +76,32 @@ class Limits:
         # range check and then allow everything; a float size or a bool is a mistake too.
         for name in ("max_requests", "max_input_tokens", "max_output_tokens"):
             if getattr(self, name) is not None:
-                _check_count(name, getattr(self, name), 1, optional=True)
-        _check_count("max_input_bytes", self.max_input_bytes, 1)
-        _check_count("max_input_depth", self.max_input_depth, 1)
-        _check_count(
-            "max_result_bytes",
+                check_count(f"Limits.{name}", getattr(self, name), 1, optional=True)
+        check_count("Limits.max_input_bytes", self.max_input_bytes, 1)
+        check_count("Limits.max_input_depth", self.max_input_depth, 1)
+        check_count(
+            "Limits.max_result_bytes",
             self.max_result_bytes,
             MIN_RESULT_BYTES,
             why=" (room for the truncation note)",
         )
-        _check_count("max_media_bytes", self.max_media_bytes, 0)
-        _check_count("max_concurrent_calls", self.max_concurrent_calls, 1)
-        _check_count("max_response_chars", self.max_response_chars, 1)
+        check_count("Limits.max_media_bytes", self.max_media_bytes, 0)
+        check_count("Limits.max_concurrent_calls", self.max_concurrent_calls, 1)
+        check_count("Limits.max_response_chars", self.max_response_chars, 1)
         _check_timeout(self.tool_timeout)
 
 
-def _check_count(
+def check_count(
     name: str, value: object, minimum: int, *, optional: bool = False, why: str = ""
 ) -> None:
-    """``Limits.{name}`` is an int (not a bool) of at least ``minimum``."""
+    """``name`` (``"Limits.max_requests"``) is an int (not a bool) of at least ``minimum``."""
     none = " (or None)" if optional else ""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(
-            f"Limits.{name} must be an int{none}, got {type(value).__name__} "
-            f"{bounded_repr(value, 80)}"
+            f"{name} must be an int{none}, got {type(value).__name__} {bounded_repr(value, 80)}"
         )
     if value < minimum:
-        raise ValueError(f"Limits.{name} must be at least {minimum}{why}{none}, got {value}")
+        raise ValueError(f"{name} must be at least {minimum}{why}{none}, got {value}")
 
 
 def _check_timeout(value: object) -> None:

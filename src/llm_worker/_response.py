@@ -114,15 +114,16 @@ class ResponseAssembler:
                 raise LlmClientError(
                     f"LlmClient started a tool call whose id or name is not a str: {_shown(event)}"
                 )
-            if event.call_id in self.ids:
+            call_id = valid_unicode(event.call_id)  # as the history keeps it (see _call)
+            if call_id in self.ids:
                 raise LlmClientError(
-                    f"LlmClient sent two tool calls with the id {_shown(event.call_id)} in one "
+                    f"LlmClient sent two tool calls with the id {_shown(call_id)} in one "
                     f"response; each call needs its own id"
                 )
-            self.left -= len(event.call_id) + len(event.name) + 1
+            self.left -= len(call_id) + len(event.name) + 1
             if self.left < 0:
                 raise self._too_long()
-            self.ids.add(event.call_id)
+            self.ids.add(call_id)
             self.calls[index] = event
             self.fragments[index] = []
             return event

@@ -194,7 +194,7 @@ class RunStream(Generic[DepsT, OutputT]):
                 "This run has no output: it has not finished (it is paused, failed or "
                 "still running)"
             )
-        value: OutputT = turns.session.output
+        value: OutputT = turns.output_value  # this run's: a later run's is the worker's
         return value
 
     async def __aenter__(self) -> Self:
@@ -317,6 +317,7 @@ class _Turns:
             None if allowed_tools is None else tuple(sorted(set(allowed_tools)))
         )
         self.result: WorkerResult | None = None
+        self.output_value: Any = None  # the final answer, once the run has finished
         self.turns = 0
         self.batch: ToolBatch | None = None  # a resumed batch, until events() takes it
         self.group: TaskGroup | None = None
@@ -373,6 +374,7 @@ class _Turns:
     def end(self) -> None:
         session = self.session
         session.phase = Phase.PAUSED if session.paused is not None else Phase.IDLE
+        session.settled = False
         trace, self.trace = self.trace, None
         if trace is not None:
             error = self.error
@@ -485,6 +487,7 @@ class _Turns:
                                 yield finished
                             for waiting in pending:
                                 yield ApprovalRequested(waiting)
+                            session.settled = True
                             yield RunPaused(pending)
                             return
                     for finished in batch.report():  # the calls decided without running
@@ -542,10 +545,12 @@ class _Turns:
                     return
         except WorkerAbortedError as exc:
             self.error = exc
+            session.settled = True
             yield RunAborted(exc.reason)
             raise
         except Exception as exc:
             self.error = exc
+            session.settled = True
             yield RunFailed(exc)
             raise
         except BaseException as exc:
@@ -570,7 +575,9 @@ class _Turns:
         session = self.session
         session.output = value
         session.has_output = True
+        self.output_value = value
         self.result = WorkerResult.FINISHED
+        session.settled = True
         return RunFinished(text, value)
 
     def check_budgets(self) -> None:

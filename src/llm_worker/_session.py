@@ -139,6 +139,9 @@ class Session:
         self.pre_hooks: list[PreToolCallHook] = []
         self.post_hooks: list[PostToolCallHook] = []
         self.phase = Phase.IDLE
+        # The running run has given its last event: its history (and pause) are final,
+        # only its stream's exit is left. worker.state may be read then.
+        self.settled = False
         self.paused: ToolBatch | None = None
         self.tally = UsageTally()  # the whole conversation
         self.run_tally = UsageTally()  # the current run, which the budgets count
@@ -182,6 +185,12 @@ class Session:
     def require_not_running(self, what: str) -> None:
         if self.phase is Phase.RUNNING:
             raise WorkerStateError(f"Cannot call {what}: a run is in progress")
+
+    @property
+    def is_paused(self) -> bool:
+        if self.phase is Phase.RUNNING:
+            return self.settled and self.paused is not None  # on RunPaused, before the exit
+        return self.phase is Phase.PAUSED
 
     def require_retryable(self) -> None:
         self.require_phase(Phase.IDLE, "retry()")
@@ -287,7 +296,8 @@ class Session:
         return fingerprint_of(self.system_prompt, sorted_definitions(self.handle))
 
     def snapshot(self) -> RunState:
-        self.require_not_running("worker.state")
+        if not self.settled:
+            self.require_not_running("worker.state")
         batch = self.paused
         paused = None
         if batch is not None:

@@ -36,7 +36,7 @@ from ._conversation import AssistantMessage, Message, RunUsage
 from ._exceptions import WorkerStateError
 from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
 from ._instrumentation import Instrumentation
-from ._limits import Limits
+from ._limits import Limits, check_count
 from ._run import RunStream, Start
 from ._server import (
     ToolEntry,
@@ -46,7 +46,7 @@ from ._server import (
     make_entries,
     sorted_definitions,
 )
-from ._session import Phase, RunStateWarning, Session, WorkerResult
+from ._session import RunStateWarning, Session, WorkerResult
 from ._state import RunState
 from ._types import ToolDefinition
 
@@ -102,7 +102,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
     @property
     def is_paused(self) -> bool:
         """Whether calls wait for decisions; ``resume(decisions)`` continues the run."""
-        return self._session.phase is Phase.PAUSED
+        return self._session.is_paused
 
     @property
     def pending(self) -> tuple[PendingCall, ...]:
@@ -457,8 +457,7 @@ class Worker(_WorkerBase[DepsT, OutputT]):
         output_retries: int = 1,
         instrumentation: Instrumentation | None = None,
     ) -> None:
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        check_count("max_turns", max_turns, 1)  # a NaN would never end a tool loop
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
         if deps_type is not None and not isinstance(deps_type, type):

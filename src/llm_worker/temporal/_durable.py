@@ -23,7 +23,7 @@ from typing_extensions import TypeVar
 
 from .._client import LlmClient
 from .._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
-from .._limits import Limits
+from .._limits import Limits, check_count
 from .._meta import ToolMeta
 from .._registry import (
     declaration_error,
@@ -97,8 +97,7 @@ class DurableWorker(Generic[DepsT, OutputT]):
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("DurableWorker needs a name (it names its activities)")
-        if max_turns < 1:
-            raise ValueError(f"max_turns must be at least 1, got {max_turns}")
+        check_count("max_turns", max_turns, 1)
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
         if approval_timeout is not None and (
