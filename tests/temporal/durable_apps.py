@@ -487,6 +487,25 @@ class AnsweringWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
+# Results up to 1 MB each, under the default max_payload_bytes: a few of them make a
+# run state larger than one payload.
+ROOMY = DurableWorker(
+    "roomy",
+    limits=Limits(tool_timeout=30, max_result_bytes=1_000_000),
+    tool_activity=ActivityConfig(retry_policy=FAST_RETRIES),
+)
+ROOMY.register_tools(Reports)
+
+
+@workflow.defn
+class RoomyWorkflow(ConversationWorkflow):
+    durable = ROOMY
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
 # Responses of 1 000 characters at most.
 CAPPED = DurableWorker("capped", limits=Limits(tool_timeout=30, max_response_chars=1_000))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,7 @@ from .durable_apps import (
     HOOKED,
     LEDGER,
     LIMITED,
+    ROOMY,
     SHORT,
     SPLIT,
     STOPPING,
@@ -67,6 +69,7 @@ from .durable_apps import (
     LimitedWorkflow,
     PlanModel,
     Reports,
+    RoomyWorkflow,
     ShortWorkflow,
     SplitWorkflow,
     StoppingWorkflow,
@@ -939,12 +942,26 @@ class TestCancellation:
                     await finished(conversation, seconds=15)
                 description = await conversation.handle.describe()
                 events = await history_events(conversation.handle)
+                # A UI polling the queries sees the end (they said "running", for ever).
+                status = await conversation.status()
+                feed = await conversation.events()
+                state = await conversation.state()
         finally:
             ledger.block.unlink(missing_ok=True)
             gate.unlink(missing_ok=True)
         assert isinstance(failed.value.cause, CancelledError)
         assert description.status is WorkflowExecutionStatus.CANCELED
         assert "WORKFLOW_TASK_FAILED" not in _kinds(events)
+        assert status == "cancelled"
+        assert feed.events[-1]["type"] == "run_cancelled"
+        assert feed.status == "cancelled"
+        assert state is not None
+        results = [m for m in state.history if isinstance(m, ToolResult)]
+        if under_way == "tool call":  # the state has the call, with its cancelled result
+            assert [m.call_id for m in results] == ["s"]
+            assert results[0].content.startswith("Tool call 'slow_credit' was cancelled")
+        else:
+            assert results == []
 
 
 class TestPayloadLimits:
@@ -996,14 +1013,71 @@ class TestPayloadLimits:
             )
             with pytest.raises(WorkflowFailureError) as failed:
                 await finished(conversation, seconds=30)
+            # The state is larger than the request that did not fit: it cannot go with
+            # the failure, and the state query gives it, in parts.
+            state = await conversation.state()
         cause = failed.value.cause
         assert isinstance(cause, ApplicationError)
         assert cause.type == "ProviderError"
         assert "over the 6000 bytes a durable run can send as one activity's input" in (
             cause.message
         )
-        state = RunState.from_json(cause.details[0])
+        assert cause.details[0] is None
+        assert state is not None
         assert [m.call_id for m in state.history if isinstance(m, ToolResult)] == ["a", "b"]
+
+    @pytest.mark.parametrize("ending", ["finished", "failed"])
+    async def test_a_state_too_large_for_the_result_is_left_to_the_state_query(
+        self, client: Client, task_queue: str, ending: str
+    ):
+        """Results that fit one by one, but not together with the rest of the run: the
+        state went with the failure (or the outcome) whatever its size, Temporal refused
+        the payload, and the workflow task failed again and again (the run stuck in
+        RUNNING, its result never coming). It is left out, and the state query has it."""
+        if ending == "finished":  # two results, then an answer that repeats them
+            turns = [[call("report", f"r{i}", size=600_000) for i in range(2)]]
+        else:  # three results: the next request is over the limit
+            turns = [[call("report", f"r{i}", size=750_000) for i in range(3)]]
+        activities = ROOMY.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[RoomyWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client, RoomyWorkflow, plan(*turns), id=workflow_id(), task_queue=task_queue
+            )
+            if ending == "finished":
+                result = await finished(conversation, seconds=60)
+                state = result.state
+                assert result.final_text is not None
+                assert result.final_text.startswith("done: rrr")
+            else:
+                with pytest.raises(WorkflowFailureError) as failed:
+                    await finished(conversation, seconds=60)
+                cause = failed.value.cause
+                assert isinstance(cause, ApplicationError)
+                assert cause.type == "ProviderError"
+                assert cause.details[0] is None
+                assert "is over max_payload_bytes and is not attached: read it with the " in (
+                    cause.message
+                )
+                state = await conversation.state()
+                assert state is not None
+            # The feed comes in pages of one payload each (a page of these events was
+            # over the limit: the query failed).
+            feed: list[Mapping[str, Any]] = []
+            while not feed or feed[-1]["type"] not in ("run_finished", "run_failed"):
+                page = await conversation.events(len(feed))
+                assert page.events
+                assert len(json.dumps(list(page.events))) <= ROOMY.max_payload_bytes
+                feed += page.events
+            events = await history_events(conversation.handle)
+        assert [e["seq"] for e in feed] == list(range(len(feed)))
+        assert "WORKFLOW_TASK_FAILED" not in _kinds(events)
+        assert len(state.to_json()) > ROOMY.max_payload_bytes
+        calls_made = len(turns[0])
+        assert [m.call_id for m in state.history if isinstance(m, ToolResult)] == [
+            f"r{i}" for i in range(calls_made)
+        ]
 
     def test_the_limit_is_checked(self):
         with pytest.raises(ValueError, match="max_payload_bytes must be a positive int"):

@@ -108,7 +108,8 @@ class Conversation:
         return self.handle.id
 
     async def status(self) -> str:
-        """``"starting"``, ``"running"``, ``"paused"``, ``"finished"`` or ``"failed"``."""
+        """``"starting"``, ``"running"``, ``"paused"``, ``"finished"``, ``"failed"`` or
+        ``"cancelled"``."""
         status: str = await self.handle.query("status", result_type=str)
         return status
 
@@ -122,9 +123,26 @@ class Conversation:
         return tuple(load_history(await self.handle.query("history", result_type=list)))
 
     async def state(self) -> RunState | None:
-        """The run state where the run last stood still (start, pause or end)."""
-        text = await self.handle.query("state", result_type=str)
-        return None if text is None else RunState.from_json(text)
+        """The run state where the run last stood still (start, pause or end).
+
+        Read in parts (the ``state_part`` query), so a state larger than one Temporal
+        payload comes whole.
+        """
+        for _ in range(_STATE_READS):
+            first = await self.handle.query("state_part", 0, result_type=dict)
+            if first["text"] is None:
+                return None
+            texts = [str(first["text"])]
+            for index in range(1, int(first["parts"])):
+                part = await self.handle.query("state_part", index, result_type=dict)
+                if part["version"] != first["version"]:
+                    break  # the run moved on meanwhile: read the new state
+                texts.append(str(part["text"]))
+            else:
+                return RunState.from_json("".join(texts))
+        raise WorkerStateError(
+            f"the run state of {self.handle.id!r} changed at every one of {_STATE_READS} reads"
+        )
 
     async def events(self, after: int = 0) -> EventPage:
         """The events from ``after`` on (at most ``EVENTS_PER_PAGE``); poll again from ``next``."""
@@ -164,18 +182,27 @@ class Conversation:
         return tuple(str(call_id) for call_id in decided)
 
     async def result(self) -> ConversationResult:
-        """Wait for the run to end; a failed run raises Temporal's ``WorkflowFailureError``."""
+        """Wait for the run to end; a failed run raises Temporal's ``WorkflowFailureError``.
+
+        A state too large for the workflow's result is asked of the ``state`` query.
+        """
         outcome: object = await self.handle.result()
         if isinstance(outcome, dict):  # a handle made from an id alone knows no result type
             fields = cast("dict[str, Any]", outcome)
             outcome = ConversationOutcome(fields["text"], fields["state"], fields.get("output"))
         if not isinstance(outcome, ConversationOutcome):
             raise TypeError(f"{self.handle.id!r} is not a ConversationWorkflow run")
-        return ConversationResult(outcome.text, RunState.from_json(outcome.state), outcome.output)
+        state = None if outcome.state is None else RunState.from_json(outcome.state)
+        if state is None:
+            state = await self.state()
+            assert state is not None  # a run that has finished has one
+        return ConversationResult(outcome.text, state, outcome.output)
 
     def __repr__(self) -> str:
         return f"<Conversation {self.handle.id!r}>"
 
+
+_STATE_READS = 5  # reads of a large state, each in parts, before giving up
 
 _LOCAL_ERRORS: dict[str, type[Exception]] = {
     "WorkerStateError": WorkerStateError,

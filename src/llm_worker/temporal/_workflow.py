@@ -21,6 +21,9 @@ A run that ends with an error (an abort, a budget, a provider failing past its
 retry policy...) fails the workflow with an ``ApplicationError`` whose ``type``
 is the error's class name and whose first detail is the run state's JSON, so
 the conversation can go on in a new workflow (``ConversationStart(state=...)``).
+A state too large for one payload (``max_payload_bytes``) is not put in the
+workflow's result or failure (Temporal would refuse it, and retry the workflow
+task for ever): the ``state`` query still gives it.
 """
 
 from __future__ import annotations
@@ -42,12 +45,21 @@ from .._session import WorkerResult
 from .._state import RunState
 from .._worker import Worker
 from ._durable import DurableWorker
+from ._payloads import payload_size
 from ._wire import dump_decisions, dump_event, dump_history, dump_pending, load_decisions
 
 __all__ = ["EVENTS_PER_PAGE", "ConversationOutcome", "ConversationStart", "ConversationWorkflow"]
 
+_STATE_LEFT_OUT = (
+    " (the run state, {size} bytes, is over max_payload_bytes and is not attached: read "
+    "it with the workflow's state query, Conversation.state())"
+)
+
 EVENTS_PER_PAGE = 500
-"""The most events one ``events`` query answers with (a page: ask again from ``next``)."""
+"""The most events one ``events`` query answers with (a page: ask again from ``next``);
+fewer when they would not fit in one payload (``max_payload_bytes``)."""
+
+_ENVELOPE_BYTES = 200  # a query answer's own keys, around what it carries
 
 
 @dataclass(frozen=True)
@@ -76,10 +88,12 @@ class ConversationOutcome:
 
     ``output``: with the ``DurableWorker``'s ``output_type``, the structured answer as
     JSON data (``DurableWorker.load_output`` reads it back); ``None`` without one.
+    ``state`` is ``None`` when it is over ``max_payload_bytes`` (the ``state`` query
+    gives it; ``Conversation.result()`` asks it).
     """
 
     text: str | None
-    state: str
+    state: str | None
     output: Any = None
 
 
@@ -96,6 +110,7 @@ class ConversationWorkflow:
         self._decisions: Mapping[str, Decision] | Decision | None = None
         self._events: list[dict[str, Any]] = []
         self._rest: str | None = None  # the run state where the run last stood still
+        self._rests = 0  # how often it changed: the parts of one state_part read agree
 
     async def run(self, start: ConversationStart) -> ConversationOutcome:
         """Run the conversation from ``start`` to the model's answer (decorate the override)."""
@@ -116,22 +131,41 @@ class ConversationWorkflow:
                     async with stream:
                         async for event in stream:
                             self._record(event)
-                    self._rest = worker.state.to_json()
+                    self._rest_at(worker)
                     if stream.result is WorkerResult.FINISHED:
                         break
                 self._status = "paused"
                 decisions = await self._decisions_given()
                 stream = worker.resume_stream(decisions, deps=self._deps)
+        except asyncio.CancelledError:  # the workflow is cancelled: a UI polling must see it
+            self._status = "cancelled"
+            self._rest_at(worker)  # the stream has closed: calls have results
+            self._events.append({"seq": len(self._events), "type": "run_cancelled"})
+            raise
         except WorkerError as exc:
             self._status = "failed"
-            self._rest = worker.state.to_json()
+            self._rest_at(worker)
+            message = str(exc)
+            state: str | None = self._rest
+            if not self._fits(message, state):
+                message += _STATE_LEFT_OUT.format(size=payload_size(state))
+                state = None
             raise ApplicationError(
-                str(exc), self._rest, type=type(exc).__name__, non_retryable=True
+                message, state, type=type(exc).__name__, non_retryable=True
             ) from exc
         self._status = "finished"
         durable = type(self).durable
         output = None if durable.output_type is None else durable.dump_output(worker.output)
-        return ConversationOutcome(worker.final_text, self._rest, output)
+        text, state = worker.final_text, self._rest
+        return ConversationOutcome(text, state if self._fits(text, state, output) else None, output)
+
+    def _rest_at(self, worker: Worker[Any]) -> None:
+        self._rest = worker.state.to_json()
+        self._rests += 1
+
+    def _fits(self, *values: object) -> bool:
+        """Whether ``values`` fit in one payload of the workflow's result or failure."""
+        return payload_size(list(values)) <= type(self).durable.max_payload_bytes
 
     async def _decisions_given(self) -> Mapping[str, Decision] | Decision:
         """The decisions the ``decide`` update gives; past the approval timeout, a denial."""
@@ -158,7 +192,7 @@ class ConversationWorkflow:
             worker.load_state(RunState.from_json(start.state))
         deps = durable.load_deps(start.deps)
         self._worker, self._deps = worker, deps
-        self._rest = worker.state.to_json()
+        self._rest_at(worker)
         if start.user_input is not None:
             return worker.run_stream(
                 start.user_input,
@@ -214,7 +248,8 @@ class ConversationWorkflow:
 
     @workflow.query
     def status(self) -> str:
-        """``"starting"``, ``"running"``, ``"paused"``, ``"finished"`` or ``"failed"``."""
+        """``"starting"``, ``"running"``, ``"paused"``, ``"finished"``, ``"failed"`` or
+        ``"cancelled"``."""
         return self._status
 
     @workflow.query
@@ -245,11 +280,34 @@ class ConversationWorkflow:
         (from 0) and ``type``: ``response_started``, ``text``, ``reasoning``,
         ``tool_call_ready``, ``response_completed``, ``approval_requested``,
         ``decided``, ``tool_call_running``, ``tool_call_finished``, and the run's
-        end, ``run_finished``, ``run_paused``, ``run_aborted`` or ``run_failed``.
+        end, ``run_finished``, ``run_paused``, ``run_aborted``, ``run_failed`` or
+        ``run_cancelled`` (the workflow was cancelled).
         """
         start = max(0, after)
-        page = self._events[start : start + EVENTS_PER_PAGE]
+        page: list[dict[str, Any]] = []
+        size, limit = _ENVELOPE_BYTES, type(self).durable.max_payload_bytes
+        for event in self._events[start : start + EVENTS_PER_PAGE]:
+            size += payload_size(event) + 1
+            if page and size > limit:  # a page is one payload: the rest in the next one
+                break
+            page.append(event)
         return {"events": page, "next": start + len(page), "status": self._status}
+
+    @workflow.query
+    def state_part(self, index: int) -> dict[str, Any]:
+        """Part ``index`` of the ``state`` query's text, each within ``max_payload_bytes``
+        (a query's answer is one payload, and a state can be larger than one).
+
+        ``{"text": ..., "parts": n, "version": v}``: join the texts of parts 0 to
+        n - 1 of one ``version`` (``Conversation.state()`` does).
+        """
+        text = self._rest
+        if text is None:
+            return {"text": None, "parts": 0, "version": self._rests}
+        # A character is at most 12 bytes in the converter's ASCII JSON (an escaped pair).
+        length = max(1, (type(self).durable.max_payload_bytes - _ENVELOPE_BYTES) // 12)
+        part = text[index * length : (index + 1) * length]
+        return {"text": part, "parts": -(-len(text) // length), "version": self._rests}
 
 
 def _share_anyio_backend() -> None:
@@ -273,6 +331,7 @@ def _duration(span: timedelta) -> str:
 
 
 def _not_paused(status: str) -> WorkerStateError:
-    if status in ("finished", "failed"):
-        return WorkerStateError(f"Nothing to decide: the run has {status}")
+    if status in ("finished", "failed", "cancelled"):
+        ended = "been cancelled" if status == "cancelled" else status
+        return WorkerStateError(f"Nothing to decide: the run has {ended}")
     return WorkerStateError(f"Nothing to decide now: the run is {status}, not paused")
