@@ -31,19 +31,23 @@ with workflow.unsafe.imports_passed_through():
         Abort,
         AssistantMessage,
         Completion,
+        DataPart,
         ExecutionFailedError,
         Limits,
         LlmEvent,
         LlmRequest,
+        MediaPart,
         PostToolCallContext,
         ProviderError,
         Skip,
         SyntheticResult,
         TextDelta,
+        TextPart,
         ToolCallContext,
         ToolContext,
         ToolInputDelta,
         ToolResult,
+        ToolReturn,
         ToolUseStart,
         ToolUseStop,
         UserMessage,
@@ -440,6 +444,18 @@ class Reports:
     async def report(self, size: int) -> str:
         """A report of ``size`` characters."""
         return "r" * size
+
+    @tool
+    async def chart(self) -> ToolReturn:
+        """A chart: a caption, an image and its data; the row count for the application."""
+        return ToolReturn(
+            [
+                TextPart("The chart:"),
+                MediaPart("image/png", data=b"\x89PNG\r\n\x1a\n"),
+                DataPart.of({"rows": [1, 2, 3]}),
+            ],
+            metadata={"rows": 3},
+        )
 
 
 # Payloads of at most 6 000 bytes: a result or a conversation past that does not fit.

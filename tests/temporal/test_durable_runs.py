@@ -216,6 +216,35 @@ class TestRun:
         assert told.is_error
         assert "total" in told.content
 
+    async def test_a_rich_result_keeps_its_parts_and_metadata(
+        self, client: Client, task_queue: str
+    ):
+        """A ToolReturn's image, data and metadata reach the history as in a process (the
+        stand-in gave the workflow only the text: the model never saw the image)."""
+        message = plan([call("chart", "c")])
+        activities = TIGHT.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[TightWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client, TightWorkflow, message, id=workflow_id(), task_queue=task_queue
+            )
+            result = await finished(conversation)
+        local = Worker(PlanModel(), limits=TIGHT.limits)
+        local.register_tools(tool_definitions(Reports()))
+        with anyio.fail_after(10):
+            assert await local.run(message) is WorkerResult.FINISHED
+        (durable,) = [m for m in result.state.history if isinstance(m, ToolResult)]
+        (in_process,) = [m for m in local.history if isinstance(m, ToolResult)]
+        assert durable == in_process
+        assert [type(part).__name__ for part in durable.parts] == [
+            "TextPart",
+            "MediaPart",
+            "DataPart",
+        ]
+        assert durable.metadata == {"rows": 3}
+        assert result.state.history == local.history
+
     def test_an_output_type_is_checked_where_it_is_given(self):
         class Opaque:
             pass

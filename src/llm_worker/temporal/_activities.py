@@ -156,7 +156,7 @@ async def _read(client: LlmClient, request: LlmRequest, max_chars: int) -> list[
         async for event in stream:
             response.feed(event)
             events.append(event)
-    except LlmClientError:
+    except BaseException:  # refused here, or the activity cancelled: close the connection
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:
             await close_stream(aclose)

@@ -27,6 +27,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 from .._client import LlmEvent, LlmRequest
+from .._content import ToolReturn
 from .._context import ToolContext
 from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError, ToolError
 from .._meta import ToolMeta
@@ -141,16 +142,20 @@ class ActivityTool:
         self._dump_deps = dump_deps
         self._max_payload_bytes = max_payload_bytes
 
-    async def execute(self, input_json: str) -> str:
+    async def execute(self, input_json: str) -> str | ToolReturn:
         """A call outside a run (``ToolServerHandle.call_tool`` in workflow code)."""
         return await self._call(input_json, "", "", None)
 
-    async def execute_with_context(self, input_json: str, context: ToolContext[Any]) -> str:
+    async def execute_with_context(
+        self, input_json: str, context: ToolContext[Any]
+    ) -> str | ToolReturn:
         """A call of a run: what a process's Worker would do, as an activity."""
         key = f"{workflow.info().workflow_id}/{context.idempotency_key}"
         return await self._call(input_json, context.call_id, key, context.deps)
 
-    async def _call(self, input_json: str, call_id: str, key: str, deps: object) -> str:
+    async def _call(
+        self, input_json: str, call_id: str, key: str, deps: object
+    ) -> str | ToolReturn:
         name = self.meta.name
         sent = {
             "tool": name,
@@ -181,6 +186,10 @@ class ActivityTool:
         result = load_result(data)
         if result.is_error:
             raise _Failed(result.content)  # the model reads the activity's text as it is
+        if result.parts or result.metadata is not None:
+            # A rich result stays one: its images and data for the model, its metadata
+            # for the application (already within the limits the workflow's would apply).
+            return ToolReturn(result.parts or result.content, result.metadata)
         return result.content
 
     def __repr__(self) -> str:
