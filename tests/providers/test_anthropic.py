@@ -453,6 +453,44 @@ class TestConversation:
             assert later[: len(earlier)] == earlier
         assert server.unused == 0
 
+    @pytest.mark.anyio
+    async def test_whitespace_text_before_a_call_is_not_sent_back(self, server, notes):
+        """A text block of only whitespace (``"\\n\\n"`` before a tool_use) stays in the
+        history as the model said it, but the next request leaves it out: the API refuses
+        a text block without non-whitespace text (a 400 on every later request)."""
+        server.add(
+            stream(
+                *wire.claude_tool_calls([("toolu_1", "add_note", '{"title": "milk"}')], text="\n\n")
+            ),
+            stream(*wire.claude_text("Noted.")),
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                assert await worker.run("remember milk") is WorkerResult.FINISHED
+        assert worker.history[1].text == "\n\n"
+        assert server.requests[1].json["messages"][1] == {
+            "role": "assistant",
+            "content": [tool_use("toolu_1", "add_note", {"title": "milk"})],
+        }
+
+    @pytest.mark.anyio
+    async def test_an_answer_of_only_whitespace_is_left_out(self, server):
+        """A text-only answer of ``" "`` has no content to send once its blank text block is
+        dropped, so the message is left out (the API rejects empty content); the user
+        turns on either side go as two in a row, which the API merges."""
+        server.add(stream(*wire.claude_text(" ")), stream(*wire.claude_text("Hello.")))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with anyio.fail_after(10):
+                await worker.run("hi")
+                await worker.run("still there?")
+        assert worker.history[1] == AssistantMessage(" ", (), "end_turn")
+        assert server.requests[1].json["messages"] == [
+            {"role": "user", "content": "hi"},
+            {"role": "user", "content": "still there?"},
+        ]
+
 
 class TestErrors:
     @pytest.mark.parametrize(
@@ -655,6 +693,101 @@ class TestErrors:
         assert worker.final_text == "Ok."
         assert len(server.requests) == 2
         assert server.requests[0].json == server.requests[1].json
+
+    @pytest.mark.anyio
+    async def test_timeout_mid_stream(self, server, notes):
+        """A stream that stops sending for longer than ``timeout`` is "the request timed
+        out", as before the headers and as for the other clients (the SDK lets httpx2's
+        ReadTimeout through unwrapped while it reads the stream)."""
+        frames = wire.claude_tool_calls([("toolu_1", "add_note", '{"title": "milk"}')])
+        server.add(stalled_stream(*frames[:4]))
+        async with make_client(server, timeout=0.5) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("remember milk")
+        assert info.value.message == "the request timed out"
+        assert (info.value.status, info.value.retryable) == (None, True)
+        assert type(info.value.__cause__).__name__ == "ReadTimeout"
+        assert worker.history == (UserMessage("remember milk"),)
+
+    @pytest.mark.parametrize(
+        ("frames", "cause"),
+        [
+            pytest.param(
+                (
+                    wire.message_start(),
+                    *wire.text_block(0)[:-1],  # its start
+                    wire.event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "text_delta"},
+                        },
+                    ),
+                    wire.block_stop(0),
+                ),
+                TypeError,
+                id="text_delta without text",
+            ),
+            pytest.param(
+                (
+                    wire.message_start(),
+                    wire.event("content_block_start", {"type": "content_block_start", "index": 0}),
+                ),
+                AttributeError,
+                id="content_block_start without content_block",
+            ),
+            pytest.param(
+                (
+                    wire.message_start(),
+                    *wire.text_block(0, "hi"),
+                    wire.event("message_delta", {"type": "message_delta", "usage": {}}),
+                ),
+                AttributeError,
+                id="message_delta without delta",
+            ),
+            pytest.param(
+                (wire.event("message_start", {"type": "message_start"}),),
+                AttributeError,
+                id="message_start without message",
+            ),
+            pytest.param(
+                (
+                    wire.message_start(),
+                    wire.tool_use_start(0, "toolu_1", "add_note"),
+                    wire.event(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": 0,
+                            "delta": {"type": "input_json_delta", "partial_json": None},
+                        },
+                    ),
+                    wire.block_stop(0),
+                ),
+                TypeError,
+                id="partial_json null",
+            ),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_malformed_event_is_a_provider_error(self, server, notes, frames, cause):
+        """An event that leaves out a field the reader needs is a ProviderError saying the
+        provider sent a malformed stream event (not retryable), chained to what reading it
+        raised; nothing of the response reaches the history."""
+        server.add(stream(*frames, wire.message_delta("end_turn", 3), wire.MESSAGE_STOP))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        err = info.value
+        assert err.message.startswith(
+            f"the provider sent a malformed stream event ({cause.__name__}: "
+        )
+        assert (err.status, err.retryable) == (None, False)
+        assert type(err.__cause__) is cause
+        assert worker.history == (UserMessage("hi"),)
 
 
 class TestCancellation:

@@ -199,6 +199,32 @@ class TestThinking:
             "content": [tool_use("toolu_new", "get_note", {"title": "y"})],
         }
 
+    @pytest.mark.anyio
+    async def test_a_kept_whitespace_text_block_is_not_sent_back(self, server, notes):
+        """Thinking, a text block of only whitespace, a tool_use: the message keeps every
+        block as it came, but the next request sends the thinking and the tool_use only,
+        since the API refuses a text block without non-whitespace text."""
+        blank = {"type": "text", "text": " \n"}
+        call = tool_use("toolu_01A", "add_note", {"title": "milk"})
+        frames = wire.claude_message(
+            [
+                *wire.thinking_block(0, THOUGHT, SIGNATURE),
+                *wire.text_block(1, blank["text"]),
+                *wire.tool_use_block(2, "toolu_01A", "add_note", ['{"title": "milk"}']),
+            ],
+            "tool_use",
+        )
+        server.add(stream(*frames), stream(*wire.claude_text("Noted.")))
+        async with make_client(server, extra_body=THINKING) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                assert await worker.run("remember milk") is WorkerResult.FINISHED
+        assert kept(worker.history[1]) == as_kept([thinking("".join(THOUGHT)), blank, call])
+        assert server.requests[1].json["messages"][1] == {
+            "role": "assistant",
+            "content": [thinking("".join(THOUGHT)), call],
+        }
+
 
 CITATION = {
     "type": "web_search_result_location",

@@ -772,6 +772,49 @@ class TestErrors:
         assert len(server.requests) == 2
         assert server.requests[0].json == server.requests[1].json
 
+    @pytest.mark.anyio
+    async def test_a_chunk_the_sdk_refuses_is_a_malformed_stream(self, server):
+        """A chunk that fails the SDK's own schema (``functionCall.args`` a list) is a
+        ProviderError saying the provider sent a malformed stream event, not retryable:
+        nothing broke in the connection."""
+        server.add(stream(wire.gemini_chunk([{"functionCall": {"name": "f", "args": [1]}}])))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message.startswith(
+            "the provider sent a malformed stream event (ValidationError: "
+        )
+        assert (info.value.status, info.value.retryable) == (None, False)
+        assert type(info.value.__cause__).__name__ == "ValidationError"
+        assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.anyio
+    async def test_streamed_arguments_at_a_bad_json_path_are_a_malformed_stream(
+        self, server, notes
+    ):
+        """Vertex AI's ``partialArgs`` at a ``jsonPath`` that is no JSON path: a
+        ProviderError saying the provider sent a malformed stream event, chained to the
+        ValueError reading it raised."""
+        frames = [
+            wire.gemini_chunk([{"functionCall": {"name": "add_note", "willContinue": True}}]),
+            wire.gemini_chunk(
+                [{"functionCall": {"partialArgs": [{"jsonPath": "title", "stringValue": "x"}]}}],
+                "STOP",
+            ),
+        ]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message == (
+            "the provider sent a malformed stream event (ValueError: not a JSON path: 'title')"
+        )
+        assert (info.value.status, info.value.retryable) == (None, False)
+        assert isinstance(info.value.__cause__, ValueError)
+        assert notes.calls == []
+
 
 class TestCancellation:
     @pytest.mark.anyio

@@ -1073,7 +1073,7 @@ class TestCompatibleServers:
                 seen = [event async for event in events]
             await worker.run("again")
         assert [e.text for e in seen if isinstance(e, ReasoningDelta)] == ["Think. ", "More."]
-        kept = ProviderItem("openai", "reasoning_content", '{"reasoning_content": "Think. More."}')
+        kept = ProviderItem("openai", "reasoning_content", '{"reasoning_content":"Think. More."}')
         assert worker.history[1] == AssistantMessage("Hi.", (), "end_turn", provider_items=(kept,))
         assert worker.history[3].provider_items == ()  # a response without reasoning
         assert server.requests[1].json["messages"][1] == {
@@ -1117,3 +1117,78 @@ class TestCompatibleServers:
         for request in server.requests[1:]:
             assert request.json["messages"][2] == expected
         assert notes.notes == {"a": "b"}
+
+    @pytest.mark.anyio
+    async def test_openrouter_reasoning_details_go_back_unmodified(self, server, notes):
+        """OpenRouter streams ``delta.reasoning_details`` beside ``delta.reasoning``: its
+        entries are kept in order (the streamed pieces of one ``reasoning.text`` entry put
+        together, its signature added from a later piece) and go back on that assistant
+        message, as OpenRouter requires in a tool loop; a saved run state keeps them."""
+        text = {"type": "reasoning.text", "format": "anthropic-claude-v1", "index": 0}
+        encrypted = {
+            "type": "reasoning.encrypted",
+            "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj",
+            "id": None,
+            "format": "anthropic-claude-v1",
+            "index": 1,
+        }
+        call = wire.chat_tool_calls([("toolu_01A", "add_note", '{"title": "milk"}')])
+        frames = [
+            call[0],
+            wire.chunk({"reasoning": "Save ", "reasoning_details": [{**text, "text": "Save "}]}),
+            wire.chunk({"reasoning": "it.", "reasoning_details": [{**text, "text": "it."}]}),
+            wire.chunk({"reasoning_details": [{**text, "text": "", "signature": "c2ln"}]}),
+            wire.chunk({"reasoning_details": [encrypted]}),
+            *call[1:],
+        ]
+        server.add(
+            stream(*frames), stream(*wire.chat_text("Saved.")), stream(*wire.chat_text("Sure."))
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                async with worker.run_stream("note milk") as events:
+                    seen = [event async for event in events]
+                loaded = make_worker(client, notes)
+                loaded.load_state(RunState.from_json(worker.state.to_json()))
+                await loaded.run("thanks")
+        assert [e.text for e in seen if isinstance(e, ReasoningDelta)] == ["Save ", "it."]
+        details = [{**text, "text": "Save it.", "signature": "c2ln"}, encrypted]
+        for request in server.requests[1:]:
+            sent = request.json["messages"][2]
+            assert (sent["reasoning"], sent["reasoning_details"]) == ("Save it.", details)
+            assert sent["tool_calls"][0]["id"] == "toolu_01A"
+
+    @pytest.mark.anyio
+    async def test_gemini_extra_content_goes_back_on_its_call(self, server, notes):
+        """Gemini's OpenAI-compatible endpoint puts a call's thought signature in
+        ``tool_calls[i].extra_content``: it is kept with the message and goes back on that
+        same call (and only there) on every later request, a saved run state included."""
+        extra = {"google": {"thought_signature": "CiQBjz1rX0SIGNATURE=="}}
+        first = {**wire.tool_call_start(0, "fc_1", "add_note"), "extra_content": extra}
+        frames = [
+            wire.chunk({"role": "assistant", "content": None}),
+            wire.chunk({"tool_calls": [first]}),
+            wire.chunk({"tool_calls": [wire.tool_call_args(0, '{"title": "milk"}')]}),
+            wire.chunk({"tool_calls": [wire.tool_call_start(1, "fc_2", "add_note")]}),
+            wire.chunk({"tool_calls": [wire.tool_call_args(1, '{"title": "eggs"}')]}),
+            wire.chunk({}, "tool_calls"),
+            wire.DONE,
+        ]
+        server.add(
+            stream(*frames), stream(*wire.chat_text("Saved.")), stream(*wire.chat_text("Sure."))
+        )
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10):
+                await worker.run("note milk and eggs")
+                loaded = make_worker(client, notes)
+                loaded.load_state(RunState.from_json(worker.state.to_json()))
+                await loaded.run("thanks")
+        assert [(item.kind, item.json()) for item in worker.history[1].provider_items] == [
+            ("extra_content", {"id": "fc_1", "extra_content": extra})
+        ]
+        for request in server.requests[1:]:
+            calls = request.json["messages"][2]["tool_calls"]
+            assert [call.get("extra_content") for call in calls] == [extra, None]
+        assert notes.notes == {"milk": "", "eggs": ""}

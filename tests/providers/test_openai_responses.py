@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 
+import anyio
 import openai
 import pytest
 from support import assert_history_valid
@@ -345,6 +346,32 @@ class TestErrors:
             with pytest.raises(ProviderError) as info:
                 await Worker(client).run("hi")
         assert info.value.message == "the response stream ended before the response was complete"
+
+    @pytest.mark.parametrize(
+        ("event", "then"),
+        [
+            pytest.param("response.output_item.added", True, id="output_item.added without item"),
+            pytest.param("response.completed", False, id="completed without response"),
+            pytest.param("response.incomplete", False, id="incomplete without response"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_malformed_event_is_a_provider_error(self, server, event, then):
+        """An event without the object the reader needs (``item``, ``response``) is a
+        ProviderError saying the provider sent a malformed stream event, not retryable."""
+        events = wire.ResponseEvents().start().text("Hi")
+        events.add(event, output_index=1)
+        server.add(stream(*(events.completed() if then else events.frames)))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message.startswith(
+            "the provider sent a malformed stream event (AttributeError: "
+        )
+        assert (info.value.status, info.value.retryable) == (None, False)
+        assert isinstance(info.value.__cause__, AttributeError)
+        assert worker.history == (UserMessage("hi"),)
 
 
 class TestClient:

@@ -13,9 +13,10 @@ import email.utils
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
+import pydantic
 from typing_extensions import Self
 
 from .._client import LlmEvent, LlmRequest, OutputFormat
@@ -25,6 +26,7 @@ from .._formats import FormatName, export_tools
 from .._meta import LlmToolDefinition
 
 __all__ = [
+    "MALFORMED_STREAM",
     "STREAM_ENDED",
     "TIMED_OUT",
     "HistoryPrefix",
@@ -40,6 +42,7 @@ __all__ = [
     "error_field",
     "given_text",
     "is_retryable_status",
+    "malformed_stream",
     "output_schema",
     "own_items",
     "proxied_message",
@@ -50,6 +53,7 @@ __all__ = [
 # What a ProviderError says when no provider message exists.
 STREAM_ENDED = "the response stream ended before the response was complete"
 TIMED_OUT = "the request timed out"
+MALFORMED_STREAM = "the provider sent a malformed stream event"
 
 _MAX_BODY_TEXT = 300
 
@@ -156,6 +160,28 @@ def connection_failed(provider: str, cause: BaseException | None, fallback: str)
     """The connection failed or broke mid-response: always worth retrying."""
     detail = f"{type(cause).__name__}: {cause}" if cause is not None and str(cause) else fallback
     return ProviderError(provider, f"the connection failed ({detail})", retryable=True)
+
+
+def malformed_stream(provider: str, cause: Exception) -> ProviderError:
+    """A stream event that cannot be read (a field missing, or of another type). Not
+    retryable: the server that sent it would send it again."""
+    name = type(cause).__name__
+    said = body_text(str(cause)[: 2 * _MAX_BODY_TEXT])  # one line, shortened
+    detail = f"{name}: {said}" if said else name
+    return ProviderError(provider, f"{MALFORMED_STREAM} ({detail})", retryable=False)
+
+
+@contextlib.contextmanager
+def _reading_events(provider: str) -> Generator[None]:
+    # What a reader raises on an event it cannot read (an AttributeError on a field a
+    # server left out...) is the provider's malformed stream; its own ProviderErrors (an
+    # error event, a failed response) stay as they are.
+    try:
+        yield
+    except ProviderError:
+        raise
+    except Exception as exc:
+        raise malformed_stream(provider, exc) from exc
 
 
 def stream_ended(provider: str) -> ProviderError:
@@ -324,6 +350,9 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
     # The exceptions _provider_error() maps: the SDK's base exception (and any other the
     # SDK lets through).
     _sdk_error: ClassVar[type[Exception] | tuple[type[Exception], ...]]
+    # What a read that waited longer than `timeout` raises, when the SDK lets it through
+    # unwrapped while the stream is read (Anthropic's: httpx2's ReadTimeout).
+    _timeout_error: ClassVar[type[Exception] | tuple[type[Exception], ...]] = TimeoutError
 
     supports_output_format: bool = True
     """Every provider client sends a run's structured answer in its API's own field
@@ -417,8 +446,9 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         """Send ``request`` with ``stream=True`` and yield its events, ending with a Completion.
 
         Raises ``ProviderError`` for every failure: an error status, a connection that
-        fails or breaks, an error inside the stream (an ``error`` event, a failed
-        response), a stream that ends before the response is complete.
+        fails, breaks or times out, an error inside the stream (an ``error`` event, a
+        failed response), an event the reader cannot read (``malformed_stream``), a
+        stream that ends before the response is complete.
         """
         tools = self._tool_dicts(request.tools)
         try:
@@ -434,16 +464,27 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
                     break
                 except self._sdk_error as exc:
                     raise self._provider_error(exc) from exc
-                except Exception as exc:  # the HTTP library's own error: the stream broke
-                    raise connection_failed(
-                        self._provider, exc, "the response stream broke"
-                    ) from exc
-                for event in reader.feed(chunk):
+                except Exception as exc:  # what the SDK lets through unwrapped
+                    raise self._stream_failed(exc) from exc
+                with _reading_events(self._provider):
+                    events = reader.feed(chunk)
+                for event in events:  # yielded outside: the consumer's exceptions pass
                     yield event
         finally:
             await response.close()
-        for event in reader.end():
+        with _reading_events(self._provider):
+            events = reader.end()
+        for event in events:
             yield event
+
+    def _stream_failed(self, exc: Exception) -> ProviderError:
+        """An exception the SDK let through unwrapped while reading the stream."""
+        if isinstance(exc, pydantic.ValidationError):  # a chunk the SDK's types refuse
+            return malformed_stream(self._provider, exc)
+        if isinstance(exc, self._timeout_error):
+            return ProviderError(self._provider, TIMED_OUT, retryable=True)
+        # The HTTP library's own error: the stream broke.
+        return connection_failed(self._provider, exc, "the response stream broke")
 
     def _tool_dicts(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
         # A locked worker sends the same tools every time: convert them once.

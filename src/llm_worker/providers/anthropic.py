@@ -14,8 +14,9 @@ How the conversation is sent:
   below); otherwise a ``text`` block (if there is text) and one ``tool_use`` block per
   call (``id``, ``name``, ``input``: the call's ``input_json`` parsed; text that is not
   a JSON object is sent as ``{}``, so the conversation can go on, and the model reads
-  the error result it got for that call). An assistant message with no content is left
-  out: the API rejects empty content;
+  the error result it got for that call). A text block of whitespace only is not sent
+  (the API refuses it; the message keeps its text), and an assistant message with no
+  content is left out: the API rejects empty content;
 - consecutive ``ToolResult``\\s → one ``{"role": "user", "content": [...]}`` with a
   ``tool_result`` block per result (``tool_use_id``, ``content``, ``is_error``):
   ``content`` is the result's text, or, for a result with media, its parts in order
@@ -74,6 +75,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 try:
     import anthropic
+    import httpx2
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError(
         "llm_worker.providers.anthropic needs the anthropic package: "
@@ -174,6 +176,8 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
     _format = "anthropic"
     _sdk_client_name = "AsyncAnthropic"
     _sdk_error = anthropic.AnthropicError
+    # While it reads a stream the SDK lets httpx2's ReadTimeout through unwrapped.
+    _timeout_error = httpx2.TimeoutException
 
     def __init__(
         self,
@@ -307,15 +311,22 @@ def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
         blocks = [cast("ContentBlockParam", item.json()) for item in items]
         calls = [block.get("id") for block in blocks if block["type"] == "tool_use"]
         if calls == [call.id for call in message.tool_calls]:
-            return blocks
+            return [block for block in blocks if not _blank_text(block)]
     content: list[ContentBlockParam] = []
-    if message.text:
+    if message.text.strip():
         content.append({"type": "text", "text": message.text})
     content.extend(
         {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call.input_json)}
         for call in message.tool_calls
     )
     return content
+
+
+def _blank_text(block: ContentBlockParam) -> bool:
+    # A text block of whitespace only: the API refuses it ("text content blocks must
+    # contain non-whitespace text"), so it is not sent (the message keeps it).
+    text = block.get("text") if block["type"] == "text" else None
+    return isinstance(text, str) and not text.strip()
 
 
 def tool_result_content(result: ToolResult) -> list[ToolResultContent]:

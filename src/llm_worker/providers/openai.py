@@ -23,11 +23,16 @@ OpenAI-compatible servers implement. How the conversation is sent (``messages``)
 How its stream is read: ``delta.content`` (and ``delta.refusal``) → ``TextDelta``;
 ``delta.reasoning_content`` / ``delta.reasoning`` (DeepSeek, Kimi, vLLM, Ollama, OpenRouter,
 Groq...) → ``ReasoningDelta``, and the whole reasoning is kept with the message
-(``ProviderItem("openai", "reasoning_content", '{"<field>": text}')``) and sent back in that
+(``ProviderItem("openai", "reasoning_content", '{"<field>":text}')``) and sent back in that
 field of its assistant message, the one the server used (DeepSeek and Kimi refuse a tool
-loop whose reasoning was dropped; Qwen's template reads it back); the first ``tool_calls``
+loop whose reasoning was dropped; Qwen's template reads it back); OpenRouter's
+``delta.reasoning_details`` entries are kept in that item too (``"reasoning_details":
+[...]``, in order, the streamed pieces of one ``reasoning.text`` entry put together) and
+sent back on the message unmodified, as OpenRouter requires; the first ``tool_calls``
 delta of an ``index`` → ``ToolUseStart(index, id, name)``, every ``arguments`` fragment →
-``ToolInputDelta``; ``finish_reason`` → ``ToolUseStop`` for every started call; the end
+``ToolInputDelta``, a call's ``extra_content`` (Gemini's OpenAI-compatible thought
+signature) → ``ProviderItem("openai", "extra_content", '{"id":...,"extra_content":...}')``,
+sent back on that call; ``finish_reason`` → ``ToolUseStop`` for every started call; the end
 of the stream → ``Completion`` with the mapped stop reason and the usage chunk
 (``stream_options.include_usage``). Stop reasons: ``stop`` → ``end_turn``, ``tool_calls``
 → ``tool_use``, ``length`` → ``max_tokens``, anything else (``content_filter``...) as the
@@ -186,6 +191,15 @@ REASONING_CONTENT = "reasoning_content"  # the kind of a Chat response's kept re
 # Where servers put a response's reasoning, not in the SDK's types: DeepSeek, Kimi, vLLM
 # `reasoning_content`; OpenRouter, Ollama, Groq `reasoning`.
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+# OpenRouter's reasoning blocks (text, summaries, encrypted reasoning and signatures),
+# which must go back unmodified on their assistant message.
+REASONING_DETAILS = "reasoning_details"
+# Fields of a Chat assistant message kept with its reasoning, and sent back.
+KEPT_MESSAGE_FIELDS = (*REASONING_FIELDS, REASONING_DETAILS)
+# What a server adds to a tool call, which must go back on that call: Gemini's
+# OpenAI-compatible endpoint puts the call's thought signature in
+# `extra_content.google.thought_signature`. Also the kind of the item that keeps it.
+EXTRA_CONTENT = "extra_content"
 
 STOP_REASONS: Mapping[str, str] = {
     "stop": "end_turn",
@@ -454,18 +468,10 @@ def chat_messages(
             if not message.tool_calls:
                 out.append(_with_reasoning(message, {"role": "assistant", "content": message.text}))
                 continue
-            calls: list[ChatCompletionMessageFunctionToolCallParam] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": _arguments(call.input_json)},
-                }
-                for call in message.tool_calls
-            ]
             reply: ChatCompletionAssistantMessageParam = {
                 "role": "assistant",
                 "content": message.text or None,
-                "tool_calls": calls,
+                "tool_calls": chat_tool_calls(message),
             }
             out.append(_with_reasoning(message, reply))
         else:
@@ -479,16 +485,43 @@ def chat_messages(
     return list(out)
 
 
+def chat_tool_calls(message: AssistantMessage) -> list[ChatCompletionMessageFunctionToolCallParam]:
+    """The message's calls as ``tool_calls``, each with the ``extra_content`` it came with."""
+    extras = _extra_contents(message)
+    calls: list[ChatCompletionMessageFunctionToolCallParam] = []
+    for call in message.tool_calls:
+        sent: ChatCompletionMessageFunctionToolCallParam = {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": _arguments(call.input_json)},
+        }
+        if call.id in extras:
+            fields = {**sent, EXTRA_CONTENT: extras[call.id]}
+            sent = cast("ChatCompletionMessageFunctionToolCallParam", fields)
+        calls.append(sent)
+    return calls
+
+
 def _with_reasoning(
     message: AssistantMessage, reply: ChatCompletionAssistantMessageParam
 ) -> ChatCompletionAssistantMessageParam:
-    """``reply`` with the reasoning its response came with, in the server's own field."""
+    """``reply`` with the reasoning its response came with, in the server's own fields."""
     for item in own_items(message, PROVIDER):
         if item.kind == REASONING_CONTENT:
             fields = cast("dict[str, object]", item.json())
-            kept = {name: fields[name] for name in REASONING_FIELDS if name in fields}
+            kept = {name: fields[name] for name in KEPT_MESSAGE_FIELDS if name in fields}
             return cast("ChatCompletionAssistantMessageParam", {**reply, **kept})
     return reply
+
+
+def _extra_contents(message: AssistantMessage) -> dict[str, object]:
+    """The ``extra_content`` a server sent with each of the message's calls, by call id."""
+    extras: dict[str, object] = {}
+    for item in own_items(message, PROVIDER):
+        if item.kind == EXTRA_CONTENT:
+            fields = cast("dict[str, object]", item.json())
+            extras[cast(str, fields["id"])] = fields[EXTRA_CONTENT]
+    return extras
 
 
 def chat_tool_message(
@@ -731,6 +764,9 @@ class _ChunkReader:
         self.model: str | None = None
         self.reasoning: list[str] = []
         self.reasoning_field: str | None = None  # the first of REASONING_FIELDS it came in
+        self.reasoning_details: list[object] = []  # OpenRouter's, put together
+        self.call_ids: dict[int, str] = {}  # started calls: index -> the id they went out with
+        self.extra_contents: dict[int, object] = {}  # index -> the call's extra_content
 
     def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
         events: list[LlmEvent] = []
@@ -753,9 +789,11 @@ class _ChunkReader:
                     self.finish_reason = choice.finish_reason
                     events.extend(self.stops())
                 continue
-            reasoning = self._reasoning(delta)
+            extra = _extra_fields(delta)
+            reasoning = self._reasoning(extra)
             if reasoning:
                 events.append(ReasoningDelta(reasoning))
+            self._add_reasoning_details(extra.get(REASONING_DETAILS))
             if delta.content:
                 events.append(TextDelta(delta.content))
             if delta.refusal:
@@ -775,6 +813,7 @@ class _ChunkReader:
                     call_id = call.id or _made_up_id(chunk.id, index)
                     name = (function.name if function is not None else None) or ""
                     self.names[index] = name
+                    self.call_ids[index] = call_id
                     if call.id:  # only the server's own id tells its calls apart
                         self.ids[index] = call.id
                     events.append(ToolUseStart(index, call_id, name))
@@ -782,6 +821,9 @@ class _ChunkReader:
                     index = latest
                     if call.id:  # an id after the call's first delta: the same call
                         self.ids.setdefault(index, call.id)
+                extra_content = _extra_fields(call).get(EXTRA_CONTENT)
+                if extra_content is not None:
+                    self.extra_contents[index] = extra_content
                 fragments = self.arguments[index]
                 if function is not None and function.arguments:
                     fragments.append(function.arguments)
@@ -804,11 +846,7 @@ class _ChunkReader:
             events.append(ToolUseStop(index))
         return events
 
-    def _reasoning(self, delta: object) -> str | None:
-        extra = getattr(delta, "model_extra", None)
-        if not extra:
-            return None
-        fields = cast("dict[str, object]", extra)
+    def _reasoning(self, fields: Mapping[str, object]) -> str | None:
         for name in REASONING_FIELDS:
             text = fields.get(name)
             if text and isinstance(text, str):
@@ -817,6 +855,21 @@ class _ChunkReader:
                     self.reasoning_field = name
                 return text
         return None
+
+    def _add_reasoning_details(self, given: object) -> None:
+        """OpenRouter's ``reasoning_details`` entries, in order. A ``reasoning.text`` entry
+        that goes on with the last one (same ``index``) is joined to it, as OpenRouter's own
+        SDK puts streamed text together; any other entry is kept as it came."""
+        if not isinstance(given, list):
+            return
+        for entry in cast("list[object]", given):
+            last = self.reasoning_details[-1] if self.reasoning_details else None
+            if _goes_on(last, entry):
+                _join_text(cast("dict[str, object]", last), cast("dict[str, object]", entry))
+            else:
+                self.reasoning_details.append(
+                    dict(cast("dict[str, object]", entry)) if isinstance(entry, dict) else entry
+                )
 
     def end(self) -> list[LlmEvent]:
         if self.finish_reason is not None:
@@ -830,11 +883,20 @@ class _ChunkReader:
         return [*self.stops(), *self.kept(), self.completion(stop_reason)]
 
     def kept(self) -> list[LlmEvent]:
-        """The response's reasoning, to go back with it (``[]`` if it had none)."""
-        if self.reasoning_field is None:
-            return []
-        data = json.dumps({self.reasoning_field: "".join(self.reasoning)}, ensure_ascii=False)
-        return [ProviderItemDone(ProviderItem(PROVIDER, REASONING_CONTENT, data))]
+        """What goes back with the response: its reasoning (text in the server's field,
+        ``reasoning_details``), then each call's ``extra_content`` (``[]`` if none came)."""
+        fields: dict[str, object] = {}
+        if self.reasoning_field is not None:
+            fields[self.reasoning_field] = "".join(self.reasoning)
+        if self.reasoning_details:
+            fields[REASONING_DETAILS] = self.reasoning_details
+        items: list[ProviderItem] = []
+        if fields:
+            items.append(ProviderItem(PROVIDER, REASONING_CONTENT, compact_json(fields)))
+        for index, extra_content in self.extra_contents.items():
+            call = {"id": self.call_ids[index], EXTRA_CONTENT: extra_content}
+            items.append(ProviderItem(PROVIDER, EXTRA_CONTENT, compact_json(call)))
+        return [ProviderItemDone(item) for item in items]
 
     def completion(self, stop_reason: str) -> Completion:
         return Completion(stop_reason, self.usage, self.response_id, self.model)
@@ -848,6 +910,33 @@ class _ChunkReader:
             if not isinstance(value, dict):
                 return False
         return True
+
+
+def _extra_fields(model: object) -> Mapping[str, object]:
+    """The fields of an SDK object that its type does not name (a server's own)."""
+    extra: object = getattr(model, "model_extra", None)
+    return cast("Mapping[str, object]", extra) if isinstance(extra, Mapping) else {}
+
+
+def _goes_on(last: object, entry: object) -> bool:
+    # Whether `entry` is more of the text of the reasoning.text entry `last`.
+    if not (isinstance(last, dict) and isinstance(entry, dict)):
+        return False
+    before, after = cast("dict[str, object]", last), cast("dict[str, object]", entry)
+    return (
+        before.get("type") == after.get("type") == "reasoning.text"
+        and before.get("index") == after.get("index")
+        and isinstance(before.get("text") or "", str)
+        and isinstance(after.get("text") or "", str)
+    )
+
+
+def _join_text(last: dict[str, object], entry: dict[str, object]) -> None:
+    # The text put together; a field that came only later (the signature) is added.
+    last["text"] = cast(str, last.get("text") or "") + cast(str, entry.get("text") or "")
+    for key, value in entry.items():
+        if last.get(key) is None:
+            last[key] = value
 
 
 def _made_up_id(chunk_id: str, index: int) -> str:
