@@ -584,6 +584,19 @@ class TestRealSchemas:
             "anyOf": [{"type": "null"}, {"type": "string"}]
         }
         assert drop_introduced_nulls(schema, {"note": None}) == {"note": None}
+        # Merged with a part that refuses null, it refuses null.
+        for parts in (
+            [{"type": "string"}, {"type": "string", "nullable": True}],
+            [{"type": "string", "nullable": True}, {"type": "string"}],
+        ):
+            merged = {"type": "object", "properties": {"note": {"allOf": parts}}}
+            merged["required"] = ["note"]
+            assert strict(merged)["properties"]["note"] == {"type": "string"}
+        both = [{"type": "string", "nullable": True}, {"type": "string", "nullable": True}]
+        merged = {"type": "object", "properties": {"note": {"allOf": both}}, "required": ["note"]}
+        assert strict(merged)["properties"]["note"] == {
+            "anyOf": [{"type": "null"}, {"type": "string"}]
+        }
 
 
 class TestRewrites:

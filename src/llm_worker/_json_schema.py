@@ -347,6 +347,9 @@ def merge(parts: list[JsonSchema]) -> JsonSchema:
             items.append(part["items"])
         for key, value in part.items():
             _merge_keyword(result, key, value)
+    # OpenAPI's nullable is in `types` (types_of reads it), where the parts intersect: one
+    # part's nullable copied to the merged node would let a null through the others.
+    result.pop("nullable", None)
     if types is not None:
         if not types:
             raise NoValue

@@ -101,7 +101,8 @@ class _WorkerBase(Generic[DepsT, OutputT]):
 
     @property
     def is_paused(self) -> bool:
-        """Whether calls wait for decisions; ``resume(decisions)`` continues the run."""
+        """Whether calls wait for decisions; ``resume(decisions)`` continues the run (once
+        the stream that paused it is closed)."""
         return self._session.is_paused
 
     @property

@@ -789,6 +789,19 @@ class TestErrors:
         assert type(err.__cause__) is cause
         assert worker.history == (UserMessage("hi"),)
 
+    @pytest.mark.anyio
+    async def test_a_frame_that_is_not_json_is_a_malformed_stream(self, server, notes):
+        server.add(stream(wire.message_start(), "event: content_block_delta\ndata: {oops\n\n"))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message.startswith(
+            "the provider sent a malformed stream event (JSONDecodeError: "
+        )
+        assert (info.value.status, info.value.retryable) == (None, False)
+        assert worker.history == (UserMessage("hi"),)
+
 
 class TestCancellation:
     @pytest.mark.anyio

@@ -773,6 +773,22 @@ class TestErrors:
         assert server.requests[0].json == server.requests[1].json
 
     @pytest.mark.anyio
+    async def test_a_chunk_that_is_not_json_is_a_malformed_stream(self, server):
+        """The SDK's UnknownApiResponseError: not retryable, its text bounded (it was
+        retryable, with the whole response in the message)."""
+        server.add(stream("data: {not json" + "x" * 5_000 + "\n\n"))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message.startswith(
+            "the provider sent a malformed stream event (UnknownApiResponseError: "
+        )
+        assert len(info.value.message) < 800
+        assert (info.value.status, info.value.retryable) == (None, False)
+        assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.anyio
     async def test_a_chunk_the_sdk_refuses_is_a_malformed_stream(self, server):
         """A chunk that fails the SDK's own schema (``functionCall.args`` a list) is a
         ProviderError saying the provider sent a malformed stream event, not retryable:

@@ -417,6 +417,21 @@ class TestConversation:
 
 class TestErrors:
     @pytest.mark.anyio
+    async def test_a_frame_that_is_not_json_is_a_malformed_stream(self, server, notes):
+        """A ``data:`` frame that is not JSON: the provider's malformed stream, not
+        retryable (it read as a retryable "connection failed")."""
+        server.add(stream(*wire.chat_text("Hel")[:1], "data: {not json\n\n"))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message.startswith(
+            "the provider sent a malformed stream event (JSONDecodeError: "
+        )
+        assert (info.value.status, info.value.retryable) == (None, False)
+        assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.anyio
     @pytest.mark.parametrize(
         ("status", "body", "message"),
         [

@@ -446,6 +446,11 @@ class Reports:
         return "r" * size
 
     @tool
+    async def repeat(self, text: str, times: int) -> str:
+        """``text``, ``times`` over."""
+        return text * times
+
+    @tool
     async def chart(self) -> ToolReturn:
         """A chart: a caption, an image and its data; the row count for the application."""
         return ToolReturn(
@@ -503,11 +508,12 @@ class AnsweringWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
-# Results up to 1 MB each, under the default max_payload_bytes: a few of them make a
-# run state larger than one payload.
+# Results up to 1.9 MB each, under the default max_payload_bytes: a few of them make a
+# run state larger than one payload. Its answers are text (output_type=str).
 ROOMY = DurableWorker(
     "roomy",
-    limits=Limits(tool_timeout=30, max_result_bytes=1_000_000),
+    output_type=str,
+    limits=Limits(tool_timeout=30, max_result_bytes=1_900_000),
     tool_activity=ActivityConfig(retry_policy=FAST_RETRIES),
 )
 ROOMY.register_tools(Reports)

@@ -1055,18 +1055,22 @@ class TestPayloadLimits:
         assert state is not None
         assert [m.call_id for m in state.history if isinstance(m, ToolResult)] == ["a", "b"]
 
-    @pytest.mark.parametrize("ending", ["finished", "failed"])
+    @pytest.mark.parametrize("ending", ["finished", "failed", "one-event-too-large"])
     async def test_a_state_too_large_for_the_result_is_left_to_the_state_query(
         self, client: Client, task_queue: str, ending: str
     ):
         """Results that fit one by one, but not together with the rest of the run: the
         state went with the failure (or the outcome) whatever its size, Temporal refused
         the payload, and the workflow task failed again and again (the run stuck in
-        RUNNING, its result never coming). It is left out, and the state query has it."""
+        RUNNING, its result never coming). It is left out, and the state query has it.
+        A str answer is not sent twice (as text and output: 2.4 MB for 1.2 MB); an event
+        too large for any page is left out of the feed, which goes on to the end."""
         if ending == "finished":  # two results, then an answer that repeats them
             turns = [[call("report", f"r{i}", size=600_000) for i in range(2)]]
-        else:  # three results: the next request is over the limit
+        elif ending == "failed":  # three results: the next request is over the limit
             turns = [[call("report", f"r{i}", size=750_000) for i in range(3)]]
+        else:  # 700 KB of arguments, a 1.4 MB result: their tool_call_finished is 2.1 MB
+            turns = [[call("repeat", "r0", text="a" * 700_000, times=2)]]
         activities = ROOMY.activities(model=PlanModel(), tools=tool_definitions(Reports()))
         async with temporal_worker(
             client, task_queue, workflows=[RoomyWorkflow], activities=activities
@@ -1079,6 +1083,7 @@ class TestPayloadLimits:
                 state = result.state
                 assert result.final_text is not None
                 assert result.final_text.startswith("done: rrr")
+                assert result.output is None  # the answer is final_text
             else:
                 with pytest.raises(WorkflowFailureError) as failed:
                     await finished(conversation, seconds=60)
@@ -1101,6 +1106,8 @@ class TestPayloadLimits:
                 feed += page.events
             events = await history_events(conversation.handle)
         assert [e["seq"] for e in feed] == list(range(len(feed)))
+        left_out = [e["type"] for e in feed if "left_out" in e]
+        assert left_out == (["tool_call_finished"] if ending == "one-event-too-large" else [])
         assert "WORKFLOW_TASK_FAILED" not in _kinds(events)
         assert len(state.to_json()) > ROOMY.max_payload_bytes
         calls_made = len(turns[0])

@@ -479,8 +479,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
 
     def _stream_failed(self, exc: Exception) -> ProviderError:
         """An exception the SDK let through unwrapped while reading the stream."""
-        if isinstance(exc, pydantic.ValidationError):  # a chunk the SDK's types refuse
-            return malformed_stream(self._provider, exc)
+        if isinstance(exc, (pydantic.ValidationError, json.JSONDecodeError)):
+            return malformed_stream(self._provider, exc)  # a chunk not JSON, or not the API's
         if isinstance(exc, self._timeout_error):
             return ProviderError(self._provider, TIMED_OUT, retryable=True)
         # The HTTP library's own error: the stream broke.

@@ -125,6 +125,7 @@ from ._common import (
     detail_text,
     given_text,
     is_retryable_status,
+    malformed_stream,
     output_schema,
     own_items,
     retry_after,
@@ -817,6 +818,6 @@ def provider_error(exc: Exception) -> ProviderError:
         return ProviderError(PROVIDER, TIMED_OUT, retryable=True)
     if isinstance(exc, (httpx2.HTTPError, google.auth.exceptions.TransportError)):
         return connection_failed(PROVIDER, exc, "the request failed")
-    if isinstance(exc, errors.UnknownApiResponseError):
-        return ProviderError(PROVIDER, str(exc), retryable=True)
+    if isinstance(exc, errors.UnknownApiResponseError):  # a response that is not JSON
+        return malformed_stream(PROVIDER, exc)
     return ProviderError(PROVIDER, str(exc) or type(exc).__name__)

@@ -44,7 +44,8 @@ class ConversationResult:
     """How a durable run ended: the model's answer and the state to continue from.
 
     ``output``: the structured answer as JSON data, with an ``output_type`` (read it
-    with the ``DurableWorker``'s ``load_output``); ``None`` without one.
+    with the ``DurableWorker``'s ``load_output``); ``None`` without one, and for
+    ``str`` (the answer is ``final_text``).
     """
 
     final_text: str | None

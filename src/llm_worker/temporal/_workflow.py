@@ -87,7 +87,8 @@ class ConversationOutcome:
     """The workflow's result: the model's answer and the run state to continue from.
 
     ``output``: with the ``DurableWorker``'s ``output_type``, the structured answer as
-    JSON data (``DurableWorker.load_output`` reads it back); ``None`` without one.
+    JSON data (``DurableWorker.load_output`` reads it back); ``None`` without one, and
+    for ``str`` (the answer is ``text``).
     ``state`` is ``None`` when it is over ``max_payload_bytes`` (the ``state`` query
     gives it; ``Conversation.result()`` asks it).
     """
@@ -155,7 +156,9 @@ class ConversationWorkflow:
             ) from exc
         self._status = "finished"
         durable = type(self).durable
-        output = None if durable.output_type is None else durable.dump_output(worker.output)
+        output = None
+        if durable.output_type not in (None, str):  # a str answer is the text: not twice
+            output = durable.dump_output(worker.output)
         text, state = worker.final_text, self._rest
         return ConversationOutcome(text, state if self._fits(text, state, output) else None, output)
 
@@ -287,7 +290,11 @@ class ConversationWorkflow:
         page: list[dict[str, Any]] = []
         size, limit = _ENVELOPE_BYTES, type(self).durable.max_payload_bytes
         for event in self._events[start : start + EVENTS_PER_PAGE]:
-            size += payload_size(event) + 1
+            event_size = payload_size(event)
+            if event_size + _ENVELOPE_BYTES > limit:  # never in one answer: said, not sent
+                event = _left_out(event, event_size)
+                event_size = payload_size(event)
+            size += event_size + 1
             if page and size > limit:  # a page is one payload: the rest in the next one
                 break
             page.append(event)
@@ -308,6 +315,17 @@ class ConversationWorkflow:
         length = max(1, (type(self).durable.max_payload_bytes - _ENVELOPE_BYTES) // 12)
         part = text[index * length : (index + 1) * length]
         return {"text": part, "parts": -(-len(text) // length), "version": self._rests}
+
+
+def _left_out(event: dict[str, Any], size: int) -> dict[str, Any]:
+    """An event too large for a query's answer, as the feed gives it: what it was, and
+    where its content is (the history, or the state, both read in ways that fit)."""
+    return {
+        "seq": event["seq"],
+        "type": event["type"],
+        "left_out": f"this event is {size} bytes, over max_payload_bytes: read its content "
+        f"in the run state (Conversation.state())",
+    }
 
 
 def _share_anyio_backend() -> None:
