@@ -189,7 +189,8 @@ async def test_decisions_are_reported():
 @pytest.mark.anyio
 async def test_calls_settled_before_a_hook_stops_the_batch_are_reported():
     """An unknown tool's call, then a pre-hook aborting the next call: the first call's
-    decision is reported too, then the abort; a call held before it is not "paused"."""
+    decision is reported too, then each call that never ran, with its outcome (the call
+    held before the abort is "aborted", not "paused": it never runs)."""
     client = ScriptedClient(
         [calls(("nope", {}), ("where", {"key": "held"}), ("where", {"key": "stop"}))]
     )
@@ -204,6 +205,7 @@ async def test_calls_settled_before_a_hook_stops_the_batch_are_reported():
     decided = [e for e in recorder.log if e[0] == "decided"]
     assert decided == [
         ("decided", "call_0_0", "not_found", ""),
+        ("decided", "call_0_1", "aborted", "stop"),
         ("decided", "call_0_2", "aborted", "stop"),
     ]
 

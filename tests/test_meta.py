@@ -450,7 +450,7 @@ class TestRepr:
         """Metas that differ have different reprs."""
         a = ToolMeta(name="a", description="d", input_schema={"type": "object"})
         assert repr(a) != repr(a.with_description("e"))
-        assert repr(a) != repr(a.with_input_schema({"type": "array"}))
+        assert repr(a) != repr(a.with_input_schema({"type": "object", "properties": {}}))
 
 
 class TestReinitialisation:

@@ -655,12 +655,19 @@ class TestRewrites:
         )
 
     def test_root_that_is_no_object_is_refused(self):
-        """A root that is a string is refused, naming what it allows."""
-        assert refusal({"type": ["string", "null"]}) == (
-            "Cannot make strict OpenAI schemas:\n"
-            "  t: at the top level: the arguments must be an object, and this schema allows "
+        """A root that is a string is refused, naming what it allows: where a ToolMeta is
+        made (no provider takes it), and by the rewrite itself."""
+        from llm_worker._strict_schema import StrictSchemaError, strict_schema
+
+        schema = {"type": ["string", "null"]}
+        with pytest.raises(ValueError, match=r"input_schema must be an object schema"):
+            ToolMeta(name="t", input_schema=schema)
+        with pytest.raises(StrictSchemaError) as info:
+            strict_schema(schema)
+        assert info.value.problems == [
+            "at the top level: the arguments must be an object, and this schema allows "
             "null or string"
-        )
+        ]
 
     @pytest.mark.parametrize("via", ["ref", "allOf"])
     def test_required_through_a_root_ref_or_allof_stays_required(self, via):

@@ -90,7 +90,10 @@ class _ToolSpec:
             raise TypeError(
                 f"{type(self).__name__} description must be a str, not {type(description).__name__}"
             )
-        schema_json = _EMPTY_OBJECT_SCHEMA if input_schema is None else _dump(self, input_schema)
+        if input_schema is None:
+            schema_json = _EMPTY_OBJECT_SCHEMA
+        else:
+            schema_json = _dump(self, _arguments_object(self, input_schema))
         self._init(name, description, schema_json)
 
     def _init(self, name: str, description: str, schema_json: str) -> None:
@@ -341,6 +344,23 @@ class LlmToolDefinition(_ToolSpec):
             "description": self._description,
             "input_schema": self.input_schema,
         }
+
+
+def _arguments_object(owner: _ToolSpec, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``schema`` as the object schema of a call's arguments: the model sends a JSON object,
+    and MCP and the providers refuse a root without ``"type": "object"`` (one such tool
+    made a served ``tools/list`` fail for every tool). A root without a type gets it."""
+    if not isinstance(schema, Mapping):
+        return schema  # _dump says what is wrong
+    kind = schema.get("type")
+    if kind is None:
+        return {"type": "object", **schema}
+    if not isinstance(kind, (str, list)) or kind == "object" or "object" in kind:
+        return schema  # not JSON (a set...): _dump says so
+    raise ValueError(
+        f'{type(owner).__name__} input_schema must be an object schema ({{"type": "object", '
+        f"...}}): the model sends a call's arguments as a JSON object, not {kind!r}"
+    )
 
 
 def _dump(owner: _ToolSpec, schema: Mapping[str, Any], what: str = "input_schema") -> str:

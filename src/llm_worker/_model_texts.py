@@ -61,6 +61,7 @@ __all__ = [
     "SKIPPED",
     "SKIPPED_BECAUSE",
     "STOPPED",
+    "STRUCTURED_TOO_LARGE",
     "TIMED_OUT",
     "UNEXPECTED",
     "UNSERIALIZABLE",
@@ -112,6 +113,12 @@ NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
 MEDIA_DROPPED = (
     "[{media_type} of {size} bytes from tool '{name}' dropped: over the limit of {limit} "
     "bytes for media in one result]"
+)
+# A served tool with an output schema whose result is over Limits.max_result_bytes.
+STRUCTURED_TOO_LARGE = (
+    "Execution failed: tool '{name}' returned a structured result of {size} bytes, over the "
+    "{limit} bytes this server sends (max_result_bytes); a structured result cannot be cut: "
+    "return less (a page, a summary)"
 )
 # A served tool with an output schema whose result is not the JSON object it describes.
 NOT_STRUCTURED = (

@@ -516,8 +516,6 @@ class _Turns:
                 except _Aborted as stop:
                     reason = stop.decision.reason
                     why = f"the run was aborted ({reason})"
-                    if self.trace is not None:
-                        self.trace.decided(stop.call, ToolCallOutcome.ABORTED.value, reason)
                     self.stop(batch, ABORTED, ToolCallOutcome.ABORTED, why, reason=reason)
                     for finished in batch.report():  # the results that came, then the rest
                         yield finished
@@ -927,6 +925,10 @@ class _Turns:
         for slot in batch:
             if slot.span is not None:  # it was running: it ends, cancelled, with the batch
                 self.end_span(slot, None, None)
+        # The observer hears of each call that never started, and of each result withheld.
+        trace = self.trace
+        not_started = (SlotState.UNDECIDED, SlotState.READY, SlotState.HELD)
+        unstarted = () if trace is None else [slot.state in not_started for slot in batch]
         for slot in batch:
             if slot.state is SlotState.RAN and slot.result is not None:
                 if self.session.post_hooks:
@@ -937,6 +939,11 @@ class _Turns:
                     batch.finalize(slot, slot.result, ToolCallOutcome.RAN)
         results = batch.close(template, outcome, why=why if stopped else None, **fields)
         self.session.history.extend(results)
+        if trace is not None:
+            withheld = ToolCallOutcome.WITHHELD
+            for slot, never_ran in zip(batch, unstarted, strict=True):
+                if slot.outcome is not None and (never_ran or slot.outcome is withheld):
+                    trace.decided(slot.call, slot.outcome.value, fields.get("reason"))
 
     def collect_arrived(self, batch: ToolBatch) -> None:
         """Take in the results runners sent that the loop has not read."""

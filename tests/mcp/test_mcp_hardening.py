@@ -472,6 +472,73 @@ class TestServedLimits:
         assert slow.is_error
         assert "timed out after 0.2s" in text_of(slow)
 
+    async def test_a_structured_result_over_the_cap_is_said_not_cut(self):
+        """A tool with an output schema: a result over max_result_bytes cannot be cut (the
+        cut JSON is no value; it read "its output schema does not describe it (not
+        JSON)"): an error saying how large it is. Under the cap it is structured."""
+        from llm_worker import Limits, ToolServer, tool, tool_definitions, tool_registry
+
+        @tool_registry
+        class Numbers:
+            @tool
+            def numbers(self, n: int) -> list[int]:
+                """The numbers below n."""
+                return list(range(n))
+
+        limits = Limits(max_result_bytes=2_000)
+        with anyio.fail_after(GUARD):
+            served = ToolServer()
+            served.register_tools(tool_definitions(Numbers()))
+            async with connect(create_server(served, limits=limits)) as s:
+                big = await s.call_tool("numbers", {"n": 3_000})
+                small = await s.call_tool("numbers", {"n": 3})
+        assert big.is_error
+        assert big.structured_content is None
+        assert text_of(big).startswith(
+            "Execution failed: tool 'numbers' returned a structured result of 13891 bytes"
+        )
+        assert "over the 2000 bytes this server sends (max_result_bytes)" in text_of(big)
+        assert not small.is_error
+        assert small.structured_content == {"result": [0, 1, 2]}
+
+    async def test_a_lone_surrogate_in_a_structured_result_is_replaced(self):
+        """A file name os.listdir gave (not UTF-8) inside a structured result: U+FFFD, as in
+        a text result (pydantic refused to write it: the repr went out, an isError)."""
+        from llm_worker import ToolServer, tool, tool_definitions, tool_registry
+
+        @tool_registry
+        class Files:
+            @tool
+            def listing(self) -> dict[str, list[str]]:
+                """The files."""
+                return {"names": ["caf\udce9.txt", "plain.txt"]}
+
+        with anyio.fail_after(GUARD):
+            served = ToolServer()
+            served.register_tools(tool_definitions(Files()))
+            async with connect(create_server(served)) as session:
+                result = await session.call_tool("listing", {})
+        assert not result.is_error
+        assert result.structured_content == {"names": ["caf\ufffd.txt", "plain.txt"]}
+        assert json.loads(text_of(result)) == result.structured_content
+
+    async def test_an_input_schema_without_a_type_is_an_object_schema(self):
+        """ToolMeta(input_schema={}) was listed as it was, and the SDK refused the whole
+        tools/list (every tool hidden by one): a root without a type is an object."""
+        from llm_worker import ToolMeta, ToolServer
+
+        server = ToolServer()
+        server.register_tool(lambda: (ToolMeta(name="bare", input_schema={}), _Plain()))
+        loose = {"properties": {"q": {"type": "string"}}}
+        server.register_tool(lambda: (ToolMeta(name="loose", input_schema=loose), _Plain()))
+        with anyio.fail_after(GUARD):
+            async with connect(create_server(server)) as session:
+                listed = await session.list_tools()
+        schemas = {t.name: t.input_schema for t in listed.tools}
+        assert schemas == {"bare": {"type": "object"}, "loose": {"type": "object", **loose}}
+        with pytest.raises(ValueError, match="input_schema must be an object schema"):
+            ToolMeta(name="text", input_schema={"type": "string"})
+
     def test_the_cli_options_make_limits(self):
         import argparse
 

@@ -165,6 +165,48 @@ class TestCreateHttpApp:
         assert isinstance(app, Starlette)
         assert [route.path for route in app.routes] == ["/tools/mcp"]  # type: ignore[attr-defined]
 
+    @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn's loop in a thread
+    @pytest.mark.anyio
+    async def test_mounted_as_the_docs_show_it_serves(self):
+        """docs/mcp.md: mounted in an app of your own whose lifespan enters the mounted
+        app's, a client is served (without it, every request failed)."""
+        import threading
+        import time
+
+        import uvicorn
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp_support import free_port
+        from starlette.routing import Mount
+
+        port = free_port()
+        tools_app = create_http_app(mcp_apps.factory(), path="/mcp")
+        app = Starlette(
+            routes=[Mount("/tools", app=tools_app)],
+            lifespan=lambda app: tools_app.router.lifespan_context(tools_app),
+        )
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 10
+            while not server.started:
+                assert time.monotonic() < deadline, "uvicorn did not start"
+                await anyio.sleep(0.05)
+            with anyio.fail_after(15):
+                url = f"http://127.0.0.1:{port}/tools/mcp"
+                async with (
+                    streamable_http_client(url) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await session.initialize()
+                    listed = await session.list_tools()
+        finally:
+            server.should_exit = True
+            thread.join(10)
+        assert listed.tools
+
     def test_path_must_start_with_a_slash(self):
         """A path without a leading slash is a ValueError."""
         with pytest.raises(ValueError, match=r"^path must start with '/', not 'mcp'$"):

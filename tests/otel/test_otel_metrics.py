@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from opentelemetry.sdk.metrics.export import Histogram
 from otel_support import OpenAIScripted
@@ -158,3 +159,38 @@ async def test_units_and_the_advised_buckets(telemetry):
     durations = found["gen_ai.client.operation.duration"].data
     assert isinstance(durations, Histogram)
     assert durations.data_points[0].explicit_bounds[:3] == (0.01, 0.02, 0.04)
+
+
+@pytest.mark.anyio
+async def test_exemplars_point_at_the_operations_span(telemetry):
+    """Each measurement is recorded in its operation's span (the SDK's trace-based exemplar
+    filter keeps that span's id): a request's and its tokens' at the chat span, a call's at
+    its execute_tool span, a run's at its invoke_agent span; never the caller's span."""
+    script = [
+        ScriptedResponse(tool_calls=[call("add", a=1, b=2)], usage=Usage(5, 1)),
+        ScriptedResponse(text="3", usage=Usage(6, 1)),
+    ]
+    worker = worker_for(telemetry, script)
+    app = telemetry.tracer_provider.get_tracer("app")
+    with anyio.fail_after(5), app.start_as_current_span("http request"):
+        await worker.run("1+2?")
+    names = {
+        span.context.span_id: span.name for span in telemetry.spans() if span.context is not None
+    }
+    expected = {
+        "gen_ai.client.operation.duration": "chat gpt-test",
+        "gen_ai.client.token.usage": "chat gpt-test",
+        "gen_ai.execute_tool.duration": "execute_tool add",
+        "gen_ai.invoke_agent.duration": "invoke_agent",
+    }
+    data = telemetry.reader.get_metrics_data()  # once: a collection takes the exemplars
+    assert data is not None
+    pointed: dict[str, set[object]] = {}
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                for point in metric.data.data_points:
+                    for exemplar in point.exemplars:
+                        span = names.get(exemplar.span_id, exemplar.span_id)
+                        pointed.setdefault(metric.name, set()).add(span)
+    assert pointed == {metric: {span} for metric, span in expected.items()}

@@ -12,6 +12,8 @@ import anyio
 import anyio.from_thread
 import pytest
 from opentelemetry import trace
+from opentelemetry.sdk.metrics import ExemplarFilter, MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.trace import SpanKind, StatusCode
 from otel_support import OpenAIScripted, Telemetry, parent_id, span_id
@@ -21,13 +23,16 @@ from llm_worker import (
     Abort,
     Approve,
     AssistantMessage,
+    Completion,
     Deny,
     HookError,
     Limits,
+    LlmClientError,
     OutputValidationError,
     Pause,
     ProviderError,
     Skip,
+    TextDelta,
     ToolResult,
     Usage,
     Worker,
@@ -191,16 +196,20 @@ class TestARun:
             "gen_ai.usage.cache_read.input_tokens": 100,
         }
         first, second = sorted(chats, key=lambda s: s.start_time or 0)
+        first_chunk = attributes(first)["gen_ai.response.time_to_first_chunk"]
+        assert isinstance(first_chunk, float)
         assert attributes(first) == {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": "openai",
             "gen_ai.request.model": "gpt-test",
-            "gen_ai.response.finish_reasons": ("tool_use",),
+            "gen_ai.request.stream": True,
+            "gen_ai.response.time_to_first_chunk": first_chunk,
+            "gen_ai.response.finish_reasons": ("tool_call",),
             "gen_ai.usage.input_tokens": 120,
             "gen_ai.usage.output_tokens": 30,
             "gen_ai.usage.cache_read.input_tokens": 100,
         }
-        assert attributes(second)["gen_ai.response.finish_reasons"] == ("end_turn",)
+        assert attributes(second)["gen_ai.response.finish_reasons"] == ("stop",)
         assert attributes(tool_a) == {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": "where",
@@ -426,6 +435,112 @@ class TestDecisions:
         assert parent_id(telemetry.one("chat gpt-test")) == span_id(second)
 
 
+@tool_registry
+class Gated:
+    """``step`` calls: "2" waits until "3" ran, so "3"'s result comes before "2"'s."""
+
+    def __init__(self) -> None:
+        self.gate = anyio.Event()
+
+    @tool
+    async def step(self, k: str) -> str:
+        """One step."""
+        if k == "2":
+            with anyio.fail_after(5):
+                await self.gate.wait()
+        elif k == "3":
+            self.gate.set()
+        return f"ok {k}"
+
+
+def decisions_of(span: ReadableSpan) -> list[tuple[object, object, object]]:
+    return [
+        (
+            (e.attributes or {}).get("gen_ai.tool.call.id"),
+            (e.attributes or {}).get("llm_worker.decision"),
+            (e.attributes or {}).get("llm_worker.decision.reason"),
+        )
+        for e in span.events
+    ]
+
+
+class TestDecisionsWhenARunStops:
+    """One decision event per call that did not run (its outcome as the history records
+    it), none for a call that ran: its execute_tool span says so."""
+
+    @staticmethod
+    def gated(telemetry: Telemetry) -> Worker:
+        script = [
+            ScriptedResponse(
+                tool_calls=[ScriptedCall("step", json.dumps({"k": k})) for k in "123"]
+            ),
+            "done",
+        ]
+        worker = Worker(OpenAIScripted(script), instrumentation=telemetry.instrumentation())
+        worker.register_tools(tool_definitions(Gated()))
+        return worker
+
+    @staticmethod
+    def outcomes(worker: Worker) -> dict[str, str]:
+        results = [m for m in worker.history if isinstance(m, ToolResult)]
+        return {r.call_id: r.content for r in results}
+
+    @pytest.mark.anyio
+    async def test_a_pre_hook_abort_reports_every_call_that_never_ran(self, telemetry):
+        """A pre-hook aborts at the second call: the first (ready) and third (undecided)
+        never ran either, and each gets its "aborted" event, in call order."""
+        worker = self.gated(telemetry)
+        worker.add_pre_tool_call_hook(
+            lambda ctx: Abort("no") if '"2"' in ctx.call.input_json else None
+        )
+        with anyio.fail_after(5), pytest.raises(WorkerAbortedError):
+            await worker.run("go")
+        run = telemetry.one("invoke_agent")
+        assert decisions_of(run) == [
+            ("call_0_0", "aborted", "no"),
+            ("call_0_1", "aborted", "no"),
+            ("call_0_2", "aborted", "no"),
+        ]
+        assert not telemetry.named("execute_tool step")
+        assert all("did not run" in text for text in self.outcomes(worker).values())
+
+    @pytest.mark.anyio
+    async def test_a_post_hook_abort_reports_only_the_withheld_result(self, telemetry):
+        """A post-hook aborts on the second call's result: the calls that ran and were
+        reviewed get no event (their spans say they ran); the third ran, but its result
+        was withheld from the model: one "withheld" event."""
+        worker = self.gated(telemetry)
+        worker.add_post_tool_call_hook(
+            lambda ctx: Abort("no") if '"2"' in ctx.call.input_json else None
+        )
+        with anyio.fail_after(5), pytest.raises(WorkerAbortedError):
+            await worker.run("go")
+        outcomes = self.outcomes(worker)
+        assert (outcomes["call_0_0"], outcomes["call_0_1"]) == ("ok 1", "ok 2")
+        assert "withheld" in outcomes["call_0_2"]
+        run = telemetry.one("invoke_agent")
+        assert decisions_of(run) == [("call_0_2", "withheld", "no")]
+        assert len(telemetry.named("execute_tool step")) == 3
+
+    @pytest.mark.anyio
+    async def test_a_hook_error_reports_the_calls_that_never_ran(self, telemetry):
+        """A pre-hook that fails: the calls that never ran are "not_run"."""
+        worker = self.gated(telemetry)
+
+        def failing(ctx):
+            if '"2"' in ctx.call.input_json:
+                raise RuntimeError("hook broke")
+
+        worker.add_pre_tool_call_hook(failing)
+        with anyio.fail_after(5), pytest.raises(HookError):
+            await worker.run("go")
+        assert decisions_of(telemetry.one("invoke_agent")) == [
+            ("call_0_0", "not_run", None),
+            ("call_0_1", "not_run", None),
+            ("call_0_2", "not_run", None),
+        ]
+
+
 class TestCancellation:
     @pytest.mark.anyio
     async def test_a_cancelled_run_ends_every_span(self, telemetry):
@@ -511,7 +626,7 @@ class TestContent:
                         "arguments": {"why": "no disk"},
                     },
                 ],
-                "finish_reason": "tool_use",
+                "finish_reason": "tool_call",
             }
         ]
         history = json.loads(attributes(second)["gen_ai.input.messages"])
@@ -596,7 +711,157 @@ class TestFailingTelemetry:
             assert await worker.run("more") is WorkerResult.FINISHED
 
 
+DEEP = '{"key": ' + "[" * 3000 + "]" * 3000 + "}"  # the model's arguments: too deep to parse
+
+
+class RaisingFilter(ExemplarFilter):
+    """An exemplar filter that raises on every measurement, as a broken metrics SDK
+    extension of the application's does."""
+
+    def should_sample(self, value, time_unix_nano, attributes, context) -> bool:
+        raise RuntimeError("metrics backend down")
+
+
+class TestTelemetryNeverChangesARun:
+    @pytest.mark.anyio
+    async def test_arguments_too_deep_to_parse_are_recorded_as_their_text(self, telemetry, caplog):
+        """capture_content=True with arguments nested too deep for json (RecursionError):
+        the run goes on as it would untraced, every span ends, and the output messages
+        give the arguments as their raw text, as for arguments that are not JSON."""
+        worker, _ = traced(
+            telemetry,
+            [ScriptedResponse(tool_calls=[ScriptedCall("where", DEEP)]), "done"],
+            capture_content=True,
+        )
+        with anyio.fail_after(10):
+            assert await worker.run("go") is WorkerResult.FINISHED
+        first, second = sorted(telemetry.named("chat gpt-test"), key=lambda s: s.start_time or 0)
+        (output,) = json.loads(attributes(first)["gen_ai.output.messages"])
+        assert output["parts"][0]["arguments"] == DEEP
+        sent = json.loads(attributes(second)["gen_ai.input.messages"])
+        assert sent[1]["parts"][0]["arguments"] == DEEP
+        assert attributes(telemetry.one("invoke_agent"))["llm_worker.run.outcome"] == "finished"
+        assert len(telemetry.named("execute_tool where")) == 1
+        assert "RecursionError" not in caplog.text
+
+    @pytest.mark.anyio
+    async def test_a_client_attribute_that_raises(self, telemetry, caplog):
+        """Every entry point of the observer is shielded: a client whose ``model`` raises
+        when read (the observer's run() reads it) is logged, and the run goes on."""
+
+        class Broken(OpenAIScripted):
+            @property
+            def model(self) -> str:  # type: ignore[override]
+                raise RuntimeError("no model configured")
+
+        worker, _ = traced(telemetry, [], client=Broken([calls(("where", {"key": "a"})), "ok"]))
+        with anyio.fail_after(5):
+            assert await worker.run("go") is WorkerResult.FINISHED
+        assert "OpenTelemetry failed to start a run's span" in caplog.text
+        assert worker.final_text == "ok"
+
+    @pytest.mark.anyio
+    async def test_a_failing_measurement_still_ends_every_span(self, telemetry, caplog):
+        """A metrics SDK that raises on every record (here an exemplar filter): each
+        failed measurement is logged and lost, and every span still ends and exports."""
+        meters = MeterProvider(
+            metric_readers=[InMemoryMetricReader()], exemplar_filter=RaisingFilter()
+        )
+        worker = Worker(
+            OpenAIScripted([calls(("where", {"key": "a"}), usage=Usage(5, 1)), "done"]),
+            instrumentation=OpenTelemetry(
+                tracer_provider=telemetry.tracer_provider, meter_provider=meters
+            ),
+        )
+        worker.register_tools(tool_definitions(Probe()))
+        with anyio.fail_after(5):
+            assert await worker.run("go") is WorkerResult.FINISHED
+        assert sorted(s.name for s in telemetry.spans()) == [
+            "chat gpt-test",
+            "chat gpt-test",
+            "execute_tool where",
+            "invoke_agent",
+        ]
+        first = min(telemetry.named("chat gpt-test"), key=lambda s: s.start_time or 0)
+        assert attributes(first)["gen_ai.usage.input_tokens"] == 5  # described all the same
+        assert "OpenTelemetry failed to record a measurement" in caplog.text
+
+
 class TestWhatSpansSay:
+    @pytest.mark.anyio
+    async def test_every_request_streams_and_its_first_chunk_is_timed(self, telemetry):
+        """gen_ai.request.stream is True on every chat span (every LlmClient request
+        streams); gen_ai.response.time_to_first_chunk is the seconds from the request to
+        its stream's first event."""
+
+        class Slow(OpenAIScripted):
+            async def stream(self, request):
+                await anyio.sleep(0.05)
+                async for event in super().stream(request):
+                    yield event
+
+        worker, _ = traced(telemetry, [], client=Slow([calls(("where", {"key": "a"})), "ok"]))
+        with anyio.fail_after(5):
+            await worker.run("go")
+        chats = telemetry.named("chat gpt-test")
+        assert len(chats) == 2
+        for chat in chats:
+            assert attributes(chat)["gen_ai.request.stream"] is True
+            first_chunk = attributes(chat)["gen_ai.response.time_to_first_chunk"]
+            assert isinstance(first_chunk, float)
+            assert chat.start_time is not None
+            assert chat.end_time is not None
+            assert 0.05 <= first_chunk <= (chat.end_time - chat.start_time) / 1e9
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("stop_reason", "finish_reason"),
+        [
+            ("end_turn", "stop"),
+            ("max_tokens", "length"),
+            ("refusal", "content_filter"),
+            ("content_filter", "content_filter"),
+            ("stop_sequence", "stop_sequence"),  # no counterpart: as it is
+        ],
+    )
+    async def test_finish_reasons_are_the_conventions(self, telemetry, stop_reason, finish_reason):
+        """gen_ai.response.finish_reasons and the output message's finish_reason use the
+        conventions' values where the stop reason has one (tool_use is tool_call)."""
+        script = [calls(("where", {"key": "a"})), ScriptedResponse("hi", stop_reason=stop_reason)]
+        worker, _ = traced(telemetry, script, capture_content=True)
+        with anyio.fail_after(5):
+            await worker.run("go")
+        first, second = sorted(telemetry.named("chat gpt-test"), key=lambda s: s.start_time or 0)
+        for span, expected in ((first, "tool_call"), (second, finish_reason)):
+            assert attributes(span)["gen_ai.response.finish_reasons"] == (expected,)
+            (output,) = json.loads(attributes(span)["gen_ai.output.messages"])
+            assert output["finish_reason"] == expected
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("capture", [False, True])
+    async def test_a_client_error_is_content(self, telemetry, capture):
+        """An LlmClientError quotes the client's event (the model's text): the chat span's
+        and the run span's status give it only with capture_content=True."""
+
+        class Replaying:
+            provider = "openai"
+            model = "gpt-test"
+
+            async def stream(self, request):
+                yield TextDelta("card 4111-1111-1111-1111")
+                yield Completion("end_turn")
+                yield TextDelta("card 4111-1111-1111-1111")
+
+        worker = Worker(
+            Replaying(), instrumentation=telemetry.instrumentation(capture_content=capture)
+        )
+        with anyio.fail_after(5), pytest.raises(LlmClientError):
+            await worker.run("go")
+        for span in (telemetry.one("chat gpt-test"), telemetry.one("invoke_agent")):
+            assert span.status.status_code is StatusCode.ERROR
+            assert attributes(span)["error.type"] == "LlmClientError"
+            assert ("4111" in (span.status.description or "")) is capture
+
     @pytest.mark.anyio
     @pytest.mark.parametrize("capture", [False, True])
     async def test_a_bad_final_answer_is_content(self, telemetry, capture):

@@ -12,11 +12,12 @@ exceptions all become ``ToolError``s, and their threads are bounded
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import to_json
+from pydantic_core import to_json, to_jsonable_python
 
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._context import ToolContext
@@ -38,7 +39,7 @@ from .._model_texts import (
 )
 from .._options import ThreadOption
 from .._registry import ToolMethod
-from .._safe_text import model_safe_text
+from .._safe_text import model_safe_text, valid_unicode
 from .._strict_json import non_finite_problem
 from .._timeouts import TimedOut, within
 from .dedicated import dedicated_thread_of
@@ -372,6 +373,11 @@ def _json_text(result: object) -> str | None:
         pass
     try:  # bytes that are not UTF-8 text: base64, still the string the schema says
         return to_json(result, inf_nan_mode="strings", bytes_mode="base64").decode()
+    except Exception:
+        pass
+    try:  # a lone surrogate (a file name os.listdir gave) has no UTF-8: U+FFFD, as in text
+        data = to_jsonable_python(result, bytes_mode="base64")
+        return valid_unicode(json.dumps(data, ensure_ascii=False, allow_nan=False))
     except Exception:
         return None
 

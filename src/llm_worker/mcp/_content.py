@@ -65,7 +65,7 @@ from jsonschema.protocols import Validator
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._conversation import ToolResult
 from .._exceptions import ExecutionFailedError
-from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, call_text
+from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, STRUCTURED_TOO_LARGE, call_text
 from .._output_schema import WRAPPED
 from .._safe_text import valid_unicode
 
@@ -88,11 +88,12 @@ _LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
 
 
 def call_tool_result(
-    result: ToolResult, name: str, output_schema_json: str | None
+    result: ToolResult, name: str, output_schema_json: str | None, max_bytes: int | None = None
 ) -> types.CallToolResult:
     """``result`` (of a call of tool ``name``) as MCP content, and its structured content
     when the tool has an output schema (``ToolMeta.output_schema_json``). A value the
-    schema cannot describe (not JSON, not an object) is an ``isError`` result saying so."""
+    schema cannot describe (not JSON, not an object), or over ``max_bytes`` (a structured
+    result cannot be cut, so it comes whole), is an ``isError`` result saying so."""
     content: list[types.ContentBlock]
     if result.parts:
         content = [_block(part) for part in result.parts]
@@ -101,6 +102,11 @@ def call_tool_result(
         content = [types.TextContent(text=valid_unicode(result.content))]
     if output_schema_json is None or result.is_error:
         return types.CallToolResult(content=content, is_error=result.is_error)
+    if max_bytes is not None:
+        size = len(result.content.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            text = call_text(STRUCTURED_TOO_LARGE, name, size=size, limit=max_bytes)
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
     try:
         schema, validator = _validator(output_schema_json)
         structured = _structured(result, wrapped=schema.get(WRAPPED) is True)

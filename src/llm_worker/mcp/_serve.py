@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import socket
@@ -162,20 +163,26 @@ async def call_mcp_tool(
         return _error(str(InvalidArgumentError(f"the arguments are not JSON: {exc}")))
     call_id = "" if request is None or request.request_id is None else str(request.request_id)
     call = ToolCall(call_id, name, input_json)
+    schema_json = entry.meta.output_schema_json
+    run_limits = limits
+    if limits is not None and schema_json is not None:
+        # A structured result cannot be cut (cut JSON is no value): it is measured whole.
+        run_limits = dataclasses.replace(limits, max_result_bytes=sys.maxsize)
     try:
         refused = await approvals.check(entry, call, arguments, request, params)
         if refused is not None:
             return refused
         if entry.execute_with_context is None:
-            result = await execute_call(entry, call, limits, None)
+            result = await execute_call(entry, call, run_limits, None)
         else:
-            result = await _call_with_context(entry, call, request, limits)
+            result = await _call_with_context(entry, call, request, run_limits)
     except BaseException as exc:
         if _is_cancellation(exc):
             raise
         logger.error("Tool %r raised %s", name, type(exc).__name__, exc_info=exc)
         return _error(call_text(UNEXPECTED, name, kind=type(exc).__name__))
-    return call_tool_result(result, name, entry.meta.output_schema_json)
+    max_bytes = None if limits is None else limits.max_result_bytes
+    return call_tool_result(result, name, schema_json, max_bytes)
 
 
 async def _call_with_context(

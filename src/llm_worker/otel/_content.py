@@ -1,14 +1,15 @@
 """What a model was sent and answered, in the GenAI conventions' JSON forms (opt-in content).
 
-Only ``OpenTelemetry(capture_content=True)`` calls these: messages, prompts,
-arguments and results can hold personal data. Each function returns the JSON
-text of one attribute (span attributes take no structured values in Python):
+Only ``OpenTelemetry(capture_content=True)`` calls these (but ``finish_reason``):
+messages, prompts, arguments and results can hold personal data. Each returns the
+JSON text of one attribute (span attributes take no structured values in Python):
 
 - ``system_instructions``: ``[{"type": "text", "content": ...}]``;
 - ``input_messages``: the history, one ``{"role", "parts"}`` object per message
   (user text, assistant text and ``tool_call`` parts, ``tool`` messages with a
   ``tool_call_response`` part);
-- ``output_messages``: the response, with its ``finish_reason``;
+- ``output_messages``: the response, with its ``finish_reason`` (the conventions' value
+  for its stop reason: ``finish_reason()``);
 - ``tool_definitions``: ``[{"type": "function", "name", "description", "parameters"}]``.
 
 Provider items (reasoning signatures, encrypted items) are opaque and left out.
@@ -22,8 +23,15 @@ from typing import Any
 
 from .._conversation import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from .._meta import LlmToolDefinition
+from . import _semconv as sc
 
-__all__ = ["input_messages", "output_messages", "system_instructions", "tool_definitions"]
+__all__ = [
+    "finish_reason",
+    "input_messages",
+    "output_messages",
+    "system_instructions",
+    "tool_definitions",
+]
 
 
 def system_instructions(system_prompt: str) -> str:
@@ -36,8 +44,16 @@ def input_messages(messages: Sequence[Message]) -> str:
 
 def output_messages(message: AssistantMessage) -> str:
     body = _assistant(message)
-    body["finish_reason"] = message.stop_reason or ""
+    stop_reason = message.stop_reason
+    body["finish_reason"] = "" if stop_reason is None else finish_reason(stop_reason)
     return _json([body])
+
+
+def finish_reason(stop_reason: str) -> str:
+    """The conventions' finish reason for the library's ``stop_reason`` (``end_turn`` is
+    ``stop``, ``tool_use`` ``tool_call``...), or ``stop_reason`` itself if none fits.
+    Used by the chat span's ``gen_ai.response.finish_reasons`` and its output messages."""
+    return sc.FINISH_REASONS.get(stop_reason, stop_reason)
 
 
 def tool_definitions(tools: Sequence[LlmToolDefinition]) -> str:
@@ -76,10 +92,11 @@ def _tool_call(call: ToolCall) -> dict[str, Any]:
 
 
 def _arguments(call: ToolCall) -> object:
-    """The call's arguments as a value (the conventions want an object), else its raw text."""
+    """The call's arguments as a value (the conventions want an object), else its raw text:
+    when it is not JSON, or nests too deep to parse (``RecursionError``)."""
     try:
         return json.loads(call.input_json) if call.input_json.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):
         return call.input_json
 
 

@@ -10,6 +10,8 @@ below. Everything this library adds of its own is under ``llm_worker.*``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 __all__ = ["SCHEMA_URL", "SEMCONV_VERSION"]
@@ -31,10 +33,12 @@ EXECUTE_TOOL: Final = "execute_tool"
 OPERATION_NAME: Final = "gen_ai.operation.name"
 PROVIDER_NAME: Final = "gen_ai.provider.name"
 REQUEST_MODEL: Final = "gen_ai.request.model"
+REQUEST_STREAM: Final = "gen_ai.request.stream"  # True: every request streams
 AGENT_NAME: Final = "gen_ai.agent.name"
 RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 RESPONSE_ID: Final = "gen_ai.response.id"
 RESPONSE_MODEL: Final = "gen_ai.response.model"
+RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"  # s, a double
 USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
@@ -74,6 +78,20 @@ CANCELLED: Final = "cancelled"  # error.type of an operation its run stopped
 TIMEOUT: Final = "timeout"  # error.type of a tool call past Limits.tool_timeout
 TOOL_ERROR: Final = "tool_error"  # error.type of any other error result
 OUTPUT_TYPE_JSON: Final = "json"  # gen_ai.output.type of a request for a structured answer
+
+# The library's stop reasons (Anthropic's vocabulary, docs/providers.md) that have a
+# counterpart among the conventions' finish reasons (the FinishReason of
+# gen-ai-output-messages.json: stop, length, content_filter, tool_call, error). Any
+# other stop reason is recorded as it is.
+FINISH_REASONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "end_turn": "stop",
+        "tool_use": "tool_call",
+        "max_tokens": "length",
+        "refusal": "content_filter",
+        "content_filter": "content_filter",
+    }
+)
 
 # -- metrics ---------------------------------------------------------------------------
 

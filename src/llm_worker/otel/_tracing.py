@@ -19,19 +19,24 @@ starts no child spans and activates no contexts: it costs a few attribute
 reads and the (no-op) metric records.
 
 Telemetry never changes a run: an error from the SDK (a span processor or a
-metric reader of the application's that raises) is logged on the
-``llm_worker.otel`` logger, and the run goes on without that span or record.
+metric reader of the application's that raises), or in making an attribute,
+is logged on the ``llm_worker.otel`` logger, and the run goes on without that
+span, attribute or record. Every method the loop calls is ``_shielded``, each
+measurement is recorded on its own (``_record``), and a span that was started
+is ended whatever failed before.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from contextvars import Token
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -47,6 +52,7 @@ from .._exceptions import (
     HookError,
     InternalToolError,
     InvalidArgumentError,
+    LlmClientError,
     OutputValidationError,
     ProviderError,
 )
@@ -65,6 +71,7 @@ __all__ = ["OpenTelemetry"]
 _SCOPE = "llm_worker"
 _now = time.perf_counter
 _logger = logging.getLogger("llm_worker.otel")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 # error.type of an error result: the ToolError class its text comes from (SPEC §1), or
 # "timeout" for a call past Limits.tool_timeout, else "tool_error".
@@ -74,13 +81,87 @@ _ERROR_PREFIXES = tuple(
 )
 _TIMED_OUT_HEAD, _TIMED_OUT_TAIL = TIMED_OUT.split("{seconds:g}")
 
-# Errors whose message quotes what the model wrote (its answer, a hook's view of a call):
-# content, so a span's status gives it only with capture_content=True.
-_QUOTING_ERRORS = (OutputValidationError, HookError)
+# Errors whose message quotes what the model wrote (its answer, a hook's view of a call,
+# an event of the client's): content, so a span's status gives it only with
+# capture_content=True.
+_QUOTING_ERRORS = (OutputValidationError, HookError, LlmClientError)
 
 
 def _failed(what: str) -> None:
     _logger.warning("OpenTelemetry failed to %s; the run goes on", what, exc_info=True)
+
+
+class _Shield:
+    """A ``with`` block whose ``Exception`` is logged (``_failed(what)``) and goes no
+    further: the one way telemetry keeps its failures out of the run. Cancellation and
+    other ``BaseException``s pass. Holds no state: one serves every task and thread."""
+
+    __slots__ = ("_what",)
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        if exc_type is None or not issubclass(exc_type, Exception):
+            return False
+        _failed(self._what)
+        return True
+
+
+def _nothing(owner: object) -> None:
+    return None
+
+
+def _shielded(what: str, fallback: Callable[[Any], Any] = _nothing) -> Callable[[_F], _F]:
+    """Makes a method the loop calls (an entry point of the observer) never raise: an
+    error in it is logged, and it returns ``fallback(self)`` instead."""
+    shield = _Shield(what)
+
+    def decorate(method: _F) -> _F:
+        @functools.wraps(method)
+        def shielded(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with shield:
+                return method(self, *args, **kwargs)
+            return fallback(self)
+
+        return cast(_F, shielded)
+
+    return decorate
+
+
+_MEASURING = _Shield("record a measurement")
+
+
+def _record(
+    histogram: Histogram, amount: float, attributes: dict[str, Any], context: Context | None
+) -> None:
+    """One measurement, with its operation's span (``context``) for the exemplars: one
+    that fails loses only itself."""
+    with _MEASURING:
+        histogram.record(amount, attributes, context)
+
+
+class _Lost:
+    """What a tool call gets when its span could not be made: nothing to do."""
+
+    __slots__ = ()
+
+    def activate(self) -> None:
+        return None
+
+    def end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        return None
+
+
+_LOST = _Lost()
 
 
 class OpenTelemetry:
@@ -129,6 +210,7 @@ class OpenTelemetry:
         """Whether spans carry messages, arguments and results."""
         return self._capture
 
+    @_shielded("start a run's span", lambda self: _RunSpan(self, None, {}))
     def run(
         self,
         *,
@@ -149,14 +231,17 @@ class OpenTelemetry:
             name = f"{name} {self._agent_name}"
         attributes[sc.RUN_KIND] = kind
         if self._capture:
-            if system_prompt is not None:
-                attributes[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(system_prompt)
-            attributes[sc.TOOL_DEFINITIONS] = _content.tool_definitions(tools)
-        try:
-            parent = trace.get_current_span().get_span_context()
+            with _Shield("record a run's content"):
+                content: dict[str, Any] = {}
+                if system_prompt is not None:
+                    content[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(system_prompt)
+                content[sc.TOOL_DEFINITIONS] = _content.tool_definitions(tools)
+                attributes.update(content)
+        parent = trace.get_current_span().get_span_context()
+        span: Span | None = None
+        with _Shield("start a run's span"):
             span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
-        except Exception:
-            _failed("start a run's span")
+        if span is None:
             return _RunSpan(self, None, common)
         # A no-op tracer's span is its parent's (or an invalid one): nothing below it would
         # record. An SDK's span has an id of its own, even if it is not sampled.
@@ -166,7 +251,11 @@ class OpenTelemetry:
 
 
 class _RunSpan:
-    """One run's span, and the parent of its requests' and tool calls' spans."""
+    """One run's span, and the parent of its requests' and tool calls' spans.
+
+    Each method the loop calls is ``_shielded``: telemetry never changes a run, and a
+    span that was started is ended whatever fails on the way.
+    """
 
     __slots__ = ("_common", "_context", "_owner", "_span", "_started", "usage_reported")
 
@@ -178,32 +267,42 @@ class _RunSpan:
         self._started = _now()
         self.usage_reported = False  # whether a response of the run said what it cost
 
+    @_shielded(
+        "start a model request's span",
+        lambda self: _RequestSpan(self, None, self._common, self._context),
+    )
     def request(self, request: LlmRequest, number: int) -> _RequestSpan:
         owner = self._owner
         model = self._common.get(sc.REQUEST_MODEL)
         span: Span | None = None
         if self._span is not None:
-            attributes: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
+            attributes: dict[str, Any] = {
+                sc.OPERATION_NAME: sc.CHAT,
+                **self._common,
+                sc.REQUEST_STREAM: True,  # an LlmClient streams every response
+            }
             if request.output_format is not None:
                 attributes[sc.OUTPUT_TYPE] = sc.OUTPUT_TYPE_JSON
             if owner._capture:
-                if request.system_prompt is not None:
-                    attributes[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(
-                        request.system_prompt
-                    )
-                attributes[sc.INPUT_MESSAGES] = _content.input_messages(request.messages)
-                attributes[sc.TOOL_DEFINITIONS] = _content.tool_definitions(request.tools)
-            try:
+                with _Shield("record a model request's content"):
+                    content: dict[str, Any] = {}
+                    if request.system_prompt is not None:
+                        content[sc.SYSTEM_INSTRUCTIONS] = _content.system_instructions(
+                            request.system_prompt
+                        )
+                    content[sc.INPUT_MESSAGES] = _content.input_messages(request.messages)
+                    content[sc.TOOL_DEFINITIONS] = _content.tool_definitions(request.tools)
+                    attributes.update(content)
+            with _Shield("start a model request's span"):
                 span = owner._tracer.start_span(
                     sc.CHAT if model is None else f"{sc.CHAT} {model}",
                     self._context,
                     SpanKind.CLIENT,
                     attributes,
                 )
-            except Exception:
-                _failed("start a model request's span")
         return _RequestSpan(self, span, self._common, self._context)
 
+    @_shielded("start a tool call's span", lambda self: _LOST)
     def tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer:
         owner = self._owner
         measured = owner._tool_measures.get(call.name)
@@ -226,15 +325,16 @@ class _RunSpan:
             attributes[sc.TOOL_DESCRIPTION] = meta.description
         if owner._capture:
             attributes[sc.TOOL_CALL_ARGUMENTS] = call.input_json
-        try:
+        span: Span | None = None
+        with _Shield("start a tool call's span"):
             span = owner._tracer.start_span(
                 f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
             )
-        except Exception:
-            _failed("start a tool call's span")
+        if span is None:
             return _ToolTimer(owner._instruments.tool_duration, measured)
         return _ToolSpan(owner._instruments.tool_duration, measured, span, self._context, owner)
 
+    @_shielded("record a decision")
     def decided(self, call: ToolCall, outcome: str, reason: str | None) -> None:
         span = self._span
         if span is None:
@@ -246,34 +346,39 @@ class _RunSpan:
         }
         if reason is not None:
             attributes[sc.DECISION_REASON] = reason
-        try:
-            span.add_event(sc.DECISION_EVENT, attributes)
-        except Exception:
-            _failed("record a decision")
+        span.add_event(sc.DECISION_EVENT, attributes)
 
+    @_shielded("end a run's span")
     def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
-        try:
-            self._end(outcome, error, usage)
-        except Exception:
-            _failed("end a run's span")
-
-    def _end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
-        elapsed = _now() - self._started
-        error_type: str | None = None
-        if outcome == "cancelled":
-            error_type = sc.CANCELLED
-        elif error is not None:
-            error_type = _error_type(error)
-        measured: dict[str, Any] = dict(self._owner._agent)
-        model = self._common.get(sc.REQUEST_MODEL)
-        if model is not None:
-            measured[sc.REQUEST_MODEL] = model
-        if error_type is not None:
-            measured[sc.ERROR_TYPE] = error_type
-        self._owner._instruments.agent_duration.record(elapsed, measured)
         span = self._span
-        if span is None:
-            return
+        try:
+            elapsed = _now() - self._started
+            error_type: str | None = None
+            if outcome == "cancelled":
+                error_type = sc.CANCELLED
+            elif error is not None:
+                error_type = _error_type(error)
+            measured: dict[str, Any] = dict(self._owner._agent)
+            model = self._common.get(sc.REQUEST_MODEL)
+            if model is not None:
+                measured[sc.REQUEST_MODEL] = model
+            if error_type is not None:
+                measured[sc.ERROR_TYPE] = error_type
+            _record(self._owner._instruments.agent_duration, elapsed, measured, self._context)
+            if span is not None:
+                self._describe(span, outcome, error, error_type, usage)
+        finally:
+            if span is not None:
+                span.end()
+
+    def _describe(
+        self,
+        span: Span,
+        outcome: str,
+        error: BaseException | None,
+        error_type: str | None,
+        usage: RunUsage,
+    ) -> None:
         span.set_attributes(
             {
                 sc.RUN_OUTCOME: outcome,
@@ -289,15 +394,13 @@ class _RunSpan:
             if usage.reasoning_tokens:
                 span.set_attribute(sc.USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens)
         if error_type is not None:
-            quoting = isinstance(error, _QUOTING_ERRORS) and not self._owner._capture
-            _set_error(span, error_type, None if error is None or quoting else str(error))
-        span.end()
+            _set_error(span, error_type, _description(error, self._owner._capture))
 
 
 class _RequestSpan:
     """One model request's span; active while each event of its response is read."""
 
-    __slots__ = ("_active", "_common", "_owner", "_run", "_span", "_started")
+    __slots__ = ("_active", "_common", "_first_chunk", "_owner", "_run", "_span", "_started")
 
     def __init__(
         self,
@@ -312,47 +415,69 @@ class _RequestSpan:
         self._common = common
         self._active = None if span is None else trace.set_span_in_context(span, parent)
         self._started = _now()
+        self._first_chunk: float | None = None  # seconds until the stream's first event
 
+    @_shielded("make a model request's span current")
     def activate(self) -> AbstractContextManager[None] | None:
-        return None if self._active is None else _Attached(self._active)
+        return None if self._active is None else _Reading(self, self._active)
 
+    @_shielded("end a model request's span")
     def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
         if message is not None and message.usage is not None:
             self._run.usage_reported = True
-        try:
-            self._end(message, error)
-        except Exception:
-            _failed("end a model request's span")
-
-    def _end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
-        elapsed = _now() - self._started
-        instruments = self._owner._instruments
-        measured: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
         span = self._span
-        if message is None:
-            error_type = sc.CANCELLED if error is None else _error_type(error)
-            instruments.operation_duration.record(elapsed, {**measured, sc.ERROR_TYPE: error_type})
+        try:
+            elapsed = _now() - self._started
+            error_type: str | None = None
+            if message is None:
+                error_type = sc.CANCELLED if error is None else _error_type(error)
+            self._measure(elapsed, message, error_type)
             if span is not None:
-                _set_error(span, error_type, None if error is None else _message_of(error))
+                self._describe(span, message, error, error_type)
+        finally:
+            if span is not None:
                 span.end()
+
+    def _measure(
+        self, elapsed: float, message: AssistantMessage | None, error_type: str | None
+    ) -> None:
+        instruments = self._owner._instruments
+        context = self._active
+        measured: dict[str, Any] = {sc.OPERATION_NAME: sc.CHAT, **self._common}
+        if message is None:
+            measured[sc.ERROR_TYPE] = error_type
+            _record(instruments.operation_duration, elapsed, measured, context)
             return
         if message.model is not None:
             measured[sc.RESPONSE_MODEL] = message.model
-        instruments.operation_duration.record(elapsed, measured)
+        _record(instruments.operation_duration, elapsed, measured, context)
         usage = message.usage
         if usage is not None:
-            instruments.token_usage.record(usage.input_tokens, {**measured, sc.TOKEN_TYPE: "input"})
-            instruments.token_usage.record(
-                usage.output_tokens, {**measured, sc.TOKEN_TYPE: "output"}
-            )
-        if span is None:
+            tokens = instruments.token_usage
+            _record(tokens, usage.input_tokens, {**measured, sc.TOKEN_TYPE: "input"}, context)
+            _record(tokens, usage.output_tokens, {**measured, sc.TOKEN_TYPE: "output"}, context)
+
+    def _describe(
+        self,
+        span: Span,
+        message: AssistantMessage | None,
+        error: BaseException | None,
+        error_type: str | None,
+    ) -> None:
+        if self._first_chunk is not None:
+            span.set_attribute(sc.RESPONSE_TIME_TO_FIRST_CHUNK, self._first_chunk)
+        if message is None:
+            assert error_type is not None
+            _set_error(span, error_type, _description(error, self._owner._capture))
             return
         if message.stop_reason is not None:
-            span.set_attribute(sc.RESPONSE_FINISH_REASONS, (message.stop_reason,))
+            reason = _content.finish_reason(message.stop_reason)
+            span.set_attribute(sc.RESPONSE_FINISH_REASONS, (reason,))
         if message.response_id is not None:
             span.set_attribute(sc.RESPONSE_ID, message.response_id)
         if message.model is not None:
             span.set_attribute(sc.RESPONSE_MODEL, message.model)
+        usage = message.usage
         if usage is not None:
             span.set_attribute(sc.USAGE_INPUT_TOKENS, usage.input_tokens)
             span.set_attribute(sc.USAGE_OUTPUT_TOKENS, usage.output_tokens)
@@ -362,39 +487,38 @@ class _RequestSpan:
                 span.set_attribute(sc.USAGE_REASONING_OUTPUT_TOKENS, usage.reasoning_tokens)
         if self._owner._capture:
             span.set_attribute(sc.OUTPUT_MESSAGES, _content.output_messages(message))
-        span.end()
 
 
 class _ToolTimer:
     """One tool call nothing traces: only its duration is measured."""
 
-    __slots__ = ("_histogram", "_measured", "_started")
+    __slots__ = ("_context", "_histogram", "_measured", "_started")
 
     def __init__(self, histogram: Histogram, measured: dict[str, Any]) -> None:
         self._histogram = histogram
         self._measured = measured  # shared by the calls of one tool: never changed
+        self._context: Context | None = None  # the call's span, for the exemplars
         self._started = _now()
 
+    @_shielded("make a tool call's span current")
     def activate(self) -> AbstractContextManager[None] | None:
         return None
 
+    @_shielded("measure a tool call")
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
-        try:
-            self._measure(result, error)
-        except Exception:
-            _failed("measure a tool call")
+        self._measure(result, error)
 
     def _measure(self, result: ToolResult | None, error: BaseException | None) -> str | None:
         """Record the call's duration; its error.type (``None`` if it succeeded)."""
         elapsed = _now() - self._started
         measured = self._measured
         if error is None and result is not None and not result.is_error:  # the usual call
-            self._histogram.record(elapsed, measured)
+            _record(self._histogram, elapsed, measured, self._context)
             return None
         error_type = _call_error_type(measured[sc.TOOL_NAME], result, error)
         if error_type is not None:
             measured = {**measured, sc.ERROR_TYPE: error_type}
-        self._histogram.record(elapsed, measured)
+        _record(self._histogram, elapsed, measured, self._context)
         return error_type
 
 
@@ -413,33 +537,34 @@ class _ToolSpan(_ToolTimer):
     ) -> None:
         super().__init__(histogram, measured)
         self._span = span
-        self._active = trace.set_span_in_context(span, parent)
+        self._active = self._context = trace.set_span_in_context(span, parent)
         self._capture = owner._capture
 
+    @_shielded("make a tool call's span current")
     def activate(self) -> AbstractContextManager[None]:
         return _Attached(self._active)
 
+    @_shielded("end a tool call's span")
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
-        try:
-            self._end(result, error)
-        except Exception:
-            _failed("end a tool call's span")
-
-    def _end(self, result: ToolResult | None, error: BaseException | None) -> None:
-        error_type = self._measure(result, error)
         span = self._span
-        if error_type is None:
-            if self._capture and result is not None:
-                span.set_attribute(sc.TOOL_CALL_RESULT, result.content)
-        else:
-            # An error result's text can quote the arguments: it is content, opt-in.
-            description = None
-            if error is not None:
-                description = _message_of(error)
-            elif self._capture and result is not None:
-                description = result.content
-            _set_error(span, error_type, description)
-        span.end()
+        try:
+            error_type = self._measure(result, error)
+            if error_type is None:
+                if self._capture and result is not None:
+                    span.set_attribute(sc.TOOL_CALL_RESULT, result.content)
+            else:
+                # An error result's text can quote the arguments: it is content, opt-in.
+                description = None
+                if error is not None:
+                    description = _description(error, self._capture)
+                elif self._capture and result is not None:
+                    description = result.content
+                _set_error(span, error_type, description)
+        finally:
+            span.end()
+
+
+_ATTACHING = _Shield("make a span current")
 
 
 class _Attached:
@@ -449,9 +574,11 @@ class _Attached:
 
     def __init__(self, context: Context) -> None:
         self._context = context
+        self._token: Token[Context] | None = None
 
     def __enter__(self) -> None:
-        self._token = otel_context.attach(self._context)
+        with _ATTACHING:
+            self._token = otel_context.attach(self._context)
 
     def __exit__(
         self,
@@ -459,7 +586,32 @@ class _Attached:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        otel_context.detach(self._token)
+        token, self._token = self._token, None
+        if token is not None:
+            with _ATTACHING:
+                otel_context.detach(token)
+
+
+class _Reading(_Attached):
+    """A model request's span made current around one step of reading its stream; the
+    first step that brings an event times the first chunk."""
+
+    __slots__ = ("_request",)
+
+    def __init__(self, request: _RequestSpan, context: Context) -> None:
+        super().__init__(context)
+        self._request = request
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        super().__exit__(exc_type, exc, traceback)
+        request = self._request
+        if exc_type is None and request._first_chunk is None:  # an event came
+            request._first_chunk = _now() - request._started
 
 
 def _client_attributes(client: object) -> dict[str, Any]:
@@ -548,8 +700,12 @@ def _is_timed_out(name: str, message: str) -> bool:
     return True
 
 
-def _message_of(error: BaseException) -> str | None:
-    if _is_cancellation(error):
+def _description(error: BaseException | None, capture: bool) -> str | None:
+    """The status description of an operation that failed with ``error``: its message,
+    unless it quotes content (``_QUOTING_ERRORS``) and ``capture`` is off."""
+    if error is None or _is_cancellation(error):
+        return None
+    if not capture and isinstance(error, _QUOTING_ERRORS):
         return None
     return str(error) or None
 
