@@ -21,7 +21,8 @@ reads and the (no-op) metric records.
 Telemetry never changes a run: an error from the SDK (a span processor or a
 metric reader of the application's that raises), or in making an attribute,
 is logged on the ``llm_worker.otel`` logger, and the run goes on without that
-span, attribute or record. Every method the loop calls is ``_shielded``, each
+span, attribute or record. Every method the loop calls is guarded
+(``_shielded``, or its own ``try`` where it runs for every event or call), each
 measurement is recorded on its own (``_record``), and a span that was started
 is ended whatever failed before.
 """
@@ -93,8 +94,9 @@ def _failed(what: str) -> None:
 
 class _Shield:
     """A ``with`` block whose ``Exception`` is logged (``_failed(what)``) and goes no
-    further: the one way telemetry keeps its failures out of the run. Cancellation and
-    other ``BaseException``s pass. Holds no state: one serves every task and thread."""
+    further: a part of a method that may fail alone (its content, its span), where
+    ``_shielded`` guards the whole method. Cancellation and other ``BaseException``s
+    pass."""
 
     __slots__ = ("_what",)
 
@@ -122,22 +124,21 @@ def _nothing(owner: object) -> None:
 
 def _shielded(what: str, fallback: Callable[[Any], Any] = _nothing) -> Callable[[_F], _F]:
     """Makes a method the loop calls (an entry point of the observer) never raise: an
-    error in it is logged, and it returns ``fallback(self)`` instead."""
-    shield = _Shield(what)
+    error in it is logged, and it returns ``fallback(self)`` instead. (The methods that
+    cannot fail, called for every event, go without: a wrapper costs a call there.)"""
 
     def decorate(method: _F) -> _F:
         @functools.wraps(method)
         def shielded(self: Any, *args: Any, **kwargs: Any) -> Any:
-            with shield:
+            try:  # free when nothing is raised, unlike a `with` block's two calls
                 return method(self, *args, **kwargs)
-            return fallback(self)
+            except Exception:
+                _failed(what)
+                return fallback(self)
 
         return cast(_F, shielded)
 
     return decorate
-
-
-_MEASURING = _Shield("record a measurement")
 
 
 def _record(
@@ -145,8 +146,10 @@ def _record(
 ) -> None:
     """One measurement, with its operation's span (``context``) for the exemplars: one
     that fails loses only itself."""
-    with _MEASURING:
+    try:
         histogram.record(amount, attributes, context)
+    except Exception:
+        _failed("record a measurement")
 
 
 class _Lost:
@@ -417,9 +420,9 @@ class _RequestSpan:
         self._started = _now()
         self._first_chunk: float | None = None  # seconds until the stream's first event
 
-    @_shielded("make a model request's span current")
     def activate(self) -> AbstractContextManager[None] | None:
-        return None if self._active is None else _Reading(self, self._active)
+        active = self._active  # once per event of the response: nothing here can fail
+        return None if active is None else _Reading(self, active)
 
     @_shielded("end a model request's span")
     def end(self, message: AssistantMessage | None, error: BaseException | None) -> None:
@@ -500,13 +503,14 @@ class _ToolTimer:
         self._context: Context | None = None  # the call's span, for the exemplars
         self._started = _now()
 
-    @_shielded("make a tool call's span current")
     def activate(self) -> AbstractContextManager[None] | None:
         return None
 
-    @_shielded("measure a tool call")
     def end(self, result: ToolResult | None, error: BaseException | None) -> None:
-        self._measure(result, error)
+        try:  # inline: a wrapper would cost every call of a worker not traced
+            self._measure(result, error)
+        except Exception:
+            _failed("measure a tool call")
 
     def _measure(self, result: ToolResult | None, error: BaseException | None) -> str | None:
         """Record the call's duration; its error.type (``None`` if it succeeded)."""
@@ -564,9 +568,6 @@ class _ToolSpan(_ToolTimer):
             span.end()
 
 
-_ATTACHING = _Shield("make a span current")
-
-
 class _Attached:
     """Makes ``context`` the current OpenTelemetry context for the ``with`` block."""
 
@@ -577,8 +578,10 @@ class _Attached:
         self._token: Token[Context] | None = None
 
     def __enter__(self) -> None:
-        with _ATTACHING:
+        try:
             self._token = otel_context.attach(self._context)
+        except Exception:
+            _failed("make a span current")
 
     def __exit__(
         self,
@@ -588,8 +591,10 @@ class _Attached:
     ) -> None:
         token, self._token = self._token, None
         if token is not None:
-            with _ATTACHING:
+            try:
                 otel_context.detach(token)
+            except Exception:
+                _failed("make a span current again")
 
 
 class _Reading(_Attached):
