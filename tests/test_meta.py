@@ -446,6 +446,26 @@ class TestRepr:
         assert '"type"' in text or "'type'" in text
         assert "0x" not in text
 
+    @pytest.mark.parametrize(
+        ("given", "kept"),
+        [
+            ({}, {"type": "object"}),
+            ({"type": None, "properties": {}}, {"type": "object", "properties": {}}),
+            ({"type": ["object", "null"]}, {"type": "object"}),
+            ({"type": "object", "properties": {}}, {"type": "object", "properties": {}}),
+        ],
+        ids=["no-type", "null-type", "object-or-null", "object"],
+    )
+    def test_the_arguments_are_an_object(self, given, kept) -> None:
+        """MCP takes "type": "object" alone (one tool without it hid every tool of a
+        served tools/list); a root that can be an object is one."""
+        assert ToolMeta(name="x", input_schema=given).input_schema == kept
+
+    @pytest.mark.parametrize("kind", ["string", "notobject", ["string", "null"], ("string",)])
+    def test_a_root_that_is_no_object_is_refused(self, kind) -> None:
+        with pytest.raises(ValueError, match="input_schema must be an object schema"):
+            ToolMeta(name="x", input_schema={"type": kind})
+
     def test_repr_distinguishes_values(self) -> None:
         """Metas that differ have different reprs."""
         a = ToolMeta(name="a", description="d", input_schema={"type": "object"})

@@ -353,10 +353,14 @@ def _arguments_object(owner: _ToolSpec, schema: Mapping[str, Any]) -> Mapping[st
     if not isinstance(schema, Mapping):
         return schema  # _dump says what is wrong
     kind = schema.get("type")
-    if kind is None:
-        return {"type": "object", **schema}
-    if not isinstance(kind, (str, list)) or kind == "object" or "object" in kind:
-        return schema  # not JSON (a set...): _dump says so
+    if kind == "object":
+        return schema
+    if kind is None:  # no type (or null)
+        return {**schema, "type": "object"}
+    if isinstance(kind, (list, tuple)) and "object" in kind:  # ["object", "null"]
+        return {**schema, "type": "object"}  # MCP takes "object" alone; the call sends one
+    if isinstance(kind, (set, frozenset)):
+        return schema  # not JSON: _dump says so
     raise ValueError(
         f'{type(owner).__name__} input_schema must be an object schema ({{"type": "object", '
         f"...}}): the model sends a call's arguments as a JSON object, not {kind!r}"

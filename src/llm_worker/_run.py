@@ -922,13 +922,12 @@ class _Turns:
         for scope in list(self.scopes):
             scope.cancel()
         self.collect_arrived(batch)
+        # The observer hears of each call that never started, and of each result withheld.
+        trace = self.trace
+        unstarted = () if trace is None else [_never_started(slot) for slot in batch]
         for slot in batch:
             if slot.span is not None:  # it was running: it ends, cancelled, with the batch
                 self.end_span(slot, None, None)
-        # The observer hears of each call that never started, and of each result withheld.
-        trace = self.trace
-        not_started = (SlotState.UNDECIDED, SlotState.READY, SlotState.HELD)
-        unstarted = () if trace is None else [slot.state in not_started for slot in batch]
         for slot in batch:
             if slot.state is SlotState.RAN and slot.result is not None:
                 if self.session.post_hooks:
@@ -1004,6 +1003,14 @@ def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> Non
         send.send_nowait(message)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         pass  # the run is over: nobody reads it
+
+
+def _never_started(slot: CallSlot) -> bool:
+    # Announced running but not begun (the reader left at its ToolCallRunning, or the
+    # batch stopped before a runner took it): no span, no result.
+    if slot.state is SlotState.RUNNING:
+        return slot.span is None and slot.result is None
+    return slot.state in (SlotState.UNDECIDED, SlotState.READY, SlotState.HELD)
 
 
 def _runs_inline(slot: CallSlot) -> bool:

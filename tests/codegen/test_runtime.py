@@ -470,6 +470,18 @@ class TestResults:
         assert serialize_result({"a": (1, 2)}) == '{"a":[1,2]}'
         assert serialize_result(Opaque()) == "<Opaque thing>"
 
+    def test_a_lone_surrogate_is_replaced_and_the_rest_written_as_ever(self):
+        """pydantic refuses a lone surrogate (a file name os.listdir gave): the value is
+        still the JSON it would be (compact, NaN as "NaN", UTF-8 bytes as text, other
+        bytes as base64), its texts made valid, not a repr."""
+        value = {"name": "caf\udce9", "score": float("nan"), "raw": b"hi", "low": -float("inf")}
+        assert serialize_result(value) == (
+            '{"name":"caf\ufffd","score":"NaN","raw":"hi","low":"-Infinity"}'
+        )
+        assert serialize_result({"k\udcff": [b"\xff", 1.5]}) == '{"k\ufffd":["_w==",1.5]}'
+        without = {"score": float("nan"), "raw": b"hi"}
+        assert serialize_result(without) == '{"score":"NaN","raw":"hi"}'
+
 
 class TestGeneratedTool:
     async def test_a_plain_def_keeps_state_on_the_app(self):

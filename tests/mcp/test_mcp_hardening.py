@@ -501,6 +501,35 @@ class TestServedLimits:
         assert not small.is_error
         assert small.structured_content == {"result": [0, 1, 2]}
 
+    async def test_an_error_of_a_structured_tool_is_cut_as_ever(self):
+        """Its calls run uncapped (a structured result is measured whole): its error text
+        is still cut at max_result_bytes (it went out whole: 100 KB under a 1 000 cap)."""
+        from llm_worker import (
+            ExecutionFailedError,
+            Limits,
+            ToolServer,
+            tool,
+            tool_definitions,
+            tool_registry,
+        )
+
+        @tool_registry
+        class Failing:
+            @tool
+            def count(self) -> dict[str, int]:
+                """Counts, or fails at length."""
+                raise ExecutionFailedError("\u00e9" * 50_000)
+
+        served = ToolServer()
+        served.register_tools(tool_definitions(Failing()))
+        with anyio.fail_after(GUARD):
+            limits = Limits(max_result_bytes=1_000)
+            async with connect(create_server(served, limits=limits)) as session:
+                result = await session.call_tool("count", {})
+        assert result.is_error
+        assert len(text_of(result).encode()) <= 1_000
+        assert "[truncated: " in text_of(result)
+
     async def test_a_lone_surrogate_in_a_structured_result_is_replaced(self):
         """A file name os.listdir gave (not UTF-8) inside a structured result: U+FFFD, as in
         a text result (pydantic refused to write it: the repr went out, an isError)."""

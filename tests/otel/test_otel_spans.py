@@ -523,6 +523,26 @@ class TestDecisionsWhenARunStops:
         assert len(telemetry.named("execute_tool step")) == 3
 
     @pytest.mark.anyio
+    async def test_calls_announced_but_never_begun_are_reported(self, telemetry):
+        """The reader leaves at the first ToolCallRunning: no call began (no span), and
+        each gets its one "not_run" event (the announced ones had none)."""
+        from llm_worker import ToolCallRunning
+
+        worker = self.gated(telemetry)
+        with anyio.fail_after(5):
+            async with worker.run_stream("go") as stream:
+                async for event in stream:
+                    if isinstance(event, ToolCallRunning):
+                        break
+        assert not telemetry.named("execute_tool step")
+        run = telemetry.one("invoke_agent")
+        assert [(call_id, outcome) for call_id, outcome, _ in decisions_of(run)] == [
+            ("call_0_0", "not_run"),
+            ("call_0_1", "not_run"),
+            ("call_0_2", "not_run"),
+        ]
+
+    @pytest.mark.anyio
     async def test_a_hook_error_reports_the_calls_that_never_ran(self, telemetry):
         """A pre-hook that fails: the calls that never ran are "not_run"."""
         worker = self.gated(telemetry)

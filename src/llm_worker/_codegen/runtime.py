@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json, to_jsonable_python
@@ -366,20 +367,58 @@ def _refuse_unfinished(result: object, tool_name: str) -> None:
 
 
 def _json_text(result: object) -> str | None:
+    text = _pydantic_json(result)
+    if text is not None:
+        return text
+    # A lone surrogate (a file name os.listdir gave) has no UTF-8, so pydantic refuses a
+    # text holding one: then each text is made valid (U+FFFD), as a text result is; in
+    # plain dicts and lists first, else in the JSON data pydantic makes of the value.
     try:
-        # NaN and infinities are not JSON; "NaN" as a string still tells the model.
-        return to_json(result, inf_nan_mode="strings").decode()
-    except Exception:  # not serialisable, too deep, or a serializer of the user's failed
+        text = _pydantic_json(_valid_json(result))
+        if text is not None:
+            return text
+        for bytes_mode in _BYTES_MODES:
+            try:
+                data = _valid_json(to_jsonable_python(result, bytes_mode=bytes_mode))
+            except Exception:
+                continue
+            return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except Exception:  # too deep to walk, or still not JSON
         pass
-    try:  # bytes that are not UTF-8 text: base64, still the string the schema says
-        return to_json(result, inf_nan_mode="strings", bytes_mode="base64").decode()
-    except Exception:
-        pass
-    try:  # a lone surrogate (a file name os.listdir gave) has no UTF-8: U+FFFD, as in text
-        data = to_jsonable_python(result, bytes_mode="base64")
-        return valid_unicode(json.dumps(data, ensure_ascii=False, allow_nan=False))
-    except Exception:
-        return None
+    return None
+
+
+def _pydantic_json(value: object) -> str | None:
+    # Bytes that are not UTF-8 text go as base64, still the string the schema says.
+    for bytes_mode in _BYTES_MODES:
+        try:
+            # NaN and infinities are not JSON; "NaN" as a string still tells the model.
+            return to_json(value, inf_nan_mode="strings", bytes_mode=bytes_mode).decode()
+        except Exception:  # not serialisable, too deep, a serializer of the user's failed
+            pass
+    return None
+
+
+_BYTES_MODES: tuple[Literal["utf8", "base64"], ...] = ("utf8", "base64")
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # pydantic's spelling
+
+
+def _valid_json(data: object) -> object:
+    """``data`` with its texts (keys too) valid and NaN as ``"NaN"``, through dicts,
+    lists and tuples; anything else as it is."""
+    if isinstance(data, str):
+        return valid_unicode(data)
+    if isinstance(data, float) and not math.isfinite(data):
+        return _NON_FINITE[repr(data)]
+    if isinstance(data, dict):
+        items = cast("dict[object, object]", data).items()
+        return {
+            valid_unicode(key) if isinstance(key, str) else key: _valid_json(value)
+            for key, value in items
+        }
+    if isinstance(data, (list, tuple)):
+        return [_valid_json(item) for item in cast("list[object]", data)]
+    return data
 
 
 def _repr_text(result: object, tool_name: str) -> str:

@@ -65,6 +65,7 @@ from jsonschema.protocols import Validator
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._conversation import ToolResult
 from .._exceptions import ExecutionFailedError
+from .._limits import cap_result
 from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, STRUCTURED_TOO_LARGE, call_text
 from .._output_schema import WRAPPED
 from .._safe_text import valid_unicode
@@ -101,6 +102,9 @@ def call_tool_result(
         # A lone surrogate (a file name that is not UTF-8, from os.listdir) cannot go on the wire.
         content = [types.TextContent(text=valid_unicode(result.content))]
     if output_schema_json is None or result.is_error:
+        if result.is_error and max_bytes is not None and not result.parts:
+            # Run uncapped for its structured form (see _serve): an error is cut as usual.
+            content = [types.TextContent(text=valid_unicode(cap_result(result.content, max_bytes)))]
         return types.CallToolResult(content=content, is_error=result.is_error)
     if max_bytes is not None:
         size = len(result.content.encode("utf-8", "surrogatepass"))
