@@ -122,10 +122,17 @@ class TestToolServerErrors:
 
     @given(name=st.text(), detail=st.text())
     def test_any_fields(self, name: str, detail: str) -> None:
-        """Any name and detail appear verbatim in the texts."""
+        """Any name and detail appear verbatim in the texts; a not-found name the model
+        made up is shown cut short past 100 characters (it is the model's text)."""
+        from llm_worker._model_texts import shown_name
+
         assert str(DuplicateToolError(name)) == f"Tool with name '{name}' already registered"
-        assert str(ToolNotFoundError(name)) == f"Tool '{name}' not found"
+        assert str(ToolNotFoundError(name)) == f"Tool '{shown_name(name)}' not found"
         assert str(ToolExecutionError(name, detail)) == f"Tool execution failed: {detail}"
+        if len(name) <= 100:
+            assert shown_name(name) == name
+        else:
+            assert shown_name(name) == name[:99] + "\u2026"
 
     @pytest.mark.parametrize("cls", [DuplicateToolError, ToolNotFoundError, ToolExecutionError])
     def test_hierarchy(self, cls: type[ToolServerError]) -> None:
