@@ -327,7 +327,56 @@ class Counting:
         return f"counted for {context.deps.user}"
 
 
+@tool_registry
+class Lingering:
+    """A thread tool that reports until its time is up, or it is told to stop."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+
+    @tool
+    def work(self, ctx: ToolContext, label: str, seconds: float) -> str:
+        """Reports its label while it works."""
+        import time
+
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not self.stop.is_set():
+            ctx.report_progress(1, None, label)
+            time.sleep(0.01)
+        return label
+
+
 class TestProgress:
+    @pytest.mark.anyio
+    async def test_a_timed_out_calls_reports_are_not_a_later_calls_of_the_same_id(self):
+        """Ids repeat across responses: a call that timed out goes on reporting from its
+        thread while the next response's call of the same id runs. Its reports went out
+        as that call's; they go nowhere."""
+        from llm_worker.testing import ScriptedCall, ScriptedResponse
+
+        def call(label: str, seconds: float) -> ScriptedResponse:
+            args = {"label": label, "seconds": seconds}
+            return ScriptedResponse(tool_calls=[ScriptedCall("work", args, id="toolu_1")])
+
+        app = Lingering()
+        client = ScriptedClient([call("old", 3), call("new", 0.4), "ok"])
+        worker = Worker(client, limits=Limits(tool_timeout=0.2))
+        worker.register_tools(tool_definitions(app))
+        seen: list[tuple[int, str | None]] = []
+        turn = 0
+        try:
+            with anyio.fail_after(10):
+                async with worker.run_stream("go") as stream:
+                    async for event in stream:
+                        if isinstance(event, ToolCallRunning):
+                            turn += 1
+                        elif isinstance(event, ToolCallProgress):
+                            seen.append((turn, event.message))
+        finally:
+            app.stop.set()
+        assert (2, "new") in seen
+        assert {message for at, message in seen if at == 2} == {"new"}
+
     @pytest.mark.parametrize("tool_name", ["slow", "slow_in_thread"])
     @pytest.mark.anyio
     async def test_progress_reaches_the_stream_while_the_call_runs(self, tool_name):

@@ -101,6 +101,10 @@ class ProgressReports:
     for a call that is not running (its result is in, or it never ran here) is
     dropped. So memory stays bounded whatever a tool reports, and a slow reader
     sees the latest report of each call.
+
+    Each call reports through a sink of its own (``start``): ids repeat across
+    responses, and a call that timed out may go on reporting from its thread while a
+    later call of the same id runs; its reports are not that call's.
     """
 
     __slots__ = ("_latest", "_lock", "_loop_thread", "_running", "_token", "_wake")
@@ -109,24 +113,32 @@ class ProgressReports:
         self._wake = wake
         self._lock = threading.Lock()
         self._latest: dict[str, Report] = {}
-        self._running: set[str] = set()
+        self._running: dict[str, _CallReports] = {}
         self._loop_thread = threading.get_ident()
         self._token = anyio.lowlevel.current_token()
 
-    def start(self, call_id: str) -> None:
+    def start(self, call_id: str) -> ProgressSink:
+        """Call ``call_id`` begins: the sink its ``ToolContext`` reports to."""
+        sink = _CallReports(self)
         with self._lock:
-            self._running.add(call_id)
+            self._running[call_id] = sink
+        return sink
 
     def finish(self, call_id: str) -> None:
         with self._lock:
-            self._running.discard(call_id)
+            self._running.pop(call_id, None)
             self._latest.pop(call_id, None)
 
-    def report(
-        self, call_id: str, progress: float, total: float | None, message: str | None
+    def report_of(
+        self,
+        sink: _CallReports,
+        call_id: str,
+        progress: float,
+        total: float | None,
+        message: str | None,
     ) -> None:
         with self._lock:
-            if call_id not in self._running:
+            if self._running.get(call_id) is not sink:  # not running, or another call now
                 return
             wake = not self._latest
             self._latest[call_id] = (call_id, progress, total, message)
@@ -143,6 +155,20 @@ class ProgressReports:
             reports = list(self._latest.values())
             self._latest.clear()
         return reports
+
+
+class _CallReports:
+    """One call's ``ProgressSink``: its reports count while it runs, and only its."""
+
+    __slots__ = ("_reports",)
+
+    def __init__(self, reports: ProgressReports) -> None:
+        self._reports = reports
+
+    def report(
+        self, call_id: str, progress: float, total: float | None, message: str | None
+    ) -> None:
+        self._reports.report_of(self, call_id, progress, total, message)
 
 
 def deps_fit(deps: object, deps_type: type[Any]) -> bool:

@@ -746,10 +746,9 @@ class _Turns:
             call_id=call_id,
             tool_name=entry.meta.name,
             deps=self.deps,
-            sink=reports,
+            sink=reports.start(call_id),
             idempotency_key=key,
         )
-        reports.start(call_id)
         try:
             return await execute_call(
                 entry, slot.run_call, self.session.limits, context, timed=timed

@@ -4,6 +4,7 @@ there (a sqlite3 connection) stay usable; cancellation never blocks the event lo
 
 from __future__ import annotations
 
+import contextvars
 import sqlite3
 import threading
 import time
@@ -140,3 +141,65 @@ def test_the_option_is_checked():
     """thread= must be True, False or "dedicated"."""
     with pytest.raises(ValueError, match="thread must be True, False or 'dedicated'"):
         tool(thread="main")  # type: ignore[arg-type]
+
+
+@tool_registry(thread="dedicated")
+class PerUser:
+    """An object per request (its own connection, say), on a thread of its own."""
+
+    def __init__(self, user: str) -> None:
+        self.user = user
+
+    @tool
+    def whoami(self) -> str:
+        """Who, and what the request's context says."""
+        seen = REQUEST.get("unset")
+        REQUEST.set(f"{self.user}-leaked")  # must stay in this call
+        return f"{self.user} {seen}"
+
+
+REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST")
+
+
+async def _request(app: PerUser, tag: str) -> str:
+    REQUEST.set(tag)
+    worker = Worker(ScriptedClient([calls(("whoami", {})), "ok"]))
+    worker.register_tools(tool_definitions(app))
+    with anyio.fail_after(10):
+        await worker.lock().run("hi")
+    (result,) = results_of(worker.history)
+    return result.content
+
+
+@pytest.mark.anyio
+async def test_each_call_runs_in_its_callers_context():
+    """A call on the dedicated thread sees its caller's context values, and what it sets
+    stays in the call (it ran in the thread's own context: the request's value unseen,
+    the previous call's value leaked into the next request)."""
+    app = PerUser("ann")
+    assert await _request(app, "first request") == "ann first request"
+    assert await _request(app, "second request") == "ann second request"
+    assert REQUEST.get() == "second request"
+
+
+@pytest.mark.anyio
+async def test_an_object_per_request_and_its_thread_are_freed():
+    """The thread held the last call's arguments while it waited for the next: the object
+    never died, and its thread never ended (one thread more per request, for ever)."""
+    import gc
+    import weakref
+
+    before = {t.ident for t in threading.enumerate()}
+    refs = []
+    for i in range(20):
+        app = PerUser(f"u{i}")
+        refs.append(weakref.ref(app))
+        assert (await _request(app, "r")).startswith(f"u{i} ")
+        del app
+    gc.collect()
+    with anyio.fail_after(10):
+        while any(t.name.startswith("llm-worker PerUser") for t in threading.enumerate()):
+            await anyio.sleep(0.02)
+            gc.collect()
+    assert [ref for ref in refs if ref() is not None] == []
+    assert {t.ident for t in threading.enumerate()} <= before | {threading.get_ident()}

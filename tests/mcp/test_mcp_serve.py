@@ -304,13 +304,13 @@ class TestProgress:
             sent.append((progress, total, message))
 
         forwarder = _ProgressForwarder(slow_send)
-        forwarder.reports.start("c")
+        sink = forwarder.reports.start("c")
         with anyio.fail_after(5):
             async with anyio.create_task_group() as group:
                 group.start_soon(forwarder.run)
-                forwarder.reports.report("c", 1, 2, "half")
+                sink.report("c", 1, 2, "half")
                 await anyio.sleep(0.05)  # the forwarder is sending "half"
-                forwarder.reports.report("c", 2, 2, "done")
+                sink.report("c", 2, 2, "done")
                 forwarder.returned()
         assert sent == [(1, 2, "half"), (2, 2, "done")]
 

@@ -10,13 +10,16 @@ that made it.
 The event loop never blocks on that thread: a call queues its job and waits on
 an event the thread sets when the job is done. A call that is cancelled or
 times out stops waiting at once; its job still runs if it had started (a
-thread cannot be interrupted), and its result is dropped. The thread is a
+thread cannot be interrupted), and its result is dropped. Each call runs in a
+copy of its caller's context (as anyio's threads run theirs). The thread is a
 daemon, started on the first call and ended when the app object is garbage
-collected.
+collected; an object that cannot be weakly referenced (a ``__slots__`` class
+without ``__weakref__``) keeps its thread for the life of the process.
 """
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 import weakref
@@ -32,11 +35,25 @@ T = TypeVar("T")
 
 
 class _Job(Generic[T]):
-    __slots__ = ("args", "done", "error", "func", "gone", "lock", "result", "started", "token")
+    __slots__ = (
+        "args",
+        "context",
+        "done",
+        "error",
+        "func",
+        "gone",
+        "lock",
+        "result",
+        "started",
+        "token",
+    )
 
     def __init__(self, func: Callable[..., T], args: tuple[Any, ...]) -> None:
-        self.func = func
+        self.func: Callable[..., T] | None = func
         self.args = args
+        # The call's own context, as anyio's threads give it: it sees the caller's values,
+        # and what it sets stays in the call (the thread serves every call of its object).
+        self.context = contextvars.copy_context()
         self.done = anyio.Event()
         self.token = anyio.lowlevel.current_token()
         self.lock = threading.Lock()
@@ -51,10 +68,17 @@ class _Job(Generic[T]):
             if self.gone:
                 return  # cancelled before it started: never run it
             self.started = True
+        func, args = self.func, self.args
+        # Dropped as soon as they ran: the app object they hold must not outlive its calls
+        # (its end ends the thread).
+        self.func, self.args = None, ()
+        assert func is not None
         try:
-            self.result = self.func(*self.args)
+            self.result = self.context.run(func, *args)
         except BaseException as exc:  # handed to the caller, who decides what escapes
             self.error = exc
+        finally:
+            del func, args
         with suppress(RuntimeError):  # the caller's event loop is gone
             anyio.from_thread.run_sync(self.done.set, token=self.token)
 
@@ -113,6 +137,7 @@ def _serve(jobs: queue.SimpleQueue[_Job[Any] | None]) -> None:
         if job is None:
             return
         job.run()
+        del job  # not kept while the thread waits for the next one
 
 
 # Keyed by the app object; its thread ends with it. An object that cannot be weakly

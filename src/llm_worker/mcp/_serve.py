@@ -198,8 +198,9 @@ async def _call_with_context(
     session = request.session
     forwarder = _ProgressForwarder(session.report_progress)
     reports = forwarder.reports
-    context = ToolContext(call_id=call.id, tool_name=call.name, deps=None, sink=reports)
-    reports.start(call.id)
+    context = ToolContext(
+        call_id=call.id, tool_name=call.name, deps=None, sink=reports.start(call.id)
+    )
     result: ToolResult | None = None
     failure: BaseException | None = None
     async with anyio.create_task_group() as group:
