@@ -305,8 +305,15 @@ class _RunSpan:
                 )
         return _RequestSpan(self, span, self._common, self._context)
 
-    @_shielded("start a tool call's span", lambda self: _LOST)
-    def tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer:
+    def tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer | _Lost:
+        # Guarded inline: a wrapper would cost every call of a worker not traced.
+        try:
+            return self._tool_call(call, meta)
+        except Exception:
+            _failed("start a tool call's span")
+            return _LOST
+
+    def _tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer:
         owner = self._owner
         measured = owner._tool_measures.get(call.name)
         if measured is None:
@@ -517,7 +524,8 @@ class _ToolTimer:
         elapsed = _now() - self._started
         measured = self._measured
         if error is None and result is not None and not result.is_error:  # the usual call
-            _record(self._histogram, elapsed, measured, self._context)
+            # Direct: the callers' guards hold (this runs for every call of a worker).
+            self._histogram.record(elapsed, measured, self._context)
             return None
         error_type = _call_error_type(measured[sc.TOOL_NAME], result, error)
         if error_type is not None:
