@@ -18,6 +18,7 @@ from typing import Annotated, Any
 
 import anyio
 import pytest
+import typing_extensions
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
@@ -1688,6 +1689,49 @@ def test_the_return_annotation_gives_the_output_schema_as_an_object() -> None:
     }
     for name in ("text", "nothing", "rich", "image", "unresolvable"):
         assert metas[name].output_schema is None, name
+
+
+class PlainTypedDict(typing.TypedDict):
+    x: int
+
+
+class ExtensionsTypedDict(typing_extensions.TypedDict):
+    x: int
+
+
+def test_a_typed_dict_result_is_described_or_said_not_to_be() -> None:
+    """typing_extensions.TypedDict gives an output schema everywhere; typing.TypedDict, which
+    pydantic describes on Python 3.12+ only, warns where it gets none."""
+
+    @tool_registry
+    class Dicts:
+        @tool
+        def plain(self) -> PlainTypedDict:
+            """Plain."""
+            return {"x": 1}
+
+        @tool
+        def extended(self) -> ExtensionsTypedDict:
+            """Extended."""
+            return {"x": 1}
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metas = {meta.name: meta for meta in tool_metas(Dicts)}
+        schemas = {name: meta.output_schema for name, meta in metas.items()}
+    assert schemas["extended"] is not None
+    assert schemas["extended"]["properties"] == {"x": {"title": "X", "type": "integer"}}
+    messages = [str(warning.message) for warning in caught]
+    if sys.version_info >= (3, 12):
+        assert schemas["plain"] == schemas["extended"] | {"title": "PlainTypedDict"}
+        assert messages == []
+    else:
+        assert schemas["plain"] is None
+        assert messages == [
+            f"{Dicts.__qualname__}.plain returns PlainTypedDict, a typing.TypedDict, which "
+            "pydantic describes on Python 3.12+ only: it has no output schema here "
+            "(use typing_extensions.TypedDict)"
+        ]
 
 
 # -- review fixes: null for a default, wrapped async methods, unfinished results, hidden tools --

@@ -875,6 +875,20 @@ class TestBudgets:
         assert await worker.run("b") is WorkerResult.FINISHED
 
     @pytest.mark.anyio
+    async def test_limits_are_assigned_between_runs_not_during_one(self):
+        """A run keeps the limits it started with: assigning worker.limits while it is in
+        progress is refused; while paused, and after it, it is allowed."""
+        worker, _ = make_worker(ScriptedClient([calls(("echo", {"text": "1"})), "done"]))
+        raised = dataclasses.replace(worker.limits, max_requests=5)
+        async with worker.run_stream("go") as stream:
+            async for _ in stream:
+                with pytest.raises(WorkerStateError, match="a run is in progress"):
+                    worker.limits = raised
+        assert stream.result is WorkerResult.FINISHED
+        worker.limits = raised
+        assert worker.limits is raised
+
+    @pytest.mark.anyio
     async def test_max_turns_still_ends_a_runaway_loop(self):
         """max_turns counts the requests of one run()/resume()/retry() call."""
         client = ScriptedClient([calls(("echo", {"text": str(i)})) for i in range(5)])

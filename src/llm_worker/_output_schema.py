@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
+import warnings
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -82,7 +83,7 @@ def _build_shape(output_type: Any) -> OutputShape:
     return OutputShape(output_type, inner, True, wrapper)
 
 
-def tool_output_schema(returns: Any) -> dict[str, Any] | None:
+def tool_output_schema(returns: Any, method: str = "the tool") -> dict[str, Any] | None:
     """The ``outputSchema`` of a tool method returning ``returns``: ``None`` for text (any type
     that may be a ``str``), for rich results, for no annotation, and for types pydantic cannot
     describe."""
@@ -90,7 +91,17 @@ def tool_output_schema(returns: Any) -> dict[str, Any] | None:
         return None
     try:
         return output_shape(returns).schema
-    except TypeError:
+    except TypeError as exc:
+        if getattr(exc.__cause__, "code", None) == "typed-dict-version":
+            # A structure meant to be described, refused on Python < 3.12 only: say so, or
+            # the tool silently has no outputSchema there and one on 3.12.
+            warnings.warn(
+                f"{method} returns {_type_name(returns)}, a typing.TypedDict, which pydantic "
+                f"describes on Python 3.12+ only: it has no output schema here (use "
+                f"typing_extensions.TypedDict)",
+                UserWarning,
+                stacklevel=2,
+            )
         return None
 
 

@@ -89,12 +89,14 @@ class _WorkerBase(Generic[DepsT, OutputT]):
 
     @property
     def limits(self) -> Limits:
-        """What each tool call is allowed, and the budgets of a run. Assignable between runs."""
+        """What each tool call is allowed, and the budgets of a run. Assignable between runs
+        (and while paused); ``WorkerStateError`` while a run is in progress."""
         return self._session.limits
 
     @limits.setter
     def limits(self, value: Limits) -> None:
         self._require_owner()
+        self._session.require_not_running("worker.limits = ...")
         if not isinstance(value, Limits):
             raise TypeError(f"limits must be a Limits, not {type(value).__name__}")
         self._session.limits = value

@@ -13,7 +13,9 @@ import socket
 import anyio
 import mcp_apps
 import pytest
+from mcp import MCPError
 from mcp.server import Server
+from mcp.types import INVALID_PARAMS, PaginatedRequestParams
 from mcp_support import CALL_IDS, CALLS, connect, dump_tools, exported, text_of
 from starlette.applications import Starlette
 
@@ -106,6 +108,17 @@ class TestCreateServer:
         assert record.getMessage() == "Tool 'broken' raised KeyError"
         assert record.exc_info is not None
         assert "secret internal detail" in str(record.exc_info[1])
+
+    @pytest.mark.anyio
+    async def test_a_cursor_we_never_gave_is_invalid_params(self):
+        """tools/list has one page: a cursor is refused with -32602 (as the spec asks of an
+        invalid cursor), not answered with the first page again."""
+        async with connect(create_server(mcp_apps.handle_factory())) as session:
+            with pytest.raises(MCPError) as info:
+                await session.list_tools(params=PaginatedRequestParams(cursor="page-2"))
+            assert info.value.code == INVALID_PARAMS
+            assert "Invalid cursor 'page-2'" in info.value.message
+            assert len((await session.list_tools()).tools) > 0  # the session goes on
 
     @pytest.mark.anyio
     async def test_tools_registered_later_are_listed(self):

@@ -841,7 +841,10 @@ class TestWhatSpansSay:
             ("max_tokens", "length"),
             ("refusal", "content_filter"),
             ("content_filter", "content_filter"),
-            ("stop_sequence", "stop_sequence"),  # no counterpart: as it is
+            ("stop_sequence", "stop"),  # Chat Completions' "stop" includes stop sequences
+            ("safety", "content_filter"),  # Gemini's
+            ("recitation", "content_filter"),
+            ("other", "other"),  # no counterpart: as it is
         ],
     )
     async def test_finish_reasons_are_the_conventions(self, telemetry, stop_reason, finish_reason):

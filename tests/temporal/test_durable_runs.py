@@ -200,7 +200,10 @@ class TestRun:
                 deps=Deps("ada"),
             )
             result = await finished(conversation)
+            page = await conversation.events(0)
         assert result.output == {"account": "ada", "total": 5}
+        assert page.events[-1]["type"] == "run_finished"
+        assert page.events[-1]["output"] == result.output  # the feed's end says it too
         assert ANSWERING.load_output(result.output) == Booking("ada", 5)
         local: Worker[Deps, Booking] = Worker(
             PlanModel(), limits=ANSWERING.limits, deps_type=Deps, output_type=Booking

@@ -48,7 +48,9 @@ def build_registry(plan: RegistryPlan) -> tuple[dict[str, Any], list[BuiltTool]]
             call=direct_call(spec),
             title=spec.options.title,
             annotations=spec.options.annotations,
-            output_schema=functools.partial(tool_output_schema, spec.returns),
+            output_schema=functools.partial(
+                tool_output_schema, spec.returns, f"{plan.cls.__qualname__}.{spec.attr_name}"
+            ),
         )
         attrs[tool_plan.args_name] = args_model
         attrs[tool_plan.tool_class_name] = tool_class

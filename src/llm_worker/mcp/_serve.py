@@ -51,6 +51,7 @@ from typing import Any, Literal, cast, get_args
 
 import anyio
 import mcp.types as types
+from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
@@ -108,6 +109,15 @@ def create_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if params is not None and params.cursor is not None:
+            # One page is all we list, so no cursor of ours exists: the spec's answer to an
+            # invalid cursor is Invalid params, not the first page again (a client looping
+            # on pages would never end).
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"Invalid cursor {params.cursor[:100]!r}: tools/list has one page "
+                "(no nextCursor was given)",
+            )
         return types.ListToolsResult(tools=list_mcp_tools(handle))
 
     async def call_tool(

@@ -88,8 +88,25 @@ FINISH_REASONS: Final[Mapping[str, str]] = MappingProxyType(
         "end_turn": "stop",
         "tool_use": "tool_call",
         "max_tokens": "length",
+        "stop_sequence": "stop",  # Anthropic
         "refusal": "content_filter",
         "content_filter": "content_filter",
+        # Gemini's reasons for withholding content (lower-cased FinishReason/BlockedReason)
+        **dict.fromkeys(
+            (
+                "safety",
+                "recitation",
+                "blocklist",
+                "prohibited_content",
+                "spii",
+                "image_safety",
+                "image_prohibited_content",
+                "image_recitation",
+                "jailbreak",
+                "model_armor",
+            ),
+            "content_filter",
+        ),
     }
 )
 

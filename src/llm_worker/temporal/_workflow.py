@@ -38,7 +38,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from .._approvals import Decision, Deny
-from .._events import RunEvent
+from .._events import RunEvent, RunFinished
 from .._exceptions import WorkerError, WorkerStateError
 from .._run import RunStream
 from .._session import WorkerResult
@@ -209,8 +209,12 @@ class ConversationWorkflow:
 
     def _record(self, event: RunEvent) -> None:
         data = dump_event(event)
-        if data is not None:
-            self._events.append({"seq": len(self._events), **data})
+        if data is None:
+            return
+        durable = type(self).durable
+        if isinstance(event, RunFinished) and durable.output_type not in (None, str):
+            data["output"] = durable.dump_output(event.output)  # as the outcome carries it
+        self._events.append({"seq": len(self._events), **data})
 
     # -- decisions -------------------------------------------------------------------
 
