@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
+import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +24,8 @@ from llm_worker import (
     Limits,
     Pause,
     ProviderError,
+    RunState,
+    RunStateError,
     Skip,
     ToolMeta,
     Worker,
@@ -65,6 +69,7 @@ class Span:
 @dataclass
 class RunRecorder:
     log: list[tuple[str, ...]]
+    number: int = 0
     spans: list[Span] = field(default_factory=list)
 
     def request(self, request, number):
@@ -83,6 +88,9 @@ class RunRecorder:
         assert type(outcome) is str  # a ToolCallOutcome value, or "paused"
         self.log.append(("decided", call.id, outcome, reason or ""))
 
+    def link(self):
+        return {"run": str(self.number)}
+
     def end(self, outcome, error, usage):
         self.log.append(("run end", outcome, type(error).__name__ if error else ""))
 
@@ -91,10 +99,12 @@ class Recorder:
     def __init__(self) -> None:
         self.log: list[tuple[str, ...]] = []
         self.runs: list[RunRecorder] = []
+        self.continued: list[object] = []  # each run's `continues`
 
-    def run(self, *, kind, client, system_prompt, tools):
+    def run(self, *, kind, client, system_prompt, tools, continues):
         self.log.append(("run", kind))
-        recorder = RunRecorder(self.log)
+        self.continued.append(None if continues is None else dict(continues))
+        recorder = RunRecorder(self.log, len(self.runs))
         self.runs.append(recorder)
         return recorder
 
@@ -272,6 +282,112 @@ async def test_a_resumed_run_is_its_own_run():
     assert recorder.all_ended_once()
 
 
+@pytest.mark.anyio
+async def test_a_resume_or_retry_continues_the_run_before_it_a_new_run_none():
+    """A resume is given the paused run's link(), a retry the failed run's; a new run()
+    continues nothing."""
+    outcomes = [calls(("where", {"key": "a"})), "done"]
+
+    def fail(request):
+        raise ProviderError("test", "down", retryable=True)
+
+    worker, _, recorder = traced(ScriptedClient([outcomes[0], fail, "done", "again"]))
+    worker.add_pre_tool_call_hook(lambda ctx: Pause())
+    await worker.run("go")  # run 0 pauses
+    assert worker.state.trace_link == {"run": "0"}
+    with pytest.raises(ProviderError):
+        await worker.resume(Approve())  # run 1 fails after the call
+    await worker.retry()  # run 2
+    await worker.run("next")  # run 3: a new run
+    assert recorder.continued == [None, {"run": "0"}, {"run": "1"}, None]
+    worker.clear_history()
+    assert worker.state.trace_link is None  # another conversation: nothing to continue
+
+
+@pytest.mark.anyio
+async def test_a_link_goes_with_the_saved_state_to_another_worker():
+    """RunState keeps the link through JSON: a worker loading it (elsewhere) continues it."""
+    worker, _, _ = traced(ScriptedClient([calls(("where", {"key": "a"}))]))
+    worker.add_pre_tool_call_hook(lambda ctx: Pause())
+    await worker.run("go")
+    text = worker.state.to_json()
+    assert json.loads(text)["run"]["trace_link"] == {"run": "0"}
+    loaded = RunState.from_json(text)
+    assert loaded == worker.state
+    assert loaded.to_json() == text
+    other, _, recorder = traced(ScriptedClient(["done"]))
+    other.load_state(loaded)
+    assert await other.resume(Approve()) is WorkerResult.FINISHED
+    assert recorder.continued == [{"run": "0"}]
+    untraced = Worker(ScriptedClient())  # a state without a link has no key for it
+    assert "trace_link" not in json.loads(untraced.state.to_json())["run"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("link", "logged"),
+    [
+        (RuntimeError("observer down"), "observer down"),
+        ({"k": 1}, "a trace link maps str to str, not int"),
+        ({str(i): "v" for i in range(9)}, "at most 8 items, not 9"),
+        ({"k": "v" * 1025}, "at most 1024 characters, not 1025"),
+    ],
+)
+async def test_a_link_the_observer_cannot_give_is_logged_not_kept(link, logged, caplog):
+    """link() raising or giving what no state could keep: logged; the run is unchanged and
+    its resume continues nothing."""
+
+    class Failing(Recorder):
+        def run(self, **kwargs):
+            recorder = super().run(**kwargs)
+
+            def give():
+                if isinstance(link, Exception):
+                    raise link
+                return link
+
+            recorder.link = give
+            return recorder
+
+    recorder = Failing()
+    worker = Worker(
+        ScriptedClient([calls(("where", {"key": "a"})), "done"]), instrumentation=recorder
+    )
+    worker.register_tools(tool_definitions(Probe()))
+    worker.add_pre_tool_call_hook(lambda ctx: Pause())
+    with caplog.at_level(logging.ERROR, logger="llm_worker"):
+        assert await worker.run("go") is WorkerResult.PAUSED
+    assert "RunSpan.link() failed" in caplog.text
+    assert logged in caplog.text
+    assert worker.state.trace_link is None
+    assert await worker.resume(Approve()) is WorkerResult.FINISHED
+    assert recorder.continued == [None, None]
+
+
+def test_a_run_state_checks_its_link():
+    """RunState(trace_link=...) takes a few short strings; the JSON reader refuses more."""
+    fields = RunState.from_json(Worker(ScriptedClient()).state.to_json())
+    with pytest.raises(TypeError, match="mapping of str to str, not list"):
+        RunState(
+            history=(),
+            paused=None,
+            turns=0,
+            run_usage=fields.run_usage,
+            usage=fields.usage,
+            tool_choice="auto",
+            allowed_tools=None,
+            fingerprint="x",
+            trace_link=["a"],
+        )
+    data = json.loads(Worker(ScriptedClient()).state.to_json())
+    data["run"]["trace_link"] = {"traceparent": "x" * 1025}
+    with pytest.raises(RunStateError, match="trace_link"):
+        RunState.from_json(json.dumps(data))
+    data["run"]["trace_link"] = {"traceparent": 5}
+    with pytest.raises(RunStateError, match="trace_link"):
+        RunState.from_json(json.dumps(data))
+
+
 def test_no_instrumentation_by_default():
     """A worker without instrumentation has none."""
     worker = Worker(ScriptedClient())
@@ -287,10 +403,16 @@ async def test_an_observer_failing_at_the_start_changes_nothing():
     class Refusing(Recorder):
         fail = True
 
-        def run(self, *, kind, client, system_prompt, tools):
+        def run(self, *, kind, client, system_prompt, tools, continues):
             if self.fail:
                 raise RuntimeError("observer down")
-            return super().run(kind=kind, client=client, system_prompt=system_prompt, tools=tools)
+            return super().run(
+                kind=kind,
+                client=client,
+                system_prompt=system_prompt,
+                tools=tools,
+                continues=continues,
+            )
 
     client = ScriptedClient([calls(("where", {"key": "a"})), "done"])
     recorder = Refusing()

@@ -15,8 +15,9 @@ nothing to make active returns ``None``, and the loop enters nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -24,7 +25,18 @@ if TYPE_CHECKING:
     from ._conversation import AssistantMessage, RunUsage, ToolCall, ToolResult
     from ._meta import LlmToolDefinition, ToolMeta
 
-__all__ = ["Instrumentation", "RequestSpan", "RunSpan", "ToolSpan"]
+__all__ = [
+    "MAX_TRACE_LINK_CHARS",
+    "MAX_TRACE_LINK_ITEMS",
+    "Instrumentation",
+    "RequestSpan",
+    "RunSpan",
+    "ToolSpan",
+    "check_trace_link",
+]
+
+MAX_TRACE_LINK_ITEMS = 8
+MAX_TRACE_LINK_CHARS = 1024  # per key or value: a W3C tracestate is at most 512
 
 
 class ToolSpan(Protocol):
@@ -71,6 +83,12 @@ class RunSpan(Protocol):
         ``reason`` the hook's or the human's, if they gave one."""
         ...
 
+    def link(self) -> Mapping[str, str] | None:
+        """What a later run continuing this one (a resume of its pause, a retry of its
+        failure) is given to link to, kept in ``RunState.trace_link`` across processes:
+        short strings (a W3C trace context for OpenTelemetry); ``None``: nothing."""
+        ...
+
     def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
         """The run ended: ``"finished"``, ``"paused"``, ``"aborted"``, ``"failed"`` or
         ``"cancelled"``; ``usage`` is what it cost."""
@@ -87,6 +105,27 @@ class Instrumentation(Protocol):
         client: LlmClient,
         system_prompt: str | None,
         tools: Sequence[LlmToolDefinition],
+        continues: Mapping[str, str] | None,
     ) -> RunSpan:
-        """A run of ``kind`` ``"run"``, ``"resume"`` or ``"retry"`` starts."""
+        """A run of ``kind`` ``"run"``, ``"resume"`` or ``"retry"`` starts; a resume or
+        retry ``continues`` the run whose ``link()`` that is, if it gave one."""
         ...
+
+
+def check_trace_link(link: Mapping[str, str]) -> Mapping[str, str]:
+    """``link`` as a read-only copy, checked: a few short strings (``RunSpan.link()``)."""
+    if not isinstance(link, Mapping):
+        raise TypeError(f"a trace link is a mapping of str to str, not {type(link).__name__}")
+    items = dict(link)
+    for item in items.items():
+        for text in item:
+            if not isinstance(text, str):
+                raise TypeError(f"a trace link maps str to str, not {type(text).__name__}")
+            if len(text) > MAX_TRACE_LINK_CHARS:
+                raise ValueError(
+                    f"a trace link's keys and values are at most {MAX_TRACE_LINK_CHARS} "
+                    f"characters, not {len(text)}"
+                )
+    if len(items) > MAX_TRACE_LINK_ITEMS:
+        raise ValueError(f"a trace link has at most {MAX_TRACE_LINK_ITEMS} items, not {len(items)}")
+    return MappingProxyType(items)

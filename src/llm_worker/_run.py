@@ -88,7 +88,7 @@ from ._hooks import (
     run_post_hooks,
     run_pre_hooks,
 )
-from ._instrumentation import RunSpan
+from ._instrumentation import RunSpan, check_trace_link
 from ._isolation import isolated
 from ._model_texts import (
     ABORTED,
@@ -287,6 +287,17 @@ async def close_stream(aclose: Callable[[], Awaitable[object]]) -> None:
         )
 
 
+def _link_of(trace: RunSpan) -> Mapping[str, str] | None:
+    """What the observer gives a continuation of this run to link to; a link it cannot give
+    (or gives malformed) is logged, and the continuation links to nothing."""
+    try:
+        link = trace.link()
+        return None if link is None else check_trace_link(link)
+    except Exception:
+        logger.exception("The instrumentation's RunSpan.link() failed; no link is kept")
+        return None
+
+
 def _check_start(session: Session, start: Start) -> None:
     if start.kind == "run":
         session.require_phase(Phase.IDLE, "run()")
@@ -347,6 +358,7 @@ class _Turns:
                 client=session.client,
                 system_prompt=session.system_prompt,
                 tools=sorted_definitions(session.handle),
+                continues=None if start.kind == "run" else session.trace_link,
             )
         if start.kind == "resume":
             self.batch = session.apply_decisions(start.decisions)
@@ -355,6 +367,7 @@ class _Turns:
             session.run_tally = UsageTally()
             session.tool_choice = self.new_tool_choice or "auto"
             session.allowed_tools = self.new_allowed_tools
+            session.trace_link = None  # a new run continues none
         session.run_output = self.output
         session.has_output = False
         if start.kind == "retry" and self.output is not None:
@@ -386,6 +399,7 @@ class _Turns:
                 outcome = "failed"
             else:
                 outcome = "cancelled"  # the reader left early, or cancelled the run
+            session.trace_link = _link_of(trace)
             trace.end(outcome, error, session.run_usage - self.usage_before)
         if self.channel is not None:
             send, receive = self.channel

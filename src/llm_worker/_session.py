@@ -152,6 +152,8 @@ class Session:
         self.run_output: RunOutput | None = None
         self.output: Any = None
         self.has_output = False
+        # What the last traced run gave a resume or retry of it to link to (RunSpan.link()).
+        self.trace_link: Mapping[str, str] | None = None
         self.owner: object = None
 
     @property
@@ -317,6 +319,7 @@ class Session:
             tool_choice=self.tool_choice,
             allowed_tools=self.allowed_tools,
             fingerprint=self.fingerprint(),
+            trace_link=self.trace_link,
         )
 
     def restore(self, state: RunState) -> None:
@@ -347,19 +350,22 @@ class Session:
         self.run_tally = UsageTally(state.run_usage)
         self.tool_choice = state.tool_choice
         self.allowed_tools = state.allowed_tools
-        self._forget_output()
+        self._forget_last_run()
+        self.trace_link = state.trace_link
 
     def set_history(self, messages: Sequence[Message]) -> None:
         self.require_phase(Phase.IDLE, "set_history()")
         history = [valid_message(message) for message in messages]
         check_history(history, None)
         self.history = history
-        self._forget_output()
+        self._forget_last_run()
 
-    def _forget_output(self) -> None:
+    def _forget_last_run(self) -> None:
         # Another conversation: a resume or retry of it answers with the worker's own
-        # output_type, not with what an earlier run asked for (or was already given).
+        # output_type, not with what an earlier run asked for (or was already given), and
+        # links to no earlier run's span.
         self.run_output = None
+        self.trace_link = None
 
 
 def _restore_slot(session: Session, batch: ToolBatch, slot: Any, saved: PausedCall) -> None:

@@ -17,7 +17,7 @@ message. Both raise ``RunStateError`` and load nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from typing_extensions import Self, final
 from ._conversation import AssistantMessage, Message, RunUsage, ToolCall, ToolResult, UserMessage
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
+from ._instrumentation import check_trace_link
 from ._meta import LlmToolDefinition
 
 if TYPE_CHECKING:
@@ -50,8 +51,8 @@ class RunState:
     """A conversation at rest: history, the paused response if any, counters and usage.
 
     Immutable; compare two with ``==``. Read ``history``, ``pending_call_ids``,
-    ``usage`` (the whole conversation's) and ``run_usage`` (the current run's,
-    which budgets count); write it with ``to_json()``.
+    ``usage`` (the whole conversation's), ``run_usage`` (the current run's,
+    which budgets count) and ``trace_link``; write it with ``to_json()``.
     """
 
     __slots__ = (
@@ -62,6 +63,7 @@ class RunState:
         "_paused",
         "_run_usage",
         "_tool_choice",
+        "_trace_link",
         "_turns",
         "_usage",
     )
@@ -78,6 +80,7 @@ class RunState:
         allowed_tools: tuple[str, ...] | None,
         fingerprint: str,
         output_attempts: int = 0,
+        trace_link: Mapping[str, str] | None = None,
     ) -> None:
         self._history = tuple(history)
         self._paused = None if paused is None else tuple(paused)
@@ -89,6 +92,7 @@ class RunState:
         self._tool_choice = tool_choice
         self._allowed_tools = allowed_tools
         self._fingerprint = fingerprint
+        self._trace_link = None if trace_link is None else check_trace_link(trace_link)
         check_history(self._history, self._paused)
 
     @property
@@ -153,6 +157,12 @@ class RunState:
         """A hash of the system prompt and tool definitions the state was taken with."""
         return self._fingerprint
 
+    @property
+    def trace_link(self) -> Mapping[str, str] | None:
+        """What the last traced run gave its continuation to link to (``RunSpan.link()``),
+        or ``None``; a resume or retry of this state gets it."""
+        return self._trace_link
+
     def to_json(self) -> str:
         """The state as JSON text (format version 1; see docs/worker.md)."""
         from ._state_json import dump_state
@@ -170,6 +180,7 @@ class RunState:
             tool_choice=self._tool_choice,
             allowed_tools=self._allowed_tools,
             fingerprint=self._fingerprint,
+            trace_link=self._trace_link,
         )
 
     @classmethod
@@ -194,6 +205,7 @@ class RunState:
             self._tool_choice,
             self._allowed_tools,
             self._fingerprint,
+            self._trace_link,
         )
 
     def __eq__(self, other: object) -> bool:

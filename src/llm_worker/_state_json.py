@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError
@@ -31,6 +31,7 @@ from ._conversation import (
 )
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
+from ._instrumentation import MAX_TRACE_LINK_CHARS, MAX_TRACE_LINK_ITEMS
 from ._safe_text import valid_unicode
 
 __all__ = [
@@ -160,10 +161,17 @@ class _PausedJson(TypedDict):
     calls: list[_PausedCallJson]
 
 
+_TraceText = Annotated[str, Field(max_length=MAX_TRACE_LINK_CHARS)]
+
+
 class _RunJson(TypedDict):
     usage: _RunUsageJson
     tool_choice: str
     allowed_tools: list[str] | None
+    # NotRequired: states written before it read, and a run never traced writes none.
+    trace_link: NotRequired[
+        Annotated[dict[_TraceText, _TraceText], Field(max_length=MAX_TRACE_LINK_ITEMS)]
+    ]
 
 
 _MessageJson = Annotated[_UserJson | _AssistantJson | _ToolResultJson, Field(discriminator="type")]
@@ -210,6 +218,7 @@ def load_state(text: str | bytes) -> dict[str, Any]:
         "tool_choice": run["tool_choice"],
         "allowed_tools": None if allowed is None else tuple(allowed),
         "fingerprint": data["fingerprint"],
+        "trace_link": run.get("trace_link"),
     }
 
 
@@ -224,6 +233,7 @@ def dump_state(
     tool_choice: str,
     allowed_tools: tuple[str, ...] | None,
     fingerprint: str,
+    trace_link: Mapping[str, str] | None,
 ) -> str:
     """The JSON text of a state given as ``RunState``'s fields."""
     document = {
@@ -242,6 +252,7 @@ def dump_state(
             "usage": _dump_run_usage(run_usage),
             "tool_choice": tool_choice,
             "allowed_tools": None if allowed_tools is None else list(allowed_tools),
+            **({} if trace_link is None else {"trace_link": dict(trace_link)}),
         },
         "usage": _dump_run_usage(usage),
     }

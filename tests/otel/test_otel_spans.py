@@ -6,6 +6,8 @@ semantic conventions; every span ends, with its status, however the run ends.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 
 import anyio
@@ -31,6 +33,7 @@ from llm_worker import (
     OutputValidationError,
     Pause,
     ProviderError,
+    RunState,
     Skip,
     TextDelta,
     ToolResult,
@@ -1047,3 +1050,102 @@ async def test_no_sdk_under_a_remote_parent_starts_only_the_runs_span():
     with trace.use_span(parent):
         assert await worker.run("go") is WorkerResult.FINISHED
     assert provider.tracer.started == 1
+
+
+CONTINUED_APP = '''
+import json, sys
+import anyio
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from llm_worker import Approve, Pause, RunState, Worker, tool, tool_definitions, tool_registry
+from llm_worker.otel import OpenTelemetry
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+@tool_registry
+class Files:
+    @tool
+    async def delete(self, path: str) -> str:
+        """Delete a file."""
+        return "deleted " + path
+
+async def main(phase, path):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    script = [ScriptedResponse(tool_calls=[ScriptedCall("delete", {"path": "a"})]), "done"]
+    worker = Worker(ScriptedClient(script[1:] if phase == "second" else script),
+                    instrumentation=OpenTelemetry(tracer_provider=provider))
+    worker.register_tools(tool_definitions(Files()))
+    if phase == "first":
+        worker.add_pre_tool_call_hook(lambda ctx: Pause("ask"))
+        await worker.run("delete a")
+        open(path, "w").write(worker.state.to_json())
+    else:
+        worker.load_state(RunState.from_json(open(path).read()))
+        await worker.resume(Approve())
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent"]
+    print(json.dumps({
+        "trace": span.context.trace_id, "span": span.context.span_id,
+        "links": [[l.context.trace_id, l.context.span_id, l.context.is_remote]
+                  for l in span.links],
+    }))
+
+anyio.run(main, sys.argv[1], sys.argv[2])
+'''
+
+
+class TestContinuedRuns:
+    @pytest.mark.anyio
+    async def test_a_resume_links_to_the_paused_run(self, telemetry):
+        """The resumed run's span links to the paused run's; a new run links to none."""
+        worker, _ = traced(telemetry, [calls(("where", {"key": "a"})), "done", "again"])
+        worker.add_pre_tool_call_hook(lambda ctx: Pause("ask"))
+        await worker.run("go")
+        await worker.resume(Approve())
+        await worker.run("next")
+        paused, resumed, new = sorted(
+            telemetry.named("invoke_agent"), key=lambda s: s.start_time or 0
+        )
+        assert [(link.context.trace_id, link.context.span_id) for link in resumed.links] == [
+            (paused.context.trace_id, paused.context.span_id)
+        ]
+        assert paused.links == ()
+        assert new.links == ()
+        assert attributes(resumed)["llm_worker.run.kind"] == "resume"
+
+    def test_a_resume_in_another_process_links_to_the_paused_run(self, tmp_path):
+        """The link goes with the saved state: a process resuming it links its span to the
+        span of the run that paused in another process."""
+        app, state = tmp_path / "app.py", tmp_path / "state.json"
+        app.write_text(CONTINUED_APP)
+        run = [sys.executable, str(app)]
+        options = {"capture_output": True, "text": True, "timeout": 60}
+        first = subprocess.run([*run, "first", str(state)], check=False, **options)
+        assert first.returncode == 0, first.stderr
+        second = subprocess.run([*run, "second", str(state)], check=False, **options)
+        assert second.returncode == 0, second.stderr
+        paused, resumed = json.loads(first.stdout), json.loads(second.stdout)
+        assert paused["links"] == []
+        assert resumed["links"] == [[paused["trace"], paused["span"], True]]
+        assert resumed["trace"] != paused["trace"]  # its own trace, linked
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "traceparent",
+        ["00-zzzz", "00-" + "0" * 32 + "-" + "0" * 16 + "-01", "00-" + "a" * 32 + "-xyz", ""],
+    )
+    async def test_a_link_that_reads_as_no_span_is_left_out(self, telemetry, traceparent):
+        """A saved link that is no valid trace context: the resumed run has no link, and
+        runs as any other."""
+        worker, _ = traced(telemetry, [calls(("where", {"key": "a"})), "done"])
+        worker.add_pre_tool_call_hook(lambda ctx: Pause("ask"))
+        await worker.run("go")
+        data = json.loads(worker.state.to_json())
+        data["run"]["trace_link"] = {"traceparent": traceparent}
+        other, _ = traced(telemetry, ["done"])
+        other.load_state(RunState.from_json(json.dumps(data)))
+        assert await other.resume(Approve()) is WorkerResult.FINISHED
+        resumed = max(telemetry.named("invoke_agent"), key=lambda s: s.start_time or 0)
+        assert resumed.links == ()
+        assert resumed.status.status_code is StatusCode.UNSET

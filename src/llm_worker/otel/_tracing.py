@@ -33,7 +33,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from contextvars import Token
 from types import TracebackType
@@ -45,7 +45,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram, MeterProvider
-from opentelemetry.trace import Span, SpanKind, StatusCode, TracerProvider
+from opentelemetry.trace import Link, Span, SpanKind, StatusCode, TracerProvider
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from .. import __version__
 from .._exceptions import (
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
 __all__ = ["OpenTelemetry"]
 
 _SCOPE = "llm_worker"
+_PROPAGATOR = TraceContextTextMapPropagator()  # a link must read the same in every process
 _now = time.perf_counter
 _logger = logging.getLogger("llm_worker.otel")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -221,8 +223,11 @@ class OpenTelemetry:
         client: LlmClient,
         system_prompt: str | None,
         tools: Sequence[LlmToolDefinition],
+        continues: Mapping[str, str] | None = None,
     ) -> _RunSpan:
-        """Start the span of one run (``kind``: ``"run"``, ``"resume"`` or ``"retry"``)."""
+        """Start the span of one run (``kind``: ``"run"``, ``"resume"`` or ``"retry"``),
+        linked to the span of the run it ``continues`` (its ``link()``: a W3C trace
+        context), wherever that ran."""
         common = _client_attributes(client)
         attributes: dict[str, Any] = {sc.OPERATION_NAME: sc.INVOKE_AGENT}
         for key in (sc.PROVIDER_NAME, sc.REQUEST_MODEL):  # the server is the requests' business
@@ -242,8 +247,16 @@ class OpenTelemetry:
                 attributes.update(content)
         parent = trace.get_current_span().get_span_context()
         span: Span | None = None
+        links: list[Link] = []
+        if continues:
+            with _Shield("link a run's span to the run it continues"):
+                earlier = trace.get_current_span(_PROPAGATOR.extract(dict(continues)))
+                if earlier.get_span_context().is_valid:
+                    links.append(Link(earlier.get_span_context()))
         with _Shield("start a run's span"):
-            span = self._tracer.start_span(name, kind=SpanKind.INTERNAL, attributes=attributes)
+            span = self._tracer.start_span(
+                name, kind=SpanKind.INTERNAL, attributes=attributes, links=links
+            )
         if span is None:
             return _RunSpan(self, None, common)
         # A no-op tracer's span is its parent's (or an invalid one): nothing below it would
@@ -357,6 +370,16 @@ class _RunSpan:
         if reason is not None:
             attributes[sc.DECISION_REASON] = reason
         span.add_event(sc.DECISION_EVENT, attributes)
+
+    @_shielded("give a run's link")
+    def link(self) -> dict[str, str] | None:
+        """The run's span as a W3C trace context (``traceparent``...), for the run that
+        continues this one to link to; ``None`` when nothing is recorded."""
+        if self._context is None:
+            return None
+        carrier: dict[str, str] = {}
+        _PROPAGATOR.inject(carrier, self._context)
+        return carrier or None
 
     @_shielded("end a run's span")
     def end(self, outcome: str, error: BaseException | None, usage: RunUsage) -> None:
