@@ -27,10 +27,26 @@ from typing import Any
 
 import anyio
 from _common import machine_note
+from pydantic import BaseModel
 
 from llm_worker import InvalidArgumentError, ToolError, tool, tool_registry
 from llm_worker._limits import cap_result
 from llm_worker._safe_text import model_safe_text, safe_text
+
+
+class Item(BaseModel):
+    """Ten required fields: each empty object is ten errors."""
+
+    f0: int
+    f1: int
+    f2: int
+    f3: int
+    f4: int
+    f5: int
+    f6: int
+    f7: int
+    f8: int
+    f9: int
 
 
 @tool_registry
@@ -45,6 +61,10 @@ class Hostile:
     @tool
     async def store(self, value: Any = None) -> str:
         return "stored"
+
+    @tool
+    async def save(self, items: list[Item]) -> str:
+        return "saved"
 
     @tool(timeout=0.1)
     def block(self) -> str:
@@ -163,6 +183,7 @@ def main() -> None:
     hostile_key = "<" + "a." * (499_000 // scale)  # just under the 1 MB input limit
     unknown_keys = json.dumps({f"k{i}": 1 for i in range(60_000 // scale)})
     nan_input = '{"value": [' + "1.5, " * (199_000 // scale) + "NaN]}"
+    empty_items = '{"items": [' + ",".join(["{}"] * (330_000 // scale)) + "]}"
     big_ascii = "x" * (100_000_000 // scale)
     big_utf8 = "é" * (50_000_000 // scale)
 
@@ -175,6 +196,12 @@ def main() -> None:
     async def nan() -> object:
         try:
             return await Hostile.ToolStore(app).execute(nan_input)
+        except InvalidArgumentError as exc:
+            return str(exc)
+
+    async def errors() -> object:
+        try:
+            return await Hostile.ToolSave(app).execute(empty_items)
         except InvalidArgumentError as exc:
             return str(exc)
 
@@ -197,6 +224,11 @@ def main() -> None:
             run_async(nan),
         ),
         (
+            f"{len(empty_items) // 1000} KB of JSON, {330_000 // scale} empty objects for a "
+            "list of models of ten required fields (the first item's errors)",
+            run_async(errors),
+        ),
+        (
             f"cap_result of {len(big_ascii) // 1_000_000} MB of ASCII",
             lambda: cap_result(big_ascii, 100_000),
         ),
@@ -205,7 +237,7 @@ def main() -> None:
             lambda: cap_result(big_utf8, 100_000),
         ),
     ]
-    for name, run in cases[:1] + cases[3:5]:
+    for name, run in cases[:1] + cases[3:6]:
         text = str(run())
         assert "over the limit" not in text, (name, text[:100])
     print(f"bench_hostile: {machine_note()}")

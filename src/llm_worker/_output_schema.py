@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter, create_model
+from pydantic_core import SchemaValidator
 
 from ._content import DataPart, MediaPart, TextPart, ToolReturn
+from ._fail_fast import SCREENED_FROM, screen_of
 
 __all__ = ["WRAPPED", "OutputShape", "output_shape", "tool_output_schema"]
 
@@ -42,9 +44,15 @@ class OutputShape:
 
     def validate_json(self, text: str) -> Any:
         """The value ``text`` (the object the schema describes) holds; raises
-        ``pydantic.ValidationError``."""
+        ``pydantic.ValidationError`` (a long text's first errors, with bounded work)."""
+        if len(text) > SCREENED_FROM:
+            self._screen.validate_json(text)
         value = self._adapter.validate_json(text)
         return value.result if self.wrapped else value
+
+    @functools.cached_property
+    def _screen(self) -> SchemaValidator:
+        return screen_of(self._adapter.core_schema)
 
 
 def output_shape(output_type: Any) -> OutputShape:

@@ -31,6 +31,7 @@ from ._conversation import (
 )
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
+from ._fail_fast import screen_of
 from ._instrumentation import MAX_TRACE_LINK_CHARS, MAX_TRACE_LINK_ITEMS
 from ._safe_text import valid_unicode
 
@@ -188,6 +189,10 @@ class _StateJson(TypedDict):
 
 
 _ADAPTER = TypeAdapter(_StateJson)
+# The format is our own TypedDicts, with no code of the application in it: its screen
+# reads exactly what the adapter reads, its lists failing fast (a hostile file of a
+# million bad messages is one error, not a million).
+_VALIDATOR = screen_of(_ADAPTER.core_schema)
 _RESULT_ADAPTER = TypeAdapter(_ResultJson)
 _MESSAGE_ADAPTER: TypeAdapter[_UserJson | _AssistantJson | _ToolResultJson] = TypeAdapter(
     _MessageJson
@@ -197,7 +202,7 @@ _MESSAGE_ADAPTER: TypeAdapter[_UserJson | _AssistantJson | _ToolResultJson] = Ty
 def load_state(text: str | bytes) -> dict[str, Any]:
     """The ``RunState`` constructor's keywords from JSON text, paused calls as tuples."""
     try:
-        data = _ADAPTER.validate_json(text, strict=True)
+        data: _StateJson = _VALIDATOR.validate_json(text, strict=True)
     except ValidationError as exc:
         raise RunStateError(f"Not a valid run state: {_describe(exc)}") from exc
     if data["version"] != FORMAT_VERSION:

@@ -29,6 +29,7 @@ from .._exceptions import (
     ToolError,
     passes_through,
 )
+from .._fail_fast import SCREENED_FROM, screen_of
 from .._limits import input_limit_problem
 from .._model_texts import (
     AN_ITERATOR,
@@ -155,6 +156,7 @@ def make_execute(
     inside the timeout, and off the event loop unless pydantic serialises it.
     """
     validate_json: Callable[..., Any] | None = None
+    screen: Callable[..., Any] | None = None  # for inputs too long to validate unscreened
     scan_numbers = True  # until the model is known: could pydantic let NaN through?
     # Inputs this short can be neither too big nor too deep: skip the checks.
     always_within_limits = min(max_input_bytes // 4, max_input_depth)
@@ -162,7 +164,7 @@ def make_execute(
     async def execute(
         self: GeneratedTool, input_json: str, context: ToolContext[Any] | None = None
     ) -> str | ToolReturn:
-        nonlocal validate_json, scan_numbers
+        nonlocal validate_json, screen, scan_numbers
         if validate_json is None:
             model = get_args_model()
             validate_json = model.__pydantic_validator__.validate_json
@@ -174,6 +176,10 @@ def make_execute(
             if problem is not None:
                 raise InvalidArgumentError(problem)
         try:
+            if len(input_json) > SCREENED_FROM:
+                if screen is None:
+                    screen = screen_of(get_args_model().__pydantic_core_schema__).validate_json
+                screen(input_json, strict=strict)  # its errors, if any, with bounded work
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
