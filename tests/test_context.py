@@ -259,13 +259,17 @@ class TestDepsTypes:
     def test_runs_must_give_the_workers_deps(self):
         """A worker with deps_type refuses a run without deps or with others."""
         worker, _ = make(ScriptedClient())
-        with pytest.raises(TypeError, match="take deps of type Deps"):
+        with pytest.raises(TypeError) as info:
             worker.run_stream("go")
+        assert str(info.value) == (
+            "this worker's runs take deps of type Deps (deps_type=); run() was given none: "
+            "pass deps=Deps(...)"
+        )
         with pytest.raises(TypeError) as info:
             worker.resume_stream()
         assert str(info.value) == (
-            "this worker's runs take deps of type Deps (deps_type=); resume() got none (a "
-            "run's deps are not kept: resume() takes deps= as run() does)"
+            "this worker's runs take deps of type Deps (deps_type=); resume() was given none: "
+            "pass deps=Deps(...) (deps are not kept from the run that paused or failed)"
         )
         with pytest.raises(TypeError, match="got OtherDeps"):
             worker.run_stream("go", deps=OtherDeps(1))  # type: ignore[arg-type]

@@ -213,3 +213,4 @@ class TestLockedWorkerSample:
         ]
         assert await module.with_deps() == ["ADA", "WorkerResult.FINISHED", "2"]
         assert await module.typed_output() == ["Oslo", "3"]
+        assert await module.any_output_and_typed_hooks() == ["7", "'b'", "8", "guard"]

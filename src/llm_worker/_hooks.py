@@ -14,7 +14,9 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any, Generic, TypeAlias
+
+from typing_extensions import TypeVar
 
 from ._content import MediaPart, TextPart, text_of
 from ._conversation import ToolCall, ToolResult, valid_message
@@ -109,16 +111,20 @@ PreToolCallDecision: TypeAlias = Continue | Skip | Abort | Pause | SyntheticResu
 PostToolCallDecision: TypeAlias = Continue | Abort
 
 
-class ToolCallContext:
+DepsT = TypeVar("DepsT", default=Any)
+
+
+class ToolCallContext(Generic[DepsT]):
     """What a ``pre_tool_call`` hook sees. ``call`` may be changed; the rest not.
 
     ``meta`` and ``tool`` are the called tool's, ``deps`` the dependencies the
-    run was given (``run(..., deps=...)``; ``None`` if none).
+    run was given (``run(..., deps=...)``; ``None`` if none):
+    ``ToolCallContext[Deps]`` types them (a bare ``ToolCallContext``'s are ``Any``).
     """
 
     __slots__ = ("_deps", "_meta", "_tool", "call")
 
-    def __init__(self, call: ToolCall, meta: ToolMeta, tool: Tool, deps: Any = None) -> None:
+    def __init__(self, call: ToolCall, meta: ToolMeta, tool: Tool, deps: DepsT = None) -> None:  # type: ignore[assignment]
         self.call = call
         self._meta = meta
         self._tool = tool
@@ -135,7 +141,7 @@ class ToolCallContext:
         return self._tool
 
     @property
-    def deps(self) -> Any:
+    def deps(self) -> DepsT:
         """The run's dependencies (``run(..., deps=...)``), or ``None``."""
         return self._deps
 
@@ -143,13 +149,18 @@ class ToolCallContext:
         return f"ToolCallContext(call={self.call!r}, tool={self._meta.name!r})"
 
 
-class PostToolCallContext(ToolCallContext):
+class PostToolCallContext(ToolCallContext[DepsT]):
     """What a ``post_tool_call`` hook sees: also the ``result``, which may be changed."""
 
     __slots__ = ("result",)
 
     def __init__(
-        self, call: ToolCall, result: ToolResult, meta: ToolMeta, tool: Tool, deps: Any = None
+        self,
+        call: ToolCall,
+        result: ToolResult,
+        meta: ToolMeta,
+        tool: Tool,
+        deps: DepsT = None,  # type: ignore[assignment]
     ) -> None:
         super().__init__(call, meta, tool, deps)
         self.result = result

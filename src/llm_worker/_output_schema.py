@@ -59,9 +59,10 @@ def output_shape(output_type: Any) -> OutputShape:
     """The ``OutputShape`` of ``output_type``; raises ``TypeError`` naming the type if pydantic
     cannot validate or describe it."""
     try:
-        return _shape(output_type)
+        hash(output_type)
     except TypeError:  # unhashable (an Annotated with a dict...): not cached
         return _build_shape(output_type)
+    return _shape(output_type)
 
 
 @functools.lru_cache(maxsize=256)

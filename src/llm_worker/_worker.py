@@ -59,6 +59,9 @@ DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
 _D = TypeVar("_D")
 _O = TypeVar("_O")
+# A hook as it was given: used as a decorator, add_*_hook returns it with its own type.
+_PreHook = TypeVar("_PreHook", bound=PreToolCallHook)
+_PostHook = TypeVar("_PostHook", bound=PostToolCallHook)
 
 
 class _WorkerBase(Generic[DepsT, OutputT]):
@@ -152,13 +155,13 @@ class _WorkerBase(Generic[DepsT, OutputT]):
                 return message.text
         return None
 
-    def add_pre_tool_call_hook(self, hook: PreToolCallHook) -> PreToolCallHook:
+    def add_pre_tool_call_hook(self, hook: _PreHook) -> _PreHook:
         """Run ``hook`` before each tool call (after those added earlier). Returns ``hook``."""
         self._require_owner()
         self._session.pre_hooks.append(hook)
         return hook
 
-    def add_post_tool_call_hook(self, hook: PostToolCallHook) -> PostToolCallHook:
+    def add_post_tool_call_hook(self, hook: _PostHook) -> _PostHook:
         """Run ``hook`` after each tool call (after those added earlier). Returns ``hook``."""
         self._require_owner()
         self._session.post_hooks.append(hook)
@@ -186,6 +189,16 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         tool_choice: ToolChoice = "auto",
         output_type: type[_O],
     ) -> RunStream[DepsT, _O]: ...
+    @overload
+    def run_stream(  # a type that is not a class (int | str, Literal[...]): Any output
+        self,
+        user_input: str,
+        *,
+        deps: DepsT | None = None,
+        allowed_tools: Sequence[str] | None = None,
+        tool_choice: ToolChoice = "auto",
+        output_type: object,
+    ) -> RunStream[DepsT, Any]: ...
     def run_stream(
         self,
         user_input: str,
@@ -373,12 +386,11 @@ class _WorkerBase(Generic[DepsT, OutputT]):
     def _check_deps(self, deps: object, method: str) -> None:
         deps_type = self._session.deps_type
         if deps_type is not None and not deps_fit(deps, deps_type):
-            given = (
-                f"{method}() got none (a run's deps are not kept: {method}() takes deps= as "
-                f"run() does)"
-                if deps is None
-                else f"got {type(deps).__qualname__}"
-            )
+            given = f"got {type(deps).__qualname__}"
+            if deps is None:
+                given = f"{method}() was given none: pass deps={deps_type.__qualname__}(...)"
+                if method != "run":
+                    given += " (deps are not kept from the run that paused or failed)"
             raise TypeError(
                 f"this worker's runs take deps of type {deps_type.__qualname__} (deps_type=); "
                 f"{given}"
@@ -448,6 +460,7 @@ class Worker(_WorkerBase[DepsT, OutputT]):
 
     __slots__ = ()
 
+    @overload
     def __init__(
         self,
         client: LlmClient,
@@ -457,6 +470,45 @@ class Worker(_WorkerBase[DepsT, OutputT]):
         limits: Limits | None = None,
         deps_type: type[DepsT] | None = None,
         output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+        instrumentation: Instrumentation | None = None,
+    ) -> None: ...
+    # A type that is not a class (int | str, Literal[...]): the output is Any.
+    @overload
+    def __init__(
+        self: Worker[None, Any],
+        client: LlmClient,
+        *,
+        system_prompt: str | None = None,
+        max_turns: int = 10,
+        limits: Limits | None = None,
+        deps_type: None = None,
+        output_type: object,
+        output_retries: int = 1,
+        instrumentation: Instrumentation | None = None,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: Worker[_D, Any],
+        client: LlmClient,
+        *,
+        system_prompt: str | None = None,
+        max_turns: int = 10,
+        limits: Limits | None = None,
+        deps_type: type[_D],
+        output_type: object,
+        output_retries: int = 1,
+        instrumentation: Instrumentation | None = None,
+    ) -> None: ...
+    def __init__(
+        self,
+        client: LlmClient,
+        *,
+        system_prompt: str | None = None,
+        max_turns: int = 10,
+        limits: Limits | None = None,
+        deps_type: type[Any] | None = None,
+        output_type: object = None,
         output_retries: int = 1,
         instrumentation: Instrumentation | None = None,
     ) -> None:

@@ -26,6 +26,7 @@ from llm_worker import (
     InvalidArgumentError,
     MediaPart,
     TextPart,
+    ToolError,
     ToolMeta,
     ToolResult,
     ToolReturn,
@@ -287,20 +288,46 @@ class TestMcpTool:
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(
-        ("name", "message"),
+        ("name", "kind", "text"),
         [
-            ("refuse", "Invalid argument: 'key': too long"),
-            ("silent_error", "MCP tool 'silent_error' reported an error (no message)"),
-            ("quota", "MCP error: quota exceeded"),
+            ("refuse", InvalidArgumentError, "Invalid argument: 'key': too long"),
+            (
+                "silent_error",
+                ExecutionFailedError,
+                "Execution failed: MCP tool 'silent_error' reported an error (no message)",
+            ),
+            ("quota", ExecutionFailedError, "Execution failed: MCP error: quota exceeded"),
         ],
     )
-    async def test_remote_errors_are_execution_failed(self, name, message):
-        """An isError result or an MCP error response raises ExecutionFailedError with its text."""
+    async def test_remote_errors_keep_their_kind(self, name, kind, text):
+        """An isError result or an MCP error response raises ExecutionFailedError with its
+        text; one that says its kind as ours do (an llm-worker server's "Invalid argument:
+        ...") is that kind, read by the model as it was sent, not prefixed twice."""
         async with connect(remote()) as session:
             tools = await remote_tools(session)
-            with pytest.raises(ExecutionFailedError) as info:
+            with pytest.raises(kind) as info:
                 await tools[name][1].execute("{}")
-        assert info.value.message == message
+        assert str(info.value) == text
+
+    @pytest.mark.anyio
+    async def test_our_own_servers_errors_read_as_they_were_sent(self):
+        """llm-worker serving llm-worker: the model reads a remote tool's error text as the
+        served tool's own model would, once prefixed ("Execution failed: Execution failed:
+        no points given" before)."""
+        async with connect(create_server(mcp_apps.handle_factory())) as session:
+            tools = await remote_tools(session)
+            outcomes = {}
+            for name, arguments in (("centroid", '{"points": []}'), ("add", '{"a": "x", "b": 1}')):
+                with pytest.raises(ToolError) as info:
+                    await tools[name][1].execute(arguments)
+                outcomes[name] = (type(info.value), str(info.value))
+        assert outcomes == {
+            "centroid": (ExecutionFailedError, "Execution failed: no points given"),
+            "add": (
+                InvalidArgumentError,
+                "Invalid argument: 'a': Input should be a valid integer (got \"x\")",
+            ),
+        }
 
     @pytest.mark.anyio
     async def test_closed_session(self):
@@ -405,12 +432,8 @@ class TestWorkerWithMcpTools:
                 parts=(TextPart('{"x":2,"y":4}'),),
                 metadata={"structured_content": {"x": 2, "y": 4}},
             ),
-            ToolResult("c", f"Execution failed: {INVALID_ECHO}", True),
-            ToolResult(
-                "d",
-                "Execution failed: Internal error: tool 'broken' failed unexpectedly (KeyError)",
-                True,
-            ),
+            ToolResult("c", INVALID_ECHO, True),  # as the served tool's own model reads it
+            ToolResult("d", "Internal error: tool 'broken' failed unexpectedly (KeyError)", True),
         ]
 
     @pytest.mark.anyio

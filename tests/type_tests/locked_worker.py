@@ -13,6 +13,9 @@ must really be needed; the test also strips them and asserts the reported line n
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, Literal, Union
+
+from typing_extensions import assert_type
 
 from llm_worker import (
     Abort,
@@ -25,6 +28,7 @@ from llm_worker import (
     PostToolCallDecision,
     PreToolCallDecision,
     RunEvent,
+    RunStream,
     Skip,
     ToolCallContext,
     ToolCallFinished,
@@ -112,6 +116,38 @@ async def typed_output() -> list[str]:
             pass
     numbers: list[int] = stream.output
     return [forecast.city, str(sum(numbers))]
+
+
+async def any_output_and_typed_hooks() -> list[str]:
+    """Output types that are not classes (a union, a Literal) are Any; hooks used as
+    decorators keep their own type, and ToolCallContext[Deps] types ctx.deps."""
+    client = ScriptedClient(['{"result": 7}', '{"result": "b"}'])
+    worker = Worker(client, output_type=int | str, deps_type=Deps)
+    assert_type(worker, Worker[Deps, Any])
+    seen: list[str] = []
+
+    @worker.add_pre_tool_call_hook
+    async def guard(ctx: ToolCallContext[Deps]) -> Skip | None:
+        user: str = ctx.deps.user
+        seen.append(user)
+        return None
+
+    @worker.add_post_tool_call_hook
+    def after(ctx: PostToolCallContext[Deps]) -> None:
+        seen.append(ctx.deps.user)
+
+    await worker.run("n?", deps=Deps("ada"))
+    first = repr(worker.output)
+    async with worker.run_stream(
+        "a or b?", deps=Deps("ada"), output_type=Literal["a", "b"]
+    ) as stream:
+        async for _ in stream:
+            pass
+    assert_type(stream, RunStream[Deps, Any])
+    plain = Worker(ScriptedClient(['{"result": 8}']), output_type=Union[int, None])  # noqa: UP007  (the typing spelling)
+    assert_type(plain, Worker[None, Any])
+    await plain.run("n?")
+    return [first, repr(stream.output), repr(plain.output), guard.__name__]
 
 
 def wrong_output(worker: Worker[None, Forecast]) -> None:
@@ -203,4 +239,4 @@ def wrong_uses(locked: LockedWorker) -> None:
     locked.system_prompt = "x"  # type: ignore[misc]
     locked.set_history([])  # type: ignore[attr-defined]
     locked.clear_history()  # type: ignore[attr-defined]
-    locked.add_post_tool_call_hook(skip_after)  # type: ignore[arg-type]
+    locked.add_post_tool_call_hook(skip_after)  # type: ignore[type-var]

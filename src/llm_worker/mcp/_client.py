@@ -62,7 +62,7 @@ from typing_extensions import final
 
 from .._content import ToolReturn
 from .._context import ToolContext
-from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError
+from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError, ToolError
 from .._meta import ToolAnnotations, ToolMeta
 from .._model_texts import (
     MCP_CONNECTION_LOST,
@@ -252,12 +252,21 @@ class McpTool:
             ) from exc
         if result.is_error:
             # The server's words, scrubbed and capped as a local exception's would be.
-            message = safe_text(error_text(result))
-            raise ExecutionFailedError(message or MCP_NO_MESSAGE.format(name=name))
+            raise _remote_error(safe_text(error_text(result)) or MCP_NO_MESSAGE.format(name=name))
         return tool_return(result, name)
 
     def __repr__(self) -> str:
         return f"<McpTool {self.remote_name!r} session=<{type(self.session).__name__}>>"
+
+
+def _remote_error(message: str) -> ToolError:
+    """A remote error text as the error it says it is: one that starts as ours do (an
+    llm-worker server's) keeps its kind, not "Execution failed: Invalid argument: ..."."""
+    for kind in (InvalidArgumentError, ExecutionFailedError, InternalToolError):
+        prefix = str(kind(""))
+        if message.startswith(prefix) and len(message) > len(prefix):
+            return kind(message.removeprefix(prefix))
+    return ExecutionFailedError(message)
 
 
 def _parse_arguments(input_json: str) -> dict[str, Any]:
