@@ -72,3 +72,43 @@ def test_every_page_is_checked() -> None:
     checked = {param.id.split(":")[0] for param in _examples()}
     assert "README.md" in checked
     assert "docs/worker.md" in checked
+
+
+LINKED_PAGES = [*PAGES, ROOT / "CHANGELOG.md", ROOT / "benchmarks" / "README.md"]
+LINK = re.compile(r"\[[^\]\n]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} +(.+?) *#*$", re.MULTILINE)
+
+
+def _prose(text: str) -> str:
+    """The page without its code blocks (a `#` line in a block is no heading)."""
+    return BLOCK.sub("", text)
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of the page's headings: lower case, punctuation but `-` and `_`
+    dropped, spaces as `-`; a repeated one gets `-1`, `-2`..."""
+    anchors: set[str] = set()
+    for heading in HEADING.findall(_prose(page.read_text(encoding="utf-8"))):
+        anchor = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        unique, n = anchor, 0
+        while unique in anchors:
+            n += 1
+            unique = f"{anchor}-{n}"
+        anchors.add(unique)
+    return anchors
+
+
+def test_every_link_between_pages_and_to_a_heading_resolves() -> None:
+    """Each relative link names a file that exists and, with `#...`, a heading in it."""
+    broken = []
+    for page in LINKED_PAGES:
+        for target in LINK.findall(_prose(page.read_text(encoding="utf-8"))):
+            if re.match(r"[a-z]+:", target):
+                continue  # https:, mailto:
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such file)")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == []

@@ -8,10 +8,14 @@ hanging.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import sys
+import textwrap
 
 import pytest
+from pydantic import BaseModel
 
 from llm_worker._safe_text import MAX_ERROR_TEXT, model_safe_text, safe_text, valid_unicode
 
@@ -191,12 +195,180 @@ class TestBounds:
             "from llm_worker._safe_text import safe_text\n"
             "n = 500_000\n"
             "for bad in ['<' + 'a.' * n, '/' + 'a ' * n, '/a' * n, 'a=' * n, \"'a': '\" * n,\n"
-            "            '\\\\\\\\' * n, 'x://' * n, '<' * n + ' at 0x1>', '1' * n, 'a:b@' * n]:\n"
+            "            '\\\\\\\\' * n, 'x://' * n, '<' * n + ' at 0x1>', '1' * n, 'a:b@' * n,\n"
+            "            \"a='\" * n, 'bearer a=\"' * n, 'Authorization: x ' * n, 'x://a' * n]:\n"
             "    safe_text(bad)\n"
             "print('done')\n"
         )
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
+
+
+@dataclasses.dataclass
+class Settings:
+    api_key: str
+    password: str
+    db_url: str
+
+
+class ModelSettings(BaseModel):
+    api_key: str
+    client_secret: str
+    token: str
+    region: str
+
+
+class TestQuotedSecrets:
+    def test_a_dataclass_repr_shows_no_secret(self):
+        """Fields named as secrets in a dataclass's repr are redacted, quotes kept."""
+        settings = Settings("sk-live-abcdef123", "hunter22", "postgres://app:pw12345@db/x")
+        assert model_safe_text(ValueError(f"bad config: {settings}")) == (
+            "bad config: Settings(api_key='<redacted>', password='<redacted>',"
+            " db_url='postgres://app:<redacted>@db/x')"
+        )
+
+    def test_a_pydantic_repr_shows_no_secret(self):
+        """The same in a pydantic model's repr; other fields stay."""
+        settings = ModelSettings(
+            api_key="sk-live-abcdef123", client_secret="cs-998877", token="tok-556677", region="eu"
+        )
+        assert model_safe_text(ValueError(f"bad config: {settings!r}")) == (
+            "bad config: ModelSettings(api_key='<redacted>', client_secret='<redacted>',"
+            " token='<redacted>', region='eu')"
+        )
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            (
+                "connect() got api_key='sk-live-abcdef123', password=\"hunter22\"",
+                "connect() got api_key='<redacted>', password=\"<redacted>\"",
+            ),
+            ("password: 'hunter22' was rejected", "password: '<redacted>' was rejected"),
+            ('invalid token: "tok-556677"', 'invalid token: "<redacted>"'),
+            (
+                repr({"password": 'it\'s "quoted" and \\ more', "user": "bob"}),
+                "{'password': '<redacted>', 'user': 'bob'}",
+            ),
+            (
+                repr({"secret": "it's", "token": "tok'\"9"}),
+                "{'secret': \"<redacted>\", 'token': '<redacted>'}",
+            ),
+            (
+                json.dumps({"password": 'pa"ss\\', "n": 1}),
+                '{"password": "<redacted>", "n": 1}',
+            ),
+        ],
+    )
+    def test_quoted_values_of_secret_names_are_redacted(self, text, expected):
+        """`name='...'`, `name: "..."`, `'name': '...'` and JSON, escapes included."""
+        assert safe_text(text) == expected
+
+    def test_a_quoted_value_the_cut_went_through_is_redacted(self):
+        """A value with no closing quote (longer than what is read) is redacted to its end."""
+        assert safe_text("password='" + "s" * 3_000 + "'") == "password='<redacted>'"
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            (
+                "headers={'Authorization': 'Basic dXNlcjpodW50ZXIy', 'X-Api-Key': 'abc123456'}",
+                "headers={'Authorization': 'Basic <redacted>', 'X-Api-Key': '<redacted>'}",
+            ),
+            ('{"authorization": "Token tok-556677"}', '{"authorization": "Token <redacted>"}'),
+            ("{'Authorization': 'tok-556677'}", "{'Authorization': '<redacted>'}"),
+            (
+                "Authorization: Basic dXNlcjpodW50ZXIy\nHost: x",
+                "Authorization: Basic <redacted>\nHost: x",
+            ),
+            (
+                'Proxy-Authorization: Digest username="bob", realm="r@example.com",'
+                ' nonce="dcd98b", qop=auth, response="6629fae4" was refused',
+                "Proxy-Authorization: Digest <redacted> was refused",
+            ),
+            (
+                "authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam,"
+                " SignedHeaders=host, Signature=5d672d79 was refused",
+                "authorization: AWS4-HMAC-SHA256 <redacted> was refused",
+            ),
+        ],
+    )
+    def test_authorization_headers_are_redacted_whatever_their_scheme(self, text, expected):
+        """Basic, Token, Digest, AWS4... (not only Bearer); the scheme is kept."""
+        assert safe_text(text) == expected
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            (
+                "cannot reach https://sk-live-abcdef123@api.example.com/v1",
+                "cannot reach https://<redacted>@api.example.com/v1",
+            ),
+            (
+                "cannot reach redis://:s3cret-pw@cache:6379/0",
+                "cannot reach redis://:<redacted>@cache:6379/0",
+            ),
+        ],
+    )
+    def test_a_token_as_a_urls_userinfo_is_redacted(self, text, expected):
+        """A userinfo without a password is a token as often as a user name."""
+        assert safe_text(text) == expected
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "token count: 5, password reset failed",
+            "user='bob', role=\"admin\", note: 'it\\'s fine'",
+            "{'user': 'bob', 'note': \"it's the key\"}",
+            "Authorization failed: no header",
+            "see https://example.com/a?b=c@d",
+            "Missing key: 'user_id'",
+            "KeyError: no key: \"name\" in the mapping",
+        ],
+    )
+    def test_ordinary_words_and_fields_are_kept(self, text):
+        """Secret-like words without a value, and values of other names, stay readable."""
+        assert safe_text(text) == text
+
+    def test_secret_patterns_take_linear_time_on_any_length(self):
+        """The secret patterns scrub 1 MB texts built to make them backtrack at once, applied
+        directly (without the window's help): a quadratic one takes hours there, and times out."""
+        code = textwrap.dedent(
+            r"""
+            from llm_worker import _safe_text as s
+
+            for pattern, head, unit in [
+                (s._QUOTED_FIELD, "", "'"),
+                (s._QUOTED_FIELD, "", '"'),
+                (s._QUOTED_FIELD, "", "a='"),
+                (s._QUOTED_FIELD, "", "'a':"),
+                (s._QUOTED_FIELD, "", "'a'"),
+                (s._QUOTED_FIELD, "", "a:'b"),
+                (s._QUOTED_FIELD, "", "a: '\\"),
+                (s._QUOTED_FIELD, "", "\\'"),
+                (s._QUOTED_FIELD, "a='", "\\x"),  # escapes, and no closing quote
+                (s._QUOTED_FIELD, 'a = "', "\\\\"),
+                (s._QUOTED_FIELD, "", "a" * 64 + " "),  # names as long as allowed
+                (s._QUOTED_FIELD, "", "a"),
+                (s._AUTHORIZATION, "", "authorization: a "),
+                (s._AUTHORIZATION, "", 'Authorization: Digest a="'),
+                (s._AUTHORIZATION, "", "bearer a=b, "),
+                (s._AUTHORIZATION, "bearer ", "a=b, "),  # one list of auth-params
+                (s._AUTHORIZATION, "bearer ", 'a="\\'),
+                (s._AUTHORIZATION, "bearer ", "a ="),
+                (s._AUTHORIZATION, "bearer ", "a-"),
+                (s._URL_USERINFO, "", "a://a:"),
+                (s._URL_USERINFO, "x://", "a"),
+                (s._URL_USERINFO, "x://", "a:"),
+            ]:
+                pattern.sub("", head + unit * (1_000_000 // len(unit)))
+            print("done")
+            """
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
         )
         assert (done.returncode, done.stdout) == (0, "done\n"), done.stderr
 

@@ -42,22 +42,41 @@ PATH = "<path>"
 
 # An environment variable whose name says its value is secret: *_KEY, *_TOKEN, *_SECRET, *PASSWORD*.
 _SECRET_ENV_NAME = re.compile(r"(?:_KEY|_TOKEN|_SECRET)\Z|PASSWORD|PASSWD", re.IGNORECASE)
-# A parameter or field name that says the same: api_key, access_token, client_secret, password...
+# A parameter or field name that says the same: api_key, access_token, client_secret, password,
+# an Authorization header...
 _SECRET_FIELD_NAME = re.compile(
     r"(?i:(?:\A|[_.-])(?:api_?key|apikey|key|token|accesstoken|secret|passw(?:or)?d|pwd"
-    r"|sig|signature|credentials?|auth)(?:\Z|[_.-]))"
+    r"|sig|signature|credentials?|auth|authorization)(?:\Z|[_.-]))"
     r"|[a-z0-9](?:Key|Token|Secret|Password)\Z"  # apiKey, accessToken (not "monkey")
 )
-# `name=value` in a query string or a message (?api_key=..., &token=..., password=...).
+# `name=value` unquoted, in a query string or a message (?api_key=..., &token=..., password=...).
 # Bounded quantifiers and a start only where a name can begin: linear time.
 _NAME_EQUALS_VALUE = re.compile(r"(?<![\w.-])([\w.-]{1,64})=([^\s&#;,'\"<>]{1,512})")
-# `'password': 'hunter2'` or `"token": "..."` in the repr of a dict or in JSON.
-_QUOTED_FIELD = re.compile(r"""(['"])([\w.-]{1,64})\1(\s{0,3}:\s{0,3})(['"])([^'"\n]{0,512})\4""")
-# The password of a URL or DSN: scheme://user:password@host.
-_URL_PASSWORD = re.compile(
-    r"(?<![\w+.-])([a-zA-Z][\w+.-]{0,30}://[^\s:/@'\"]{0,256}:)([^\s@/'\"]{1,256})@"
+# A quoted value as a repr or JSON writes it, escapes included (`'it\'s'`, `"a\"b"`). A text
+# matches one way only, and the closing quote may be missing (a value the cut went through):
+# once begun, a value matches, so nothing is read twice. (Only `_WINDOW` characters are scrubbed.)
+_DOUBLE_QUOTED = rf'"(?:[^"\\\n]|\\.){{0,{_WINDOW}}}"?'
+_QUOTED = rf"'(?:[^'\\\n]|\\.){{0,{_WINDOW}}}'?|{_DOUBLE_QUOTED}"
+# A quoted value after a name: `password='...'` (a dataclass's or pydantic model's repr, keyword
+# arguments), `password: "..."`, `'password': '...'` (a dict's repr), `"apiKey": "..."` (JSON).
+_QUOTED_FIELD = re.compile(
+    rf"""(?<![\w.-])(['"]?)([\w.-]{{1,64}})\1(\s{{0,3}}[:=]\s{{0,3}})({_QUOTED})"""
 )
-_BEARER = re.compile(r"(?i)\b(bearer\s{1,3})[\w.~+/-]{1,2048}=*")
+# The scheme an Authorization header's value starts with: `Basic ...`, `Digest ...`.
+_AUTH_SCHEME = re.compile(r"[A-Za-z][\w-]{0,30}\s{1,3}(?=\S)")
+# The credentials of an unquoted `Authorization: <scheme> ...` header (any scheme, and
+# Proxy-Authorization), and of a bearer token anywhere: a token68 (`dXNlcjpodW50ZXIy==`) or
+# auth-params (Digest's `username="bob", response="6629fa..."`).
+_AUTH_PARAM = rf"""[\w-]{{1,64}}\s{{0,3}}=\s{{0,3}}(?:{_DOUBLE_QUOTED}|[^\s,'"]{{1,{_WINDOW}}})"""
+_AUTHORIZATION = re.compile(
+    r"(?i)(\b(?:authorization\s{0,3}[:=]\s{0,3}[a-z][\w-]{0,30}|bearer)\s{1,3})"
+    rf"(?:{_AUTH_PARAM}(?:\s{{0,3}},\s{{0,3}}{_AUTH_PARAM})*|[\w.~+/-]{{1,{_WINDOW}}}=*)"
+)
+# The userinfo of a URL or DSN: scheme://user:password@host (the user is kept), and
+# scheme://token@host.
+_URL_USERINFO = re.compile(
+    r"(?<![\w+.-])([a-zA-Z][\w+.-]{0,30}://)([^\s:/@'\"]{0,256}:)?[^\s@/'\"]{1,256}@"
+)
 
 # -- this machine's details ----------------------------------------------------------------
 
@@ -109,14 +128,15 @@ def safe_text(text: str) -> str:
     text = text.strip()
     if _TRACEBACK in text:
         text = text.splitlines()[0]
+    if "uthorization" in text or "UTHORIZATION" in text or "earer" in text or "EARER" in text:
+        text = _AUTHORIZATION.sub(rf"\1{REDACTED}", text)
+    if "'" in text or '"' in text:
+        text = _QUOTED_FIELD.sub(_redact_quoted_field, text)
     if "=" in text:
         text = _NAME_EQUALS_VALUE.sub(_redact_named_value, text)
     if ":" in text:
-        text = _QUOTED_FIELD.sub(_redact_quoted_field, text)
-        text = _URL_PASSWORD.sub(rf"\1{REDACTED}@", text)
+        text = _URL_USERINFO.sub(rf"\1\2{REDACTED}@", text)
         text = _FILE_URL.sub(PATH, text)
-    if "earer" in text:
-        text = _BEARER.sub(rf"\1{REDACTED}", text)
     if "\\\\" in text:
         text = _UNC_PATH.sub(PATH, text)
     if "/" in text or "\\" in text:
@@ -242,10 +262,17 @@ def _redact_named_value(match: re.Match[str]) -> str:
 
 
 def _redact_quoted_field(match: re.Match[str]) -> str:
-    if _SECRET_FIELD_NAME.search(match[2]) is None:
+    name_quote, name, separator, value = match[1], match[2], match[3], match[4]
+    if _SECRET_FIELD_NAME.search(name) is None:
         return match[0]
-    quote, value_quote = match[1], match[4]
-    return f"{quote}{match[2]}{quote}{match[3]}{value_quote}{REDACTED}{value_quote}"
+    if not name_quote and name.lower() == "key" and ":" in separator:
+        return match[0]  # prose naming a mapping's key ("Missing key: 'user_id'"), not a secret
+    scheme = ""
+    if name.lower().endswith("authorization"):  # `Basic <redacted>`, as an unquoted header shows
+        shown = _AUTH_SCHEME.match(value, 1)
+        scheme = shown[0] if shown else ""
+    quote = value[0]
+    return f"{name_quote}{name}{name_quote}{separator}{quote}{scheme}{REDACTED}{quote}"
 
 
 def _object_words(match: re.Match[str]) -> str:
