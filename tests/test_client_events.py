@@ -380,6 +380,12 @@ BAD_VALUES = [
         "JSON): ProviderItem(provider='acme', kind='note', data='{\"a\": NaN}')",
         id="provider-item-nan",
     ),
+    pytest.param(
+        [ProviderItemDone(ProviderItem("acme", "note", "[1, 2]")), *FINAL],
+        "LlmClient sent a provider item whose data is JSON, but not an object: "
+        "ProviderItem(provider='acme', kind='note', data='[1, 2]')",
+        id="provider-item-not-an-object",
+    ),
 ]
 
 
@@ -532,7 +538,7 @@ class TestResponseSize:
         elif where == "reasoning":
             events = [ReasoningDelta("x" * 100) for _ in range(11)]
         elif where == "provider-items":
-            item = ProviderItem("p", "thinking", json.dumps("x" * 300))
+            item = ProviderItem("p", "thinking", json.dumps({"text": "x" * 300}))
             events = [ProviderItemDone(item) for _ in range(4)]
         elif where == "empty-events":  # endless and empty: it never ended, memory grew
             events = [TextDelta(""), ReasoningDelta("")] * 501

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import math
 
 import anyio
 import pytest
@@ -684,6 +686,32 @@ class TestHookErrors:
         )
         assert_history_valid(worker.history)
         assert "just text" not in worker.history
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("metadata", "why"),
+        [
+            ({"score": math.nan}, "Out of range float values are not JSON compliant"),
+            ({"at": datetime.date(2026, 12, 2)}, "Object of type date is not JSON serializable"),
+        ],
+    )
+    async def test_post_hook_giving_metadata_no_state_can_keep(self, metadata, why):
+        """A post-hook's result whose metadata is not JSON is the hook's error: kept, every
+        later worker.state.to_json() of the conversation failed."""
+        worker, _ = make_worker(three_echoes())
+
+        def annotate(ctx):
+            ctx.result = dataclasses.replace(ctx.result, metadata=metadata)
+
+        worker.add_post_tool_call_hook(annotate)
+        with pytest.raises(HookError) as info:
+            await worker.run("go")
+        assert str(info.value) == (
+            f"post_tool_call hook {annotate.__qualname__} failed: "
+            f"set ctx.result's metadata to what is not JSON ({why})"
+        )
+        assert_history_valid(worker.history)
+        worker.state.to_json()  # the conversation still saves
 
     @pytest.mark.anyio
     async def test_hook_without_qualname_is_named_by_repr(self):

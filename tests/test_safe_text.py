@@ -325,7 +325,7 @@ class TestQuotedSecrets:
             "Authorization failed: no header",
             "see https://example.com/a?b=c@d",
             "Missing key: 'user_id'",
-            "KeyError: no key: \"name\" in the mapping",
+            'KeyError: no key: "name" in the mapping',
         ],
     )
     def test_ordinary_words_and_fields_are_kept(self, text):

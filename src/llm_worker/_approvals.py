@@ -18,14 +18,17 @@ from typing import Any, TypeAlias
 from ._conversation import ToolCall
 from ._meta import ToolMeta
 
-__all__ = ["Approve", "Decision", "Deny", "PendingCall"]
+__all__ = ["APPROVAL_NEEDED", "Approve", "Decision", "Deny", "PendingCall"]
+
+APPROVAL_NEEDED = "requires approval"
+"""The ``reason`` of a call held because its tool's approval policy asks for a person."""
 
 
 @dataclass(frozen=True)
 class PendingCall:
     """A call waiting for a decision: the ``call`` as it would run, its tool's ``meta``, and why.
 
-    ``reason`` is ``"requires approval"`` for a tool that needs approval, or
+    ``reason`` is ``"requires approval"`` (``APPROVAL_NEEDED``) for a tool that needs approval, or
     the reason a pre-hook gave ``Pause(reason)``.
     """
 

@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-__all__ = ["ContentPart", "DataPart", "MediaPart", "TextPart", "ToolReturn", "text_of"]
+__all__ = [
+    "ContentPart",
+    "DataPart",
+    "MediaPart",
+    "TextPart",
+    "ToolReturn",
+    "check_metadata",
+    "text_of",
+]
 
 
 @dataclass(frozen=True)
@@ -144,3 +152,17 @@ def text_of(parts: Sequence[ContentPart]) -> str:
         for part in parts
         if not isinstance(part, MediaPart)
     )
+
+
+def check_metadata(metadata: object) -> None:
+    """Raise unless ``metadata`` can be written in a run state as JSON: ``TypeError`` for a
+    value JSON has no form for (a ``datetime``, a ``set``, ``bytes``), ``ValueError`` for
+    ``NaN`` or an infinity, a cycle, or nesting too deep to write.
+
+    What a result's metadata is checked with wherever it enters a history, so that
+    ``to_json()`` never fails on it later, far from where it came from.
+    """
+    try:
+        json.dumps(metadata, ensure_ascii=False, allow_nan=False)  # as to_json() writes it
+    except RecursionError:
+        raise ValueError("it nests too deep to write as JSON") from None

@@ -11,12 +11,12 @@ nothing.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Generic, Protocol
 
-import anyio  # its submodules load when first used: `import llm_worker` stays cheap
 from typing_extensions import TypeVar, final, is_typeddict
 
 __all__ = ["ProgressReports", "ProgressSink", "ToolContext", "deps_fit", "deps_types_fit"]
@@ -96,10 +96,11 @@ Report = tuple[str, float, "float | None", "str | None"]
 class ProgressReports:
     """The ``ProgressSink`` of running calls: reports from any thread, kept latest-per-call.
 
-    Made on an event loop's thread; ``wake`` is called on that thread when the
-    first report after a ``drain()`` arrives (the reader then drains). A report
+    Made on an event loop's thread; ``wake`` (which must not raise) is called on
+    that thread when the first report after a ``drain()`` arrives (the reader then
+    drains); a report from another thread never waits for it to run. A report
     for a call that is not running (its result is in, or it never ran here) is
-    dropped. So memory stays bounded whatever a tool reports, and a slow reader
+    dropped; a call's last report made while it ran is drained with its result. So memory stays bounded whatever a tool reports, and a slow reader
     sees the latest report of each call.
 
     Each call reports through a sink of its own (``start``): ids repeat across
@@ -107,7 +108,7 @@ class ProgressReports:
     later call of the same id runs; its reports are not that call's.
     """
 
-    __slots__ = ("_latest", "_lock", "_loop_thread", "_running", "_token", "_wake")
+    __slots__ = ("_call_soon", "_latest", "_lock", "_loop_thread", "_running", "_wake")
 
     def __init__(self, wake: Callable[[], None]) -> None:
         self._wake = wake
@@ -115,7 +116,7 @@ class ProgressReports:
         self._latest: dict[str, Report] = {}
         self._running: dict[str, _CallReports] = {}
         self._loop_thread = threading.get_ident()
-        self._token = anyio.lowlevel.current_token()
+        self._call_soon = _call_soon_from_threads()
 
     def start(self, call_id: str) -> ProgressSink:
         """Call ``call_id`` begins: the sink its ``ToolContext`` reports to."""
@@ -125,9 +126,10 @@ class ProgressReports:
         return sink
 
     def finish(self, call_id: str) -> None:
+        """Call ``call_id`` ended: later reports go nowhere; its last one, if not read yet,
+        is still drained (a thread's report may be ahead of the wake it asked for)."""
         with self._lock:
             self._running.pop(call_id, None)
-            self._latest.pop(call_id, None)
 
     def report_of(
         self,
@@ -147,14 +149,30 @@ class ProgressReports:
         if threading.get_ident() == self._loop_thread:
             self._wake()
         else:
+            # Without waiting for the loop: it may be busy, or blocked on this very thread.
             with suppress(RuntimeError):  # the event loop is gone: nobody reads reports now
-                anyio.from_thread.run_sync(self._wake, token=self._token)
+                self._call_soon(self._wake)
 
     def drain(self) -> list[Report]:
         with self._lock:
             reports = list(self._latest.values())
             self._latest.clear()
         return reports
+
+
+def _call_soon_from_threads() -> Callable[[Callable[[], object]], object]:
+    """How another thread has the running event loop call a function soon, without waiting.
+
+    Once that loop is closed, it raises ``RuntimeError`` (trio's ``RunFinishedError`` is one).
+    """
+    if "trio" in sys.modules:  # asked first: trio may run as a guest on an asyncio loop
+        import trio
+
+        with suppress(RuntimeError):  # not in a trio run
+            return trio.lowlevel.current_trio_token().run_sync_soon
+    import asyncio
+
+    return asyncio.get_running_loop().call_soon_threadsafe
 
 
 class _CallReports:

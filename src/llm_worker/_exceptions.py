@@ -99,6 +99,9 @@ class ToolError(Exception):
     _prefix = ""
 
     def __init__(self, message: str) -> None:
+        given: object = message
+        if not isinstance(given, str):  # `raise ExecutionFailedError(exc) from exc`
+            message = _text_of_message(given)
         # The whole text is the one argument, so str() is Exception's own, and slots spare
         # a __dict__: a failed call is a hot path too (see benchmarks/README.md).
         self.args = (self._prefix + message,)
@@ -109,6 +112,21 @@ class ToolError(Exception):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.message,), self.__dict__)
+
+
+def _text_of_message(value: object) -> str:
+    """A message that is not a ``str`` (an exception, most often) as text made safe for a
+    model, as a ``@tool`` method's unexpected exception's is: this text was not written
+    for a model either."""
+    from ._safe_text import model_safe_text, safe_text  # only on this path
+
+    if isinstance(value, BaseException):
+        return model_safe_text(value)
+    try:
+        text = str(value)
+    except Exception:  # a broken __str__ must not break the error path
+        text = ""
+    return safe_text(text) or type(value).__name__
 
 
 class InvalidArgumentError(ToolError):

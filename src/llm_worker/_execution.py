@@ -3,9 +3,11 @@
 ``execute_call`` is shared by the Worker and the MCP server: a ``ToolError``
 becomes its text, any other exception the "failed unexpectedly" text (with
 the traceback logged, never shown), a result that is not text the "not text"
-one, and the result is made valid Unicode and capped. Only cancellation,
+one, and the result is capped and made valid Unicode. Only cancellation,
 ``KeyboardInterrupt`` and ``SystemExit`` propagate (``passes_through``), as
-from a generated tool. ``ToolServerHandle.call_tool`` keeps its own,
+from a generated tool: not what a tool's own objects raise (an error whose
+``__str__`` fails, a result whose ``__class__`` does), which would cancel
+the calls beside it. ``ToolServerHandle.call_tool`` keeps its own,
 documented, wrapping for direct callers.
 """
 
@@ -13,9 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
-from ._content import ContentPart, MediaPart, TextPart, ToolReturn, text_of
+from ._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn, text_of
 from ._context import ToolContext
 from ._conversation import ToolCall, ToolResult
 from ._exceptions import (
@@ -26,14 +28,38 @@ from ._exceptions import (
     passes_through,
 )
 from ._limits import Limits, cap_result, cap_texts, input_limit_problem
-from ._model_texts import MEDIA_DROPPED, NOT_TEXT, TIMED_OUT, UNEXPECTED, call_text
+from ._model_texts import (
+    MEDIA_DROPPED,
+    MEDIA_PARTS_DROPPED,
+    NOT_TEXT,
+    TIMED_OUT,
+    UNEXPECTED,
+    UNSENDABLE_RETURN,
+    call_text,
+)
 from ._safe_text import valid_unicode
-from ._server import ToolEntry
+from ._server import ToolEntry, error_text, json_metadata
 from ._timeouts import TimedOut, within
 
-__all__ = ["execute_call", "rich_result", "timed_out", "valid_text"]
+__all__ = ["MAX_MEDIA_PARTS", "execute_call", "rich_result", "timed_out", "valid_text"]
 
 logger = logging.getLogger("llm_worker")
+
+MAX_MEDIA_PARTS = 100
+"""The media parts one result holds at most, under a Worker's ``Limits`` (what Anthropic
+takes in one request): each costs a block of the request whatever its size, and notes
+in place of dropped ones would otherwise be as many as the tool made parts."""
+
+
+class _Caps(NamedTuple):
+    """What one result may hold: text bytes, media bytes, media parts."""
+
+    max_bytes: float
+    max_media_bytes: float
+    max_media_parts: float
+
+
+_NO_CAPS = _Caps(math.inf, math.inf, math.inf)
 
 
 async def execute_call(
@@ -52,16 +78,16 @@ async def execute_call(
     expires. ``context`` is passed to a tool that takes one.
     """
     if limits is None:
-        return await _execute(entry, call, context, math.inf, math.inf)
+        return await _execute(entry, call, context, _NO_CAPS)
     problem = input_limit_problem(call.input_json, limits.max_input_bytes, limits.max_input_depth)
     if problem is not None:
         logger.info("Tool %r refused its input: %s", call.name, problem)
         return ToolResult(call.id, str(InvalidArgumentError(problem)), True)
     timeout = limits.tool_timeout
-    caps = (limits.max_result_bytes, limits.max_media_bytes)
+    caps = _Caps(limits.max_result_bytes, limits.max_media_bytes, MAX_MEDIA_PARTS)
     if timeout is None or not timed:
-        return await _execute(entry, call, context, *caps)
-    result = await within(_execute(entry, call, context, *caps), timeout)
+        return await _execute(entry, call, context, caps)
+    result = await within(_execute(entry, call, context, caps), timeout)
     return timed_out(call, timeout) if isinstance(result, TimedOut) else result
 
 
@@ -76,8 +102,7 @@ async def _execute(
     entry: ToolEntry,
     call: ToolCall,
     context: ToolContext[Any] | None,
-    max_bytes: float,
-    max_media_bytes: float,
+    caps: _Caps,
 ) -> ToolResult:
     try:
         with_context = entry.execute_with_context
@@ -86,79 +111,112 @@ async def _execute(
         else:
             content = await entry.execute(call.input_json)
     except ToolError as exc:
-        _log_failure(call.name, exc)
-        return ToolResult(call.id, valid_text(str(exc), max_bytes), True)
+        text = error_text(call.name, exc)
+        _log_failure(call.name, exc, text)
+        return ToolResult(call.id, valid_text(text, caps.max_bytes), True)
     except GeneratorExit:
         raise  # the call is being closed: a coroutine lets that through
     except BaseException as exc:  # an Exception, or a BaseException of the tool's own
         if passes_through(exc):
             raise
-        logger.error("Tool %r raised %s", call.name, type(exc).__name__, exc_info=exc)
-        return ToolResult(call.id, call_text(UNEXPECTED, call.name, kind=type(exc).__name__), True)
+        return _unexpected(call, exc, "raised")
+    try:
+        return _result_of(call, content, caps)
+    except BaseException as exc:  # the result's own code (a __class__ property, a generator)
+        if passes_through(exc):
+            raise
+        return _unexpected(call, exc, "returned a result whose reading raised")
+
+
+def _result_of(call: ToolCall, content: object, caps: _Caps) -> ToolResult:
     if type(content) is str or isinstance(content, str):  # a StrEnum member is text too
-        return ToolResult(call.id, valid_text(str.__str__(content), max_bytes))
+        return ToolResult(call.id, valid_text(str.__str__(content), caps.max_bytes))
     if isinstance(content, ToolReturn):
         try:
-            return rich_result(call, content, max_bytes, max_media_bytes)
+            return rich_result(call, content, caps)
         except Exception as exc:  # parts that are not parts, metadata that is not JSON
             logger.error("Tool %r returned a bad ToolReturn", call.name, exc_info=exc)
-            kind = f"a ToolReturn that cannot be sent ({type(exc).__name__})"
+            kind = UNSENDABLE_RETURN.format(error=type(exc).__name__)
             return ToolResult(call.id, call_text(NOT_TEXT, call.name, kind=kind), True)
     logger.error("Tool %r returned %s, not a str", call.name, type(content).__name__)
     return ToolResult(call.id, call_text(NOT_TEXT, call.name, kind=type(content).__name__), True)
 
 
-def rich_result(
-    call: ToolCall, returned: ToolReturn, max_bytes: float, max_media_bytes: float
-) -> ToolResult:
-    """A ``ToolReturn`` as the result the model reads: every text within the result cap, the
-    media within ``max_media_bytes`` (a part past it is replaced by a note saying so)."""
-    given = returned.parts()
-    # The texts share the cap, in order: the one that crosses it is cut, those after it
-    # are left out (each part given room of its own would let many parts past it).
-    originals = [
-        part.text if isinstance(part, TextPart) else part.json_text
-        for part in given
-        if not isinstance(part, MediaPart)
-    ]
-    texts = [valid_unicode(text) for text in originals]
-    if max_bytes != math.inf:
-        texts = cap_texts(texts, int(max_bytes), separator=1)
-    parts: list[ContentPart] = []
-    media_budget = max_media_bytes
-    position = 0
-    for part in given:
-        if isinstance(part, MediaPart):
-            if part.size > media_budget:
-                parts.append(
-                    TextPart(
-                        call_text(
-                            MEDIA_DROPPED,
-                            call.name,
-                            media_type=part.media_type,
-                            size=part.size,
-                            limit=int(max_media_bytes),
-                        )
-                    )
-                )
-                continue
-            media_budget -= part.size
-            parts.append(part)
+def _unexpected(call: ToolCall, exc: BaseException, what: str) -> ToolResult:
+    """The "failed unexpectedly" result; ``exc`` is logged with its traceback, never shown."""
+    logger.error("Tool %r %s %s", call.name, what, type(exc).__name__, exc_info=exc)
+    return ToolResult(call.id, call_text(UNEXPECTED, call.name, kind=type(exc).__name__), True)
+
+
+def rich_result(call: ToolCall, returned: ToolReturn, caps: _Caps) -> ToolResult:
+    """A ``ToolReturn`` as the result the model reads, within ``caps``.
+
+    The media share ``max_media_bytes`` (a URL counts its length: a ``data:`` URL is
+    media too), the first ``max_media_parts`` of them: a part past the bytes is replaced
+    by a note saying so, those past the count by one note. The texts (data parts and
+    notes too) then share the result cap, in order: the one that crosses it is cut,
+    those after it are left out (each part given room of its own would let many parts
+    past it).
+    """
+    texts: list[str] = []
+    sources: list[TextPart | DataPart | None] = []  # the part of each text; None: a note
+    order: list[MediaPart | int] = []  # the media kept, and each text's index, as given
+    media_budget = caps.max_media_bytes
+    media_count = 0
+    counted_note: int | None = None  # the index of the note for those past max_media_parts
+    for part in returned.parts():
+        if not isinstance(part, MediaPart):
+            order.append(len(texts))
+            texts.append(part.text if isinstance(part, TextPart) else part.json_text)
+            sources.append(part)
             continue
-        if position == len(texts):
-            continue  # past the cap
-        text = texts[position]
-        if isinstance(part, TextPart) or text is not originals[position]:
-            parts.append(TextPart(text))
-        else:
-            parts.append(part)
-        position += 1
+        media_count += 1
+        if media_count > caps.max_media_parts:
+            if counted_note is None:  # written once the count is known
+                counted_note = len(texts)
+                order.append(counted_note)
+                texts.append("")
+                sources.append(None)
+            continue
+        size = _media_size(part)
+        if size <= media_budget:
+            media_budget -= size
+            order.append(part)
+            continue
+        order.append(len(texts))
+        texts.append(
+            call_text(
+                MEDIA_DROPPED,
+                call.name,
+                media_type=part.media_type,
+                size=size,
+                limit=int(caps.max_media_bytes),
+            )
+        )
+        sources.append(None)
+    if counted_note is not None:
+        texts[counted_note] = call_text(
+            MEDIA_PARTS_DROPPED,
+            call.name,
+            count=media_count - int(caps.max_media_parts),
+            limit=int(caps.max_media_parts),
+        )
+    kept = (
+        texts if caps.max_bytes == math.inf else cap_texts(texts, int(caps.max_bytes), separator=1)
+    )
+    parts: list[ContentPart] = []
+    for slot in order:
+        if isinstance(slot, MediaPart):
+            parts.append(slot)
+        elif slot < len(kept):  # else past the cap
+            text = valid_unicode(kept[slot])  # after the cap: only what is kept is encoded
+            source = sources[slot]
+            parts.append(
+                source if isinstance(source, DataPart) and text is texts[slot] else TextPart(text)
+            )
     metadata = returned.metadata
     if metadata is not None:
-        # Imported here: pydantic_core costs `import llm_worker` about 20 ms.
-        from pydantic_core import to_jsonable_python
-
-        metadata = to_jsonable_python(metadata)  # the run state keeps it as JSON
+        metadata = json_metadata(metadata)  # the run state keeps it as JSON
     only_text = all(isinstance(part, TextPart) for part in parts)
     content = text_of(parts)
     if only_text and metadata is None:
@@ -166,7 +224,14 @@ def rich_result(
     return ToolResult(call.id, content, False, tuple(parts), metadata)
 
 
-def _log_failure(name: str, exc: ToolError) -> None:
+def _media_size(part: MediaPart) -> int:
+    url = part.url
+    if url is None:
+        return part.size
+    return len(url) if url.isascii() else len(url.encode("utf-8", "surrogatepass"))
+
+
+def _log_failure(name: str, exc: ToolError, text: str) -> None:
     # A tool's bug (an exception the tool did not raise on purpose, wrapped by a
     # generated tool) is logged like a hand-written tool's: at ERROR, with its traceback.
     cause = exc.__cause__
@@ -175,18 +240,19 @@ def _log_failure(name: str, exc: ToolError) -> None:
         and isinstance(cause, Exception)
         and not isinstance(cause, ToolError)
     ):
-        logger.error("Tool %r raised %s: %s", name, type(cause).__name__, exc, exc_info=cause)
+        logger.error("Tool %r raised %s: %s", name, type(cause).__name__, text, exc_info=cause)
     else:
-        logger.info("Tool %r failed: %s", name, exc)
+        logger.info("Tool %r failed: %s", name, text)
 
 
 def valid_text(text: str, max_bytes: float) -> str:
-    """``text`` as valid Unicode (lone surrogates become U+FFFD), capped at ``max_bytes``.
+    """``text`` capped at ``max_bytes``, then made valid Unicode (lone surrogates become U+FFFD).
 
     A lone surrogate (say a file name ``os.listdir`` decoded with surrogateescape)
     in the history would make every later request of the conversation fail to encode.
+    Capped first, so that only what is kept is encoded (a 100 MB result costs what the
+    cap keeps); the cap counts a lone surrogate 3 bytes, as many as its U+FFFD.
     """
-    text = valid_unicode(text)
-    if max_bytes == math.inf:
-        return text
-    return cap_result(text, int(max_bytes))
+    if max_bytes != math.inf:
+        text = cap_result(text, int(max_bytes))
+    return valid_unicode(text)

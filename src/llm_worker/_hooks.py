@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeAlias
 
 from typing_extensions import TypeVar
 
-from ._content import MediaPart, TextPart, text_of
+from ._content import MediaPart, TextPart, check_metadata, text_of
 from ._conversation import ToolCall, ToolResult, valid_message
 from ._exceptions import HookError, passes_through
 from ._meta import ToolMeta
@@ -249,6 +249,14 @@ async def run_post_hooks(
             if result.parts:
                 result = _text_agreeing(hook, before, result)
             result = valid_message(result)
+            try:
+                check_metadata(result.metadata)
+            except (TypeError, ValueError) as exc:  # the run state could not be saved
+                raise HookError(
+                    _hook_name(hook),
+                    "post_tool_call",
+                    f"set ctx.result's metadata to what is not JSON ({exc})",
+                ) from None
         if result.call_id != call_id:
             result = dataclasses.replace(result, call_id=call_id)
         ctx.result = result

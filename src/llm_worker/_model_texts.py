@@ -47,6 +47,7 @@ __all__ = [
     "MEDIA_DROPPED",
     "MEDIA_NOT_SENT",
     "MEDIA_OF_RESULT",
+    "MEDIA_PARTS_DROPPED",
     "MIXED_PARTS",
     "NOT_ALLOWED",
     "NOT_AWAITED",
@@ -64,6 +65,7 @@ __all__ = [
     "STRUCTURED_TOO_LARGE",
     "TIMED_OUT",
     "UNEXPECTED",
+    "UNSENDABLE_RETURN",
     "UNSERIALIZABLE",
     "WITHHELD",
     "call_text",
@@ -109,10 +111,17 @@ TIMED_OUT = "tool '{name}' timed out after {seconds:g}s"
 # A tool that broke its contract (a bug in the tool, not a bad call).
 UNEXPECTED = "Internal error: tool '{name}' failed unexpectedly ({kind})"
 NOT_TEXT = "Internal error: tool '{name}' returned {kind}, not text"
-# In place of a media part over Limits.max_media_bytes.
+# NOT_TEXT's kind for parts that are not parts, or metadata that is not JSON.
+UNSENDABLE_RETURN = "a ToolReturn that cannot be sent ({error})"
+# In place of a media part over Limits.max_media_bytes (a URL counts its length).
 MEDIA_DROPPED = (
     "[{media_type} of {size} bytes from tool '{name}' dropped: over the limit of {limit} "
     "bytes for media in one result]"
+)
+# In place of the media parts of one result past the number it may hold.
+MEDIA_PARTS_DROPPED = (
+    "[{count} more media parts from tool '{name}' dropped: over the limit of {limit} "
+    "media parts in one result]"
 )
 # A served tool with an output schema whose result is over Limits.max_result_bytes.
 STRUCTURED_TOO_LARGE = (

@@ -233,10 +233,11 @@ def _check_completion(completion: Completion) -> None:
 
 
 def _check_item(event: ProviderItemDone) -> None:
-    """Refuse a provider item the history cannot keep: its fields are text, ``data`` JSON.
+    """Refuse a provider item the history cannot keep: its fields are text, ``data`` a JSON
+    object.
 
     A built-in client parses ``data`` when it sends the item back, so text that is not
-    JSON would fail every later request.
+    an object's JSON would fail every later request (and a saved state refuses it).
     """
     item = event.item
     if not isinstance(item, ProviderItem):
@@ -247,12 +248,16 @@ def _check_item(event: ProviderItemDone) -> None:
             f"{_shown(item)}"
         )
     try:
-        json.loads(item.data, parse_constant=_not_json)
+        data = json.loads(item.data, parse_constant=_not_json)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deep to parse
         raise LlmClientError(
             f"LlmClient sent a provider item whose data is not JSON text "
             f"({type(exc).__name__}: {exc}): {_shown(item)}"  # the parser's texts are short
         ) from None
+    if not isinstance(data, dict):
+        raise LlmClientError(
+            f"LlmClient sent a provider item whose data is JSON, but not an object: {_shown(item)}"
+        )
 
 
 def _not_json(constant: str) -> object:

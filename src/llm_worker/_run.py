@@ -830,6 +830,9 @@ class _Turns:
                 yield ToolCallRunning(slot.run_call)
                 continue
             outstanding -= 1
+            if self.progress is not None:  # what the call reported before its result
+                for call_id, progress, total, note in self.progress.drain():
+                    yield ToolCallProgress(call_id, progress, total, note)
             if isinstance(what, BaseException):
                 raise what  # KeyboardInterrupt, SystemExit...: the run stops, the error goes on
             assert isinstance(what, ToolResult)

@@ -9,16 +9,23 @@ Guarantees (each one tested under the same words):
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import final
 
-from ._content import ToolReturn, text_of
-from ._exceptions import DuplicateToolError, ToolError, ToolExecutionError, ToolNotFoundError
+from ._content import ToolReturn, check_metadata, text_of
+from ._exceptions import (
+    DuplicateToolError,
+    ToolError,
+    ToolExecutionError,
+    ToolNotFoundError,
+    passes_through,
+)
 from ._meta import LlmToolDefinition, ToolMeta
-from ._model_texts import NOT_TEXT, call_text
+from ._model_texts import NOT_TEXT, UNEXPECTED, UNSENDABLE_RETURN, call_text
 from ._types import Tool, ToolDefinition
 
 if TYPE_CHECKING:
@@ -31,10 +38,14 @@ __all__ = [
     "ToolServerHandle",
     "add_entries",
     "entry_of",
+    "error_text",
+    "json_metadata",
     "make_entries",
     "sorted_definitions",
     "sorted_metas",
 ]
+
+logger = logging.getLogger("llm_worker")
 
 
 @final
@@ -200,7 +211,8 @@ class ToolServerHandle:
         tool fails, or returns what is not text (a hand-written tool's bug). The
         server lock is never held while a tool runs. A tool that returns a
         ``ToolReturn`` gives its text here (the Worker and the MCP server keep its
-        other parts).
+        other parts); one the Worker could not send (a part that is not one,
+        metadata that is not JSON) is refused here too.
         """
         entry = self._map.tools.get(name)
         if entry is None:
@@ -208,7 +220,7 @@ class ToolServerHandle:
         try:
             result = await entry.execute(input_json)
         except ToolError as exc:
-            raise ToolExecutionError(name, str(exc)) from exc
+            raise ToolExecutionError(name, error_text(name, exc)) from exc
         return result if type(result) is str else _text_of(name, result)
 
     def tool_definitions_sorted(self) -> list[LlmToolDefinition]:
@@ -292,14 +304,49 @@ def _text_of(name: str, result: object) -> str:
     """The text of what tool ``name`` returned; ``ToolExecutionError`` if it has none."""
     if isinstance(result, str):
         return result
-    if isinstance(result, ToolReturn):
-        try:
-            return text_of(result.parts())
-        except TypeError:  # a part that is not one
-            kind = "a ToolReturn that cannot be sent (TypeError)"
-    else:
-        kind = type(result).__name__
-    raise ToolExecutionError(name, call_text(NOT_TEXT, name, kind=kind))
+    if not isinstance(result, ToolReturn):
+        raise ToolExecutionError(name, call_text(NOT_TEXT, name, kind=type(result).__name__))
+    try:
+        text = text_of(result.parts())
+        if result.metadata is not None:
+            json_metadata(result.metadata)  # refused as the Worker refuses it
+    except Exception as exc:  # a part that is not one, metadata that is not JSON
+        kind = UNSENDABLE_RETURN.format(error=type(exc).__name__)
+        raise ToolExecutionError(name, call_text(NOT_TEXT, name, kind=kind)) from exc
+    return text
+
+
+def error_text(name: str, exc: ToolError) -> str:
+    """``str(exc)``, the text a model reads of tool ``name``'s error; if the error's own
+    ``__str__`` fails, the "failed unexpectedly" text naming its class (the failure logged)."""
+    try:
+        return str(exc)
+    except BaseException as failure:  # an Exception, or a BaseException of the tool's own
+        if passes_through(failure):
+            raise
+        logger.error(
+            "Tool %r raised %s, whose text could not be made (%s)",
+            name,
+            type(exc).__name__,
+            type(failure).__name__,
+            exc_info=failure,
+        )
+        return call_text(UNEXPECTED, name, kind=type(exc).__name__)
+
+
+def json_metadata(metadata: object) -> object:
+    """A ``ToolReturn``'s ``metadata`` as the JSON data the run state keeps.
+
+    Raises (``ValueError``, pydantic's ``PydanticSerializationError``...) if it is
+    not JSON, NaN and the infinities included: kept, they would make every later
+    ``RunState.to_json()`` of the conversation fail.
+    """
+    # Imported here: pydantic_core costs `import llm_worker` about 20 ms.
+    from pydantic_core import to_jsonable_python
+
+    data = to_jsonable_python(metadata)
+    check_metadata(data)  # what RunState.to_json() will do with it
+    return data
 
 
 def _call_factory(definition: ToolDefinition) -> tuple[ToolMeta, Tool]:
@@ -308,15 +355,28 @@ def _call_factory(definition: ToolDefinition) -> tuple[ToolMeta, Tool]:
             f"a tool definition must be a callable returning (ToolMeta, Tool), "
             f"not {type(definition).__name__}"
         )
-    made: object = definition()
-    pair = cast("tuple[object, ...]", made) if isinstance(made, tuple) else ()
-    if not (
-        len(pair) == 2
-        and isinstance(pair[0], ToolMeta)
-        and callable(getattr(pair[1], "execute", None))
-    ):
-        raise TypeError(
-            f"tool definition {definition!r} must return (ToolMeta, Tool), "
-            f"got {type(made).__name__}"
-        )
-    return pair[0], cast(Tool, pair[1])
+    made = definition()
+    problem = _pair_problem(made)  # its type is what it should be, not what it is
+    if problem is not None:
+        raise TypeError(f"tool definition {definition!r} must return (ToolMeta, Tool), {problem}")
+    return made
+
+
+def _pair_problem(made: object) -> str | None:
+    """What is wrong with what a factory returned (after "must return (ToolMeta, Tool), "),
+    or ``None`` if it is a ``(ToolMeta, Tool)``."""
+    if not isinstance(made, tuple):
+        return f"got {type(made).__name__}"
+    pair = cast("tuple[object, ...]", made)
+    if len(pair) != 2:
+        return f"got a tuple of {len(pair)} items"
+    meta, tool = pair
+    got = f"got ({type(meta).__name__}, {type(tool).__name__})"
+    if not isinstance(meta, ToolMeta):
+        return f"{got}: the first item is not a ToolMeta"
+    execute: object = getattr(tool, "execute", None)
+    if execute is None:
+        return f"{got}: {type(tool).__name__} has no execute method"
+    if not callable(execute):
+        return f"{got}: {type(tool).__name__}.execute is a {type(execute).__name__}, not a method"
+    return None

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._approvals import Approve, Decision, Deny, PendingCall
+from ._approvals import APPROVAL_NEEDED, Approve, Decision, Deny, PendingCall
 from ._batch import CallSlot, SlotState, ToolBatch
 from ._client import LlmClient, ToolChoice
 from ._conversation import (
@@ -23,6 +23,7 @@ from ._conversation import (
     ToolCall,
     ToolResult,
     Usage,
+    UserMessage,
     valid_message,
 )
 from ._events import ToolCallOutcome
@@ -269,6 +270,11 @@ class Session:
                 continue
             try:
                 input_json = decision.input_json(slot.run_call)
+            except RecursionError:  # deeper than json reads or writes (about 1 000 levels)
+                raise TypeError(
+                    f"the arguments Approve() gives call {slot.call.id!r} nest too deep to "
+                    f"send as JSON"
+                ) from None
             except (TypeError, ValueError) as exc:
                 raise TypeError(
                     f"the arguments Approve() gives call {slot.call.id!r} cannot be sent as "
@@ -291,6 +297,37 @@ class Session:
             else:
                 batch.ready(slot, decision)
         return batch
+
+    # -- tool choice -----------------------------------------------------------------
+
+    def check_tool_choice(self, tool_choice: object, output_tool: str | None) -> None:
+        """Raise unless ``tool_choice`` is ``"auto"``, ``"required"``, ``"none"``, the name of
+        a tool of this worker, or ``output_tool`` (the tool a structured answer comes in)."""
+        if tool_choice in ("auto", "required", "none"):
+            return
+        if not isinstance(tool_choice, str):
+            raise TypeError(
+                f"tool_choice must be 'auto', 'required', 'none' or a tool's name, not "
+                f"{type(tool_choice).__name__}"
+            )
+        if entry_of(self.handle, tool_choice) is not None or tool_choice == output_tool:
+            return
+        names = ", ".join(repr(d.name) for d in sorted_definitions(self.handle)[:20])
+        raise ValueError(
+            f"tool_choice={tool_choice!r} is neither 'auto', 'required', 'none' nor the name of "
+            f"a tool of this worker (its tools: {names or 'none'})"
+        )
+
+    def output_tool(self) -> str | None:
+        """The tool the worker's own ``output_type`` is answered through, if it is one: a
+        client without native structured output gets the answer as a call."""
+        if self.output_type is None or self.output_type is str:
+            return None
+        if getattr(self.client, "supports_output_format", False) is True:
+            return None
+        from ._output import OUTPUT_TOOL_NAME  # builds pydantic validators
+
+        return OUTPUT_TOOL_NAME
 
     # -- run state -------------------------------------------------------------------
 
@@ -327,6 +364,10 @@ class Session:
         self.require_not_running("load_state()")
         if not isinstance(state, RunState):
             raise TypeError(f"load_state() takes a RunState, not {type(state).__name__}")
+        try:
+            self.check_tool_choice(state.tool_choice, self.output_tool())
+        except (TypeError, ValueError) as exc:
+            raise RunStateError(f"the state's {exc}") from None
         batch = None
         if state.is_paused:
             message = state.history[-1]
@@ -341,7 +382,7 @@ class Session:
                 "the run state was saved by a worker with another system prompt or other "
                 "tool definitions; the provider's prompt cache will not match its requests",
                 RunStateWarning,
-                stacklevel=4,
+                stacklevel=3,  # the caller of Worker.load_state()
             )
         self.history = [valid_message(message) for message in state.history]
         self.paused = batch
@@ -355,23 +396,33 @@ class Session:
 
     def set_history(self, messages: Sequence[Message]) -> None:
         self.require_phase(Phase.IDLE, "set_history()")
-        history = [valid_message(message) for message in messages]
+        from ._state_json import check_message  # builds the format's validator, once
+
+        history = [
+            check_message(valid_message(message), f"history[{index}]")
+            if isinstance(message, (UserMessage, AssistantMessage, ToolResult))
+            else message  # check_history names what it is
+            for index, message in enumerate(messages)
+        ]
         check_history(history, None)
         self.history = history
         self._forget_last_run()
 
     def _forget_last_run(self) -> None:
         # Another conversation: a resume or retry of it answers with the worker's own
-        # output_type, not with what an earlier run asked for (or was already given), and
-        # links to no earlier run's span.
+        # output_type, not with what an earlier run asked for (or was already given), links
+        # to no earlier run's span, and worker.output has no answer until a run finishes.
         self.run_output = None
         self.trace_link = None
+        self.output = None  # its answer is the other conversation's
+        self.has_output = False
 
 
-def _restore_slot(session: Session, batch: ToolBatch, slot: Any, saved: PausedCall) -> None:
+def _restore_slot(session: Session, batch: ToolBatch, slot: CallSlot, saved: PausedCall) -> None:
     if saved.status == "final":
         assert saved.result is not None
         assert saved.outcome is not None
+        slot.reason = saved.reason  # a Skip's, a Deny's: the state keeps it
         batch.finalize(slot, saved.result, saved.outcome)
         return
     entry = entry_of(session.handle, saved.call.name)
@@ -383,6 +434,12 @@ def _restore_slot(session: Session, batch: ToolBatch, slot: Any, saved: PausedCa
     slot.entry = entry
     if saved.status == "held":
         batch.hold(slot, saved.call, saved.reason or "")
+    elif entry.requires_approval is not False:
+        # A ready call is one this worker's pre-hooks and policy let through before the
+        # pause, if the state is as the worker wrote it. The policy says whether the call
+        # needs a person, and only it may: a policy of True always holds it, and a function
+        # is asked with the run's deps, which a load has not. So the person decides again.
+        batch.hold(slot, saved.call, APPROVAL_NEEDED)
     else:
         batch.ready(slot, saved.call)
 

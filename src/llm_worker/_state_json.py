@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
-from ._content import ContentPart, DataPart, MediaPart, TextPart
+from ._content import ContentPart, DataPart, MediaPart, TextPart, check_metadata
 from ._conversation import (
     AssistantMessage,
     Message,
@@ -38,6 +38,7 @@ from ._safe_text import valid_unicode
 __all__ = [
     "FORMAT_VERSION",
     "CallStatus",
+    "check_message",
     "dump_call",
     "dump_message",
     "dump_result",
@@ -284,6 +285,24 @@ def parse_result(data: object) -> ToolResult:
     return _load_result(checked)
 
 
+def check_message(message: Message, where: str) -> Message:
+    """``message`` as a run state keeps it: written as ``to_json`` writes it, then read back
+    as strictly as ``from_json`` reads it (so the two never disagree); ``RunStateError``
+    naming ``where`` and the field if no state could keep it."""
+    try:
+        data = dump_message(message)
+    except (AttributeError, TypeError) as exc:  # a field of a type the format has no form for
+        raise RunStateError(
+            f"{where}: the {type(message).__name__} cannot be written in a run state ({exc})"
+        ) from None
+    try:
+        return _load_message(_MESSAGE_ADAPTER.validate_python(data, strict=True))
+    except ValidationError as exc:
+        raise RunStateError(f"{where}: {_describe(exc)}") from None
+    except RunStateError as exc:
+        raise RunStateError(f"{where}: {exc}") from None
+
+
 def _describe(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
     shown = [
@@ -385,10 +404,31 @@ def _load_message(data: _UserJson | _AssistantJson | _ToolResultJson) -> Message
         tuple(_load_call(call) for call in data["tool_calls"]),
         data["stop_reason"],
         None if usage is None else Usage(**usage),
-        tuple(ProviderItem(**item) for item in data["provider_items"]),
+        tuple(_load_provider_item(item) for item in data["provider_items"]),
         data.get("response_id"),
         data.get("model"),
     )
+
+
+def _load_provider_item(data: _ProviderItemJson) -> ProviderItem:
+    # Its provider's client parses data when it sends the item back, on every later
+    # request: data that is not an object's JSON would make each of them fail.
+    what = f"the {data['provider']!r} item {data['kind']!r} of an assistant message"
+    try:
+        parsed = json.loads(data["data"], parse_constant=_not_json)
+    except ValueError as exc:
+        raise RunStateError(f"{what} is not JSON text ({exc})") from None
+    except RecursionError:  # deeper than json.loads reads (about 1 000 levels)
+        raise RunStateError(f"{what} nests too deep to read") from None
+    if not isinstance(parsed, dict):
+        raise RunStateError(
+            f"{what} is JSON, but not an object (its provider's client reads it back as one)"
+        )
+    return ProviderItem(**data)
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")  # json.loads reads NaN and Infinity
 
 
 def _load_call(data: _CallJson) -> ToolCall:
@@ -411,6 +451,13 @@ def _load_result(data: _ResultJson) -> ToolResult:
     parts = data.get("parts")
     if parts is None and "metadata" not in data:
         return ToolResult(data["call_id"], data["content"], data["is_error"])
+    try:
+        check_metadata(data.get("metadata"))  # the reader takes NaN; no writer does
+    except (TypeError, ValueError) as exc:
+        raise RunStateError(
+            f"the metadata of the result of call {data['call_id']!r} cannot be written as "
+            f"JSON: {exc}"
+        ) from None
     return ToolResult(
         data["call_id"],
         data["content"],

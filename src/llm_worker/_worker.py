@@ -44,7 +44,6 @@ from ._server import (
     add_entries,
     entry_of,
     make_entries,
-    sorted_definitions,
 )
 from ._session import RunStateWarning, Session, WorkerResult
 from ._state import RunState
@@ -366,22 +365,8 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         return output
 
     def _check_tool_choice(self, tool_choice: object, output: RunOutput | None) -> None:
-        if tool_choice in ("auto", "required", "none"):
-            return
-        if not isinstance(tool_choice, str):
-            raise TypeError(
-                f"tool_choice must be 'auto', 'required', 'none' or a tool's name, not "
-                f"{type(tool_choice).__name__}"
-            )
-        if entry_of(self._session.handle, tool_choice) is not None:
-            return
-        if output is not None and output.tool is not None and tool_choice == output.tool.name:
-            return
-        names = ", ".join(repr(d.name) for d in sorted_definitions(self._session.handle)[:20])
-        raise ValueError(
-            f"tool_choice={tool_choice!r} is neither 'auto', 'required', 'none' nor the name of "
-            f"a tool of this worker (its tools: {names or 'none'})"
-        )
+        output_tool = None if output is None or output.tool is None else output.tool.name
+        self._session.check_tool_choice(tool_choice, output_tool)
 
     def _check_deps(self, deps: object, method: str) -> None:
         deps_type = self._session.deps_type

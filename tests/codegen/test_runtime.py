@@ -465,6 +465,30 @@ class TestResults:
         tool_class = App.ToolResult if name == "result" else App.ToolSyncResult
         assert await tool_class(App()).execute(f'{{"kind": "{kind}"}}') == expected
 
+    @pytest.mark.anyio
+    async def test_a_model_pydantic_cannot_serialise_is_its_repr_with_a_warning(self, caplog):
+        """A pydantic model whose serializer raises goes as its repr(), and the log says so
+        (it was silent: the model read `Broken(x=1)` and nobody knew why)."""
+        from pydantic import field_serializer
+
+        class Broken(BaseModel):
+            x: int
+
+            @field_serializer("x")
+            def bug(self, value: int) -> int:
+                raise ValueError("serializer bug")
+
+        @tool_registry
+        class Models:
+            @tool
+            async def broken(self) -> Any:
+                """Returns a model whose serializer fails."""
+                return Broken(x=1)
+
+        with caplog.at_level("WARNING", logger="llm_worker"):
+            assert await Models.ToolBroken(Models()).execute("{}") == "Broken(x=1)"
+        assert "Tool 'broken' returned a Broken pydantic could not serialise" in caplog.text
+
     def test_serialize_result_directly(self):
         """serialize_result is compact JSON with a repr() fallback."""
         assert serialize_result({"a": (1, 2)}) == '{"a":[1,2]}'

@@ -140,30 +140,40 @@ def _serve(jobs: queue.SimpleQueue[_Job[Any] | None]) -> None:
         del job  # not kept while the thread waits for the next one
 
 
-# Keyed by the app object; its thread ends with it. An object that cannot be weakly
-# referenced keeps its thread for the life of the process (keyed by id).
-_THREADS: weakref.WeakKeyDictionary[object, DedicatedThread] = weakref.WeakKeyDictionary()
-_PINNED: dict[int, tuple[object, DedicatedThread]] = {}
-_LOCK = threading.Lock()
+# Keyed by id() of the app object, which need not be hashable (a plain dataclass is not), and
+# holding a weak reference to it: its thread ends with it. An object that cannot be weakly
+# referenced is held instead, and keeps its thread for the life of the process. An entry
+# whose object is not the one asked about is a dead object's whose id came round again.
+_THREADS: dict[int, tuple[Callable[[], object], DedicatedThread]] = {}
+# Reentrant: the weak reference's callback takes it too, and garbage collection may run
+# that callback on a thread that holds it.
+_LOCK = threading.RLock()
 
 
 def dedicated_thread_of(app: object) -> DedicatedThread:
     """The dedicated thread of ``app`` (made on first use)."""
-    try:
-        found = _THREADS.get(app)
-    except TypeError:  # not weakly referenceable (or not hashable)
-        pinned = _PINNED.get(id(app))
-        if pinned is not None and pinned[0] is app:
-            return pinned[1]
-        with _LOCK:
-            thread = DedicatedThread(f"llm-worker {type(app).__qualname__}")
-            _PINNED[id(app)] = (app, thread)
-            return thread
-    if found is not None:
-        return found
+    key = id(app)
+    found = _THREADS.get(key)
+    if found is not None and found[0]() is app:
+        return found[1]
     with _LOCK:
-        found = _THREADS.get(app)
-        if found is None:
-            found = _THREADS[app] = DedicatedThread(f"llm-worker {type(app).__qualname__}")
-            weakref.finalize(app, found.stop)
-        return found
+        found = _THREADS.get(key)
+        if found is not None and found[0]() is app:
+            return found[1]
+        thread = DedicatedThread(f"llm-worker {type(app).__qualname__}")
+        referent: Callable[[], object]
+        try:
+            referent = weakref.ref(app, lambda ref: _ended(key, ref, thread))
+        except TypeError:  # not weakly referenceable (a __slots__ class without __weakref__)
+            referent = lambda: app  # noqa: E731
+        _THREADS[key] = (referent, thread)
+        return thread
+
+
+def _ended(key: int, ref: weakref.ref[object], thread: DedicatedThread) -> None:
+    """The app object of ``thread`` is gone: the thread ends, and its entry goes."""
+    thread.stop()
+    with _LOCK:
+        found = _THREADS.get(key)
+        if found is not None and found[0] is ref:  # not a later object's of the same id
+            del _THREADS[key]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any, ClassVar, Literal, cast
@@ -50,6 +51,8 @@ from .non_finite import admits_non_finite
 from .threads import run_in_thread
 
 __all__ = ["GeneratedTool", "make_execute", "serialize_result"]
+
+logger = logging.getLogger("llm_worker")
 
 
 class GeneratedTool:
@@ -428,6 +431,13 @@ def _valid_json(data: object) -> object:
 
 
 def _repr_text(result: object, tool_name: str) -> str:
+    if isinstance(result, BaseModel):  # pydantic's own kind of value: a serializer failed
+        logger.warning(
+            "Tool %r returned a %s pydantic could not serialise (a serializer of its "
+            "raised?); the model reads its repr()",
+            tool_name,
+            type(result).__name__,
+        )
     try:
         return repr(result)
     except Exception as exc:  # a broken __repr__, a RecursionError...

@@ -119,7 +119,7 @@ def _tool_threads(limiter: anyio.CapacityLimiter) -> _ToolThreads:
 class _Call(Generic[T]):
     """One call's thread: who frees its slot, the call or the thread, is decided under the lock."""
 
-    __slots__ = ("args", "func", "gone", "running", "threads")
+    __slots__ = ("args", "error", "func", "gone", "running", "threads")
 
     def __init__(
         self, threads: _ToolThreads, func: Callable[..., T], args: tuple[Any, ...]
@@ -129,6 +129,7 @@ class _Call(Generic[T]):
         self.args = args
         self.running = False
         self.gone = False  # the call ended (cancelled) before the thread did
+        self.error: BaseException | None = None
 
     def run(self) -> T | None:
         """In the worker thread."""
@@ -139,6 +140,12 @@ class _Call(Generic[T]):
             self.running = True
         try:
             return self.func(*self.args)
+        except BaseException as exc:
+            # Raised on the event loop, not handed to anyio: asyncio throws a thread's
+            # exception into the awaiting coroutine, and a GeneratorExit thrown in closes
+            # every coroutine it passes.
+            self.error = exc
+            return None
         finally:
             with threads.lock:
                 self.running = False
@@ -178,5 +185,7 @@ async def run_in_thread(func: Callable[..., T], *args: Any, tool_name: str) -> T
             threads.release()
         raise
     threads.release()  # the thread has returned (or raised): its slot is free
+    if call.error is not None:
+        raise call.error
     # None only if the thread never ran func, and then nobody waits for this.
     return cast(T, result)
