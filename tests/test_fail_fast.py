@@ -261,7 +261,9 @@ _documents = st.dictionaries(_fields, _json, max_size=4)
 @given(_documents)
 def test_the_screen_refuses_only_what_pydantic_refuses(document):
     """For any input: pydantic accepting it means the screen accepts it; the screen
-    refusing it means pydantic refuses it too, its first error among pydantic's."""
+    refusing it means pydantic refuses it too, the screen's first error about an
+    argument pydantic's errors are about (a collection the screen stops at its first bad
+    item may be, for pydantic, too long before any item is read)."""
     text = json.dumps(document)
     real = _errors(_ADAPTER.validate_json, text)
     if real == "not a validation error":  # the after-validator's own failure
@@ -269,7 +271,16 @@ def test_the_screen_refuses_only_what_pydantic_refuses(document):
     screened = _errors(_SCREEN.validate_json, text)
     if screened is not None:
         assert real is not None, f"the screen refused what pydantic accepts: {screened}"
-        assert screened[0] in real
+        assert isinstance(real, list)
+        (loc, _) = screened[0]
+        assert any(_nested(loc, other) or _nested(other, loc) for other, _ in real), (
+            screened[0],
+            real,
+        )
+
+
+def _nested(inner: tuple[Any, ...], outer: tuple[Any, ...]) -> bool:
+    return inner[: len(outer)] == outer
 
 
 def _errors(validate: Any, text: str) -> list[tuple[Any, str]] | str | None:
