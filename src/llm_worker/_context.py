@@ -100,8 +100,9 @@ class ProgressReports:
     that thread when the first report after a ``drain()`` arrives (the reader then
     drains); a report from another thread never waits for it to run. A report
     for a call that is not running (its result is in, or it never ran here) is
-    dropped; a call's last report made while it ran is drained with its result. So memory stays bounded whatever a tool reports, and a slow reader
-    sees the latest report of each call.
+    dropped; a call's last report made while it ran is drained with its result. So
+    memory stays bounded whatever a tool reports, and a slow reader sees the latest
+    report of each call.
 
     Each call reports through a sink of its own (``start``): ids repeat across
     responses, and a call that timed out may go on reporting from its thread while a

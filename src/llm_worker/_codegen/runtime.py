@@ -178,11 +178,16 @@ def make_execute(
             problem = input_limit_problem(input_json, max_input_bytes, max_input_depth)
             if problem is not None:
                 raise InvalidArgumentError(problem)
-        try:
             if len(input_json) > SCREENED_FROM:
                 if screen is None:
                     screen = screen_of(get_args_model().__pydantic_core_schema__).validate_json
-                screen(input_json, strict=strict)  # its errors, if any, with bounded work
+                try:
+                    screen(input_json, strict=strict)  # its errors, if any, with bounded work
+                except ValidationError as exc:
+                    raise InvalidArgumentError(
+                        describe_validation_error(exc, field_names)
+                    ) from exc
+        try:
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
             raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
