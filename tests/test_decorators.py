@@ -198,6 +198,25 @@ class TestToolDecorator:
                 def f(self) -> str:
                     return ""
 
+    @pytest.mark.parametrize("wrapper", [property, functools.cached_property])
+    def test_a_property_is_rejected_naming_the_class_and_method(self, wrapper):
+        """@tool above @property names both; it said only "expects a function, got property"."""
+        with pytest.raises(TypeError) as excinfo:
+
+            class App:
+                @tool
+                @wrapper
+                def size(self) -> int:
+                    return 1
+
+        kind = wrapper.__name__
+        test = TestToolDecorator.test_a_property_is_rejected_naming_the_class_and_method
+        assert str(excinfo.value) == (
+            f"Cannot build tools for {__name__}.{test.__qualname__}.<locals>.App:\n"
+            f"  size: @tool cannot wrap a {kind}; a tool is a method the model calls "
+            f"(remove @{kind})"
+        )
+
     def test_non_callable_is_rejected(self):
         """@tool needs a function."""
         with pytest.raises(TypeError) as excinfo:
@@ -235,6 +254,29 @@ class TestToolRegistry:
         assert str(excinfo.value) == (
             "@tool_registry decorates a class, not builtin_function_or_method"
         )
+
+    def test_decorating_a_registry_again_says_so(self):
+        """A second @tool_registry (here from a base's __init_subclass__ as well) names the
+        cause; it reported "cannot generate 'GetArgs', the class already defines it"."""
+
+        class Base:
+            def __init_subclass__(cls, **kwargs: Any) -> None:
+                super().__init_subclass__(**kwargs)
+                tool_registry(cls)
+
+        class App(Base):
+            @tool
+            def get(self) -> int:
+                return 1
+
+        with pytest.raises(TypeError) as excinfo:
+            tool_registry(App)
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            "App is already a @tool_registry class; decorate it once (a base class's "
+            "__init_subclass__ may decorate it too)",
+        )
+        assert [meta.name for meta in tool_metas(App)] == ["get"]  # as the first one made it
 
     def test_records_in_declaration_order(self):
         """__llm_worker_tools__ holds one record per tool, in declaration order."""

@@ -381,3 +381,40 @@ class TestParameterNames:
                 "rest": "Ignored by tools, named all the same.",
             },
         )
+
+
+class TestStyleDetection:
+    """One stray line picked the style of the whole docstring, dropping every parameter's text."""
+
+    @pytest.mark.parametrize(
+        "stray",
+        [
+            pytest.param(":class:`User` objects are returned.", id="rest-role"),
+            pytest.param("---", id="numpy-rule"),
+            pytest.param("@here is not allowed.", id="epydoc-mention"),
+        ],
+    )
+    def test_a_stray_line_of_another_style_does_not_switch_styles(self, stray):
+        """The Google Args section is still read; the stray line stays in the prose."""
+        doc = f"""Find users.
+
+        {stray}
+
+        Args:
+            name: The user name.
+        """
+        assert parse_docstring(doc) == (f"Find users.\n\n{stray}", {"name": "The user name."})
+
+    def test_the_style_describing_the_functions_parameters_wins(self):
+        """Given the parameter names, the sections that describe them decide."""
+        doc = """Run.
+
+        :param unrelated: Not a parameter of this function.
+
+        Args:
+            query: The query.
+        """
+        assert parse_docstring(doc, parameters=["self", "query"]) == (
+            "Run.\n\n:param unrelated: Not a parameter of this function.",
+            {"query": "The query."},
+        )

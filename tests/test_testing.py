@@ -282,6 +282,35 @@ class TestScriptChecks:
         with pytest.raises(ValueError, match=re.escape(expected)):
             ScriptedClient(["hello"], chunk_size=chunk_size)
 
+    def test_a_step_that_is_no_response_is_refused_when_the_script_is_written(self):
+        """A step that is neither a response, a str nor a function fails at once, by number."""
+        expected = (
+            "ScriptedClient step #2 is int, not a ScriptedResponse, a str or a function of "
+            "the request returning one"
+        )
+        with pytest.raises(TypeError, match=f"^{re.escape(expected)}$"):
+            ScriptedClient(["fine", 42])  # type: ignore[list-item]
+        client = ScriptedClient(["fine"])
+        with pytest.raises(TypeError, match=f"^{re.escape(expected)}$"):
+            client.add(42)  # type: ignore[arg-type]
+        assert client.remaining == 1
+
+    @pytest.mark.anyio
+    async def test_a_function_step_returning_no_response_names_the_step(self):
+        """It failed with "AttributeError: 'int' object has no attribute 'chunk_size'"."""
+
+        def count(request: LlmRequest) -> int:
+            return len(request.messages)
+
+        client = ScriptedClient(["first", count])  # type: ignore[list-item]
+        await events_of(client)
+        with pytest.raises(TypeError) as info, anyio.fail_after(5):
+            await events_of(client)
+        assert str(info.value) == (
+            f"ScriptedClient step #2 ({count.__qualname__}) returned int, not a "
+            f"ScriptedResponse or a str"
+        )
+
     def test_remaining_never_negative(self):
         """remaining stays at 0 once the script has run out."""
         client = ScriptedClient(["only"])

@@ -198,6 +198,13 @@ def _process_class(
 
     if not isinstance(cls, type):
         raise TypeError(f"@tool_registry decorates a class, not {type(cls).__name__}")
+    if TOOLS_ATTR in cls.__dict__:
+        # Its generated attributes would all clash with the ones already there.
+        problem = (
+            f"{cls.__name__} is already a @tool_registry class; decorate it once "
+            f"(a base class's __init_subclass__ may decorate it too)"
+        )
+        raise declaration_error(qualified_name(cls), [problem])
     own, problems = own_tool_methods(cls)
     own_names = {attr_name for attr_name, _ in own}
     kept = [b for b in registered_tools(cls) or () if b.attr_name not in own_names]

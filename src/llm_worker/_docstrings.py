@@ -20,6 +20,11 @@ reST / Epydoc  ``:param:``/``@param`` and their kin (``:type:``,     ``.. note::
                ``:yields:``...), with their indented lines           ``@see:``...)
 =============  ====================================================  =======================
 
+A docstring is read in every style, and the style whose sections describe
+the most of the function's parameters wins (then the one that finds the most
+sections): a stray ``---`` rule, a line opening with ``:class:`` or ``@here``
+does not make a Google docstring NumPy, reST or Epydoc.
+
 The parameter sections are then read by docstring-parser for each
 parameter's text. A section it cannot read (``x - no colon`` under ``Args:``,
 ``:param x - no colon``) never fails the import: it stays in the prose, and a
@@ -32,7 +37,7 @@ import inspect
 import linecache
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,20 +147,66 @@ class _Block:
     stop: int
 
 
+@dataclass(frozen=True)
+class _Reading:
+    """The docstring read in one style: the sections to take out, and what they describe."""
+
+    lines: list[str]  # as this style reads them (see _google_blocks)
+    blocks: list[_Block]
+    params: dict[str, str]
+    unreadable: list[tuple[_Block, ParseError]]  # parameter sections docstring-parser refused
+
+
 def parse_docstring(
-    doc: str | None, *, where: str = "", source: Callable[..., Any] | None = None
+    doc: str | None,
+    *,
+    where: str = "",
+    source: Callable[..., Any] | None = None,
+    parameters: Collection[str] | None = None,
 ) -> tuple[str | None, dict[str, str]]:
     """Return the prose description (``None`` if there is none) and ``{param: description}``.
 
-    ``where`` (``"Class.method"``) and ``source`` (the function) only serve the
-    warning about a section docstring-parser cannot read.
+    ``parameters``: the function's parameter names, which decide between the
+    styles (any name counts without them). ``where`` (``"Class.method"``) and
+    ``source`` (the function) only serve the warning about a section
+    docstring-parser cannot read.
     """
     if not doc or doc.isspace():
         return None, {}
-    lines = inspect.cleandoc(doc).splitlines()
-    style, blocks = _sections(lines)
+    reading = _best_reading(inspect.cleandoc(doc).splitlines(), parameters)
+    for block, exc in reading.unreadable:
+        _warn(where, source, reading.lines, block, exc)
+    kept = [block for block, _ in reading.unreadable]
+    removed = {i for b in reading.blocks if b not in kept for i in range(b.start, b.stop)}
+    lines = reading.lines
+    description = _join_prose([line for i, line in enumerate(lines) if i not in removed])
+    return description, reading.params
+
+
+def _best_reading(lines: list[str], parameters: Collection[str] | None) -> _Reading:
+    """The style whose sections describe the most parameters, then find the most sections."""
+    style = docstring_parser.DocstringStyle
+    readings = [  # a tie goes to the first
+        _read(style.NUMPYDOC, lines, _numpy_blocks(lines)),
+        _read(style.REST, lines, _field_blocks(lines, _REST_FIELD, _REST_FIELDS)),
+        _read(style.EPYDOC, lines, _field_blocks(lines, _EPYDOC_FIELD, _EPYDOC_FIELDS)),
+        _read(style.GOOGLE, *_google_blocks(lines)),
+    ]
+
+    wanted = None if parameters is None else set(parameters)
+
+    def score(reading: _Reading) -> tuple[int, int]:
+        described = reading.params.keys() if wanted is None else reading.params.keys() & wanted
+        return len(described), len(reading.blocks)
+
+    return max(readings, key=score)
+
+
+def _read(
+    style: docstring_parser.DocstringStyle, lines: list[str], blocks: list[_Block]
+) -> _Reading:
     params: dict[str, str] = {}
-    kept: list[_Block] = []
+    unreadable: list[tuple[_Block, ParseError]] = []
     param_blocks = [b for b in blocks if b.kind == _PARAMS]
     if param_blocks:
         try:
@@ -166,27 +217,12 @@ def parse_docstring(
                 try:
                     params.update(_read_params(style, lines, [block]))
                 except ParseError as exc:
-                    kept.append(block)
-                    _warn(where, source, lines, block, exc)
-    removed = {i for b in blocks if b not in kept for i in range(b.start, b.stop)}
-    description = _join_prose([line for i, line in enumerate(lines) if i not in removed])
-    return description, params
+                    unreadable.append((block, exc))
+    return _Reading(lines, blocks, params, unreadable)
 
 
-def _sections(lines: list[str]) -> tuple[docstring_parser.DocstringStyle, list[_Block]]:
-    """The docstring's style, and the sections to take out of its prose."""
-    text = "\n".join(lines)
-    if any(_NUMPY_UNDERLINE.match(line) for line in lines[1:]):
-        return docstring_parser.DocstringStyle.NUMPYDOC, _numpy_blocks(lines)
-    if re.search(r"^:[A-Za-z]", text, re.MULTILINE):
-        return docstring_parser.DocstringStyle.REST, _field_blocks(lines, _REST_FIELD, _REST_FIELDS)
-    if re.search(r"^@[A-Za-z]", text, re.MULTILINE):
-        blocks = _field_blocks(lines, _EPYDOC_FIELD, _EPYDOC_FIELDS)
-        return docstring_parser.DocstringStyle.EPYDOC, blocks
-    return docstring_parser.DocstringStyle.GOOGLE, _google_blocks(lines)
-
-
-def _google_blocks(lines: list[str]) -> list[_Block]:
+def _google_blocks(lines: list[str]) -> tuple[list[str], list[_Block]]:
+    """The lines as Google reads them, and their sections."""
     if (
         lines
         and _google_kind(lines[0]) is not None
@@ -194,14 +230,14 @@ def _google_blocks(lines: list[str]) -> list[_Block]:
     ):
         # A docstring that opens with its only section ("""Args:\n    x: ..."""):
         # cleandoc measured the margin from the entries and took their indentation.
-        lines[1:] = [f"    {line}" if line else line for line in lines[1:]]
+        lines = [lines[0], *(f"    {line}" if line else line for line in lines[1:])]
     blocks: list[_Block] = []
     for start, line in enumerate(lines):
         kind = _google_kind(line)
         if kind is not None:
             stop = _indented_until(lines, start + 1)
             blocks.append(_Block(kind, start, stop))
-    return blocks
+    return lines, blocks
 
 
 def _google_kind(line: str) -> str | None:

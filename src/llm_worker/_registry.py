@@ -87,8 +87,7 @@ class ToolMethod(Generic[_AppT_contra, _P, _R_co]):
         if isinstance(given, ToolMethod):
             raise TypeError(f"@tool is applied twice to {func.__qualname__}")
         _refuse_static_or_class_method(given)
-        if not callable(given):
-            raise TypeError(f"@tool expects a function, got {type(given).__name__}")
+        _refuse_non_callable(given)
         qualname: str = getattr(func, "__qualname__", "")
         parts = qualname.split(".")
         if len(parts) < 2 or parts[-2] == "<locals>":
@@ -176,13 +175,36 @@ def _refuse_static_or_class_method(given: object) -> None:
     if not isinstance(given, (staticmethod, classmethod)):
         return
     kind = "staticmethod" if isinstance(given, staticmethod) else "classmethod"
-    inner = cast(object, given.__func__)  # pyright: ignore[reportUnknownMemberType]
-    owner, _, method = str(getattr(inner, "__qualname__", "")).rpartition(".")
-    if owner and not owner.endswith("<locals>"):
-        # The class does not exist yet (@tool runs in its body), but its name is known.
-        where = f"{getattr(inner, '__module__', '?')}.{owner}"
+    defined = _defined_in(cast(object, given.__func__))  # pyright: ignore[reportUnknownMemberType]
+    if defined is not None:
+        where, method = defined
         raise declaration_error(where, [_not_an_instance_method(method, kind)])
     raise TypeError(f"@tool cannot wrap a {kind}; a tool is an instance method")
+
+
+def _refuse_non_callable(given: object) -> None:
+    if callable(given):
+        return
+    kind = type(given).__name__
+    # The method under the decorator: a property's fget, a cached_property's func.
+    inner = getattr(given, "fget", None) or getattr(given, "func", None)
+    defined = _defined_in(inner) if inner is not None else None
+    if defined is not None:
+        where, method = defined
+        problem = f"{method}: @tool cannot wrap a {kind}; a tool is a method the model calls"
+        raise declaration_error(where, [f"{problem} (remove @{kind})"])
+    raise TypeError(f"@tool expects a function, got {kind}")
+
+
+def _defined_in(func: object) -> tuple[str, str] | None:
+    """``("mod.Class", "method")`` for a function defined in a class body, else ``None``.
+
+    The class does not exist yet while ``@tool`` runs in its body, but its name is known.
+    """
+    owner, _, method = str(getattr(func, "__qualname__", "")).rpartition(".")
+    if not owner or owner.endswith("<locals>"):
+        return None
+    return f"{getattr(func, '__module__', '?')}.{owner}", method
 
 
 class _FunctionAnnotations(dict[str, Any]):

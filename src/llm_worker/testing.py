@@ -103,7 +103,8 @@ class ScriptedClient:
         supports_output_format: bool = True,
     ) -> None:
         _check_chunk_size(chunk_size)
-        self._script: list[ScriptStep] = list(responses)
+        self._script: list[ScriptStep] = []
+        self.add(*responses)
         self._served = 0  # the next step: a request the script had no answer for used none
         self._chunk_size = chunk_size
         self.supports_output_format = supports_output_format
@@ -111,6 +112,12 @@ class ScriptedClient:
 
     def add(self, *responses: ScriptStep) -> None:
         """Append more responses to the script."""
+        for number, step in enumerate(responses, start=len(self._script) + 1):
+            if not isinstance(step, (str, ScriptedResponse)) and not callable(step):
+                raise TypeError(
+                    f"ScriptedClient step #{number} is {type(step).__name__}, not a "
+                    f"ScriptedResponse, a str or a function of the request returning one"
+                )
         self._script.extend(responses)
 
     @property
@@ -128,10 +135,7 @@ class ScriptedClient:
                 f"{len(self._script)} responses"
             )
         self._served += 1
-        step = self._script[number]
-        if callable(step):
-            step = step(request)
-        response = ScriptedResponse(text=step) if isinstance(step, str) else step
+        response = _response_of(self._script[number], number + 1, request)
         for event in _events(
             response,
             number,
@@ -142,6 +146,19 @@ class ScriptedClient:
 
     def __repr__(self) -> str:
         return f"<ScriptedClient requests={len(self.requests)} remaining={self.remaining}>"
+
+
+def _response_of(step: ScriptStep, number: int, request: LlmRequest) -> ScriptedResponse:
+    given: object = step(request) if callable(step) else step
+    if isinstance(given, ScriptedResponse):
+        return given
+    if isinstance(given, str):
+        return ScriptedResponse(text=given)
+    name = getattr(step, "__qualname__", None) or repr(step)
+    raise TypeError(
+        f"ScriptedClient step #{number} ({name}) returned {type(given).__name__}, not a "
+        f"ScriptedResponse or a str"
+    )
 
 
 def _events(response: ScriptedResponse, number: int, chunk_size: int | None) -> list[LlmEvent]:

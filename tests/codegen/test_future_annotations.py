@@ -3,6 +3,9 @@ function: the names of that function resolve them, as pydantic resolves a model'
 
 from __future__ import annotations
 
+import types
+from datetime import date
+
 import anyio
 import pytest
 from pydantic import BaseModel
@@ -69,3 +72,109 @@ def test_a_name_defined_nowhere_is_still_named() -> None:
 
     with pytest.raises(TypeError, match="name 'Missing' is not defined"):
         make()
+
+
+def test_a_tool_named_like_a_builtin_or_an_import_hides_neither() -> None:
+    """As when Python evaluates the annotations at the def: the tools `list` and `set`
+    (below the method, or the method itself) do not hide the builtins, nor `date` the
+    import; they were read as the tool methods ("'ToolMethod' object is not subscriptable")."""
+
+    @tool_registry
+    class Files:
+        @tool
+        def add(self, tags: list[str], day: date) -> str:
+            """Add a file."""
+            return ""
+
+        @tool
+        def set(self, key: str, tags: set[str] | None = None) -> str:
+            """Set a key."""
+            return ""
+
+        @tool
+        def list(self) -> list[str]:
+            """List files."""
+            return []
+
+        @tool
+        def date(self) -> date:
+            """Today."""
+            return date.today()
+
+    add, set_, _, _ = (meta.input_schema for meta in tool_metas(Files))
+    assert add["properties"] == {
+        "tags": {"items": {"type": "string"}, "type": "array"},
+        "day": {"format": "date", "type": "string"},
+    }
+    assert set_["properties"]["tags"] == {
+        "anyOf": [
+            {"items": {"type": "string"}, "type": "array", "uniqueItems": True},
+            {"type": "null"},
+        ],
+        "default": None,
+    }
+
+
+class Shadowed(BaseModel):
+    module_level: int
+
+
+def test_names_above_the_method_come_first_those_below_only_if_nothing_else_has_them() -> None:
+    """A class-body name bound above the method wins over the module's, as at the def;
+    one bound below is a forward reference, found when nothing else defines the name."""
+
+    @tool_registry
+    class Shop:
+        class Shadowed(BaseModel):
+            in_the_class: int
+
+        @tool
+        def first(self, a: Shadowed, b: Later) -> str:
+            """First."""
+            return ""
+
+        class Later(BaseModel):
+            later: int
+
+    [meta] = tool_metas(Shop)
+    assert set(meta.input_schema["$defs"]["Shadowed"]["properties"]) == {"in_the_class"}
+    assert set(meta.input_schema["$defs"]["Later"]["properties"]) == {"later"}
+
+
+_LOGGING_MODULE = """
+import functools
+
+def logged(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+"""
+
+
+@pytest.mark.anyio
+async def test_a_wraps_decorator_from_another_module_keeps_the_annotations_resolvable() -> None:
+    """The annotations resolve in the module that wrote them, not the decorator's
+    (it was "name 'Address' is not defined")."""
+    decorators = types.ModuleType("decorators")
+    exec(_LOGGING_MODULE, decorators.__dict__)
+
+    @tool_registry
+    class Post:
+        @tool
+        @decorators.logged
+        def send(self, to: Address, copies: int = 1) -> str:
+            """Send a letter."""
+            return f"{copies} to {to.city}"
+
+    [meta] = tool_metas(Post)
+    assert meta.input_schema["properties"]["to"] == {"$ref": "#/$defs/Address"}
+    server = ToolServer()
+    server.register_tools(tool_definitions(Post()))
+    with anyio.fail_after(5):
+        result = await server.handle().call_tool("send", '{"to": {"city": "Oslo"}, "copies": 2}')
+    assert result == "2 to Oslo"
+
+
+class Address(BaseModel):
+    city: str

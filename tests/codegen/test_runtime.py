@@ -489,6 +489,20 @@ class TestResults:
             assert await Models.ToolBroken(Models()).execute("{}") == "Broken(x=1)"
         assert "Tool 'broken' returned a Broken pydantic could not serialise" in caplog.text
 
+    def test_a_tool_made_with_another_class_instance_says_so(self):
+        """A generated tool given an object of an unrelated class names both classes (it
+        said the other class overrode the tool with NoneType)."""
+
+        class Other:
+            pass
+
+        with pytest.raises(TypeError) as info:
+            App.ToolResult(Other())  # type: ignore[arg-type]
+        assert str(info.value) == (
+            f"{App.ToolResult.__qualname__} takes an instance of {App.__qualname__}, not of "
+            f"{Other.__qualname__} (which has no method 'result')"
+        )
+
     def test_serialize_result_directly(self):
         """serialize_result is compact JSON with a repr() fallback."""
         assert serialize_result({"a": (1, 2)}) == '{"a":[1,2]}'

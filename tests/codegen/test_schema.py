@@ -13,6 +13,9 @@ import decimal
 import enum
 import inspect
 import json
+import os
+import subprocess
+import sys
 import uuid
 from typing import Annotated, Any, Generic, Literal, NewType, Optional, TypeVar, Union
 
@@ -440,3 +443,64 @@ class TestWhenThePiecesCannotVouch:
         # @tool refuses aliases (see test_introspect); the pieces still check the name.
         renamed = ParameterSpec("value", Annotated[int, Field(alias="renamed")], REQUIRED, None)
         assert schema_module._field_schema(renamed) is None
+
+
+# Set defaults at every depth, each with more items than hash order leaves alone.
+_SET_DEFAULTS = """
+import dataclasses, json
+from pydantic import BaseModel
+from llm_worker import tool, tool_metas, tool_registry
+
+class Options(BaseModel):
+    flags: set[str] = {"alpha", "beta", "gamma", "delta", "epsilon"}
+
+@dataclasses.dataclass
+class Box:
+    labels: frozenset[str] = frozenset({"ant", "bee", "cat", "dog", "eel"})
+
+@tool_registry
+class Sets:
+    @tool
+    def pick(
+        self,
+        top: set[str] = {"red", "green", "blue", "cyan", "magenta"},
+        mixed: set[int | str] = {3, "x", 1, "y", "z"},
+        groups: set[frozenset[str]] = {frozenset({"a", "b"}), frozenset({"c"}), frozenset({"d"})},
+        options: Options = Options(),
+        box: Box = Box(),
+        by_name: dict[str, frozenset[str]] = {"k": frozenset({"p", "q", "r", "s", "t"})},
+        pair: tuple[int, set[str]] = (1, {"u", "v", "w", "x", "y"}),
+    ) -> str:
+        return ""
+
+[meta] = tool_metas(Sets)
+print(json.dumps({name: p["default"] for name, p in meta.input_schema["properties"].items()}))
+"""
+
+
+class TestSetDefaults:
+    def test_sets_at_any_depth_are_written_alike_in_every_process(self):
+        """Set items, in a set default or nested in another default (a model's field, a
+        dict's value), come out sorted whatever PYTHONHASHSEED is; pydantic sorted only a
+        top-level set, of items `<` orders."""
+        outputs = set()
+        for seed in ("0", "1", "2", "3", "4"):
+            result = subprocess.run(
+                [sys.executable, "-c", _SET_DEFAULTS],
+                env={**os.environ, "PYTHONHASHSEED": seed},
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
+            )
+            outputs.add(result.stdout)
+        [output] = outputs
+        assert json.loads(output) == {
+            "top": ["blue", "cyan", "green", "magenta", "red"],
+            "mixed": ["x", "y", "z", 1, 3],  # by their JSON text, as they do not compare
+            "groups": [["a", "b"], ["c"], ["d"]],
+            "options": {"flags": ["alpha", "beta", "delta", "epsilon", "gamma"]},
+            "box": {"labels": ["ant", "bee", "cat", "dog", "eel"]},
+            "by_name": {"k": ["p", "q", "r", "s", "t"]},
+            "pair": [1, ["u", "v", "w", "x", "y"]],
+        }

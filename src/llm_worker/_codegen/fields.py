@@ -8,6 +8,11 @@ Models often send ``null`` for "not given", so for an argument with a default
 Unless the type admits ``None`` itself, the field lets ``null`` through and
 swaps it for the default; like a default, that value is not validated. The
 schema does not mention ``null``: it shows the type, as for any default.
+
+A ``Literal`` of Enum members lists their values in the schema, and strict
+mode would match JSON only against the members themselves (refusing ``"red"``
+for ``Literal[Color.RED]``): from JSON such a field takes the values, and the
+method still gets the members.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import copy
 import types
 from collections.abc import Callable
+from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationInfo
@@ -40,6 +46,7 @@ ARGS_CONFIG = ConfigDict(
 def field_of(param: ParameterSpec) -> tuple[Any, Any]:
     """The ``(annotation, default)`` pair ``create_model`` takes for ``param``."""
     annotation, default, factory = param.annotation, param.default, param.default_factory
+    annotation = _enum_literals_by_value(annotation)
     if factory is not None:  # the Field(default_factory=...) in `annotation` stays in charge
         annotation = _null_means_default(annotation, _factory_marker(factory))
         return (annotation, Field(description=param.description))
@@ -79,6 +86,61 @@ class _NullMeansDefault:
 
     def __repr__(self) -> str:
         return f"<null means the default, at {id(self):#x}>"
+
+
+def _enum_literals_by_value(annotation: Any) -> Any:
+    """``annotation``, each ``Literal`` with Enum members in it validating their values from JSON.
+
+    Looks through ``Annotated``, unions and generic containers (``list[...]``,
+    ``dict[...]``...); not into models, whose fields are their own.
+    """
+    args = get_args(annotation)
+    origin = get_origin(annotation)
+    if origin is Literal:
+        if not any(isinstance(arg, Enum) for arg in args):
+            return annotation
+        return Annotated[annotation, _MembersByValue(args)]
+    if origin is Annotated:
+        base = _enum_literals_by_value(args[0])
+        return annotation if base is args[0] else Annotated[(base, *annotation.__metadata__)]
+    rewritten = tuple(_enum_literals_by_value(arg) for arg in args)
+    if all(new is old for new, old in zip(rewritten, args, strict=True)):
+        return annotation
+    if origin is Union or isinstance(annotation, types.UnionType):
+        return Union[rewritten]  # noqa: UP007 (the members are not all types)
+    if isinstance(annotation, types.GenericAlias):
+        return types.GenericAlias(origin, rewritten)
+    copy_with = getattr(annotation, "copy_with", None)  # typing's: List[...], Sequence[...]
+    return annotation if copy_with is None else copy_with(rewritten)
+
+
+@final
+class _MembersByValue:
+    """``Annotated`` metadata of a ``Literal`` of Enum members: from JSON, their values.
+
+    Python input is validated as before (the members themselves). A new one is
+    made for every field, equal only to itself, as ``_NullMeansDefault`` is.
+    """
+
+    __slots__ = ("_choices",)
+
+    def __init__(self, choices: tuple[Any, ...]) -> None:
+        self._choices = choices
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        by_value: dict[Any, Any] = {}
+        for choice in self._choices:  # the first written wins a value two choices share
+            by_value.setdefault(choice.value if isinstance(choice, Enum) else choice, choice)
+        from_json = core_schema.no_info_after_validator_function(
+            by_value.__getitem__, core_schema.literal_schema(list(by_value))
+        )
+        python = handler(source)
+        return core_schema.json_or_python_schema(json_schema=from_json, python_schema=python)
+
+    def __repr__(self) -> str:
+        return f"<enum members by value, at {id(self):#x}>"
 
 
 _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)

@@ -7,6 +7,7 @@ each, naming the method and the fix, so the registry can report all of them at o
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import copy
 import dataclasses
@@ -14,7 +15,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, cast, get_args, get_origin
 
@@ -94,13 +95,19 @@ def introspect_method(
         )
     if _is_generator_function(func):
         errors.append(f"{attr_name}: generator methods cannot be tools; return a list instead")
+    try:
+        names: Collection[str] | None = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # reported with the parameters
+        names = None
     description, doc_params = parse_docstring(
-        func.__doc__, where=f"{cls.__qualname__}.{attr_name}", source=func
+        func.__doc__, where=f"{cls.__qualname__}.{attr_name}", source=func, parameters=names
     )
     context: dict[str, Any] = {}
-    # Names from the class body, and the class itself, which its module cannot see yet.
-    localns = {**(defining_locals or {}), **vars(cls), cls.__name__: cls}
-    parameters = _read_parameters(attr_name, func, doc_params, errors, context, localns)
+    # A functools.wraps wrapper from another module: the annotations are the wrapped
+    # function's, written in its module.
+    module: dict[str, Any] = getattr(unwrapped(func), "__globals__", {})
+    scope = _annotation_scope(cls, attr_name, module, defining_locals)
+    parameters = _read_parameters(attr_name, func, doc_params, errors, context, module, scope)
     if len(errors) > start or parameters is None:
         return None
     return MethodSpec(
@@ -115,6 +122,30 @@ def introspect_method(
         context_deps=context.get("deps"),
         returns=context.get("returns"),
     )
+
+
+def _annotation_scope(
+    cls: type, attr_name: str, module: Mapping[str, Any], defining_locals: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The names a method's annotations written as text see before its module's.
+
+    Python's order at the ``def``: the class body's names bound above the method,
+    then the defining function's (and the class itself, which its module cannot
+    see yet); the module and builtins come after. The names bound from the method
+    on are only forward references (``x: Kind``, ``Kind`` defined further down),
+    found when nothing else has the name: a tool named ``list`` or ``date`` hides
+    neither the builtin nor the import, as when Python evaluates the annotations.
+    """
+    body = vars(cls)
+    names = list(body)  # in the order the class body bound them
+    above = names.index(attr_name) if attr_name in body else len(names)
+    forward = {
+        name: body[name]
+        for name in names[above:]
+        if name not in module and name not in builtins.__dict__
+    }
+    earlier = {name: body[name] for name in names[:above]}
+    return {**forward, **(defining_locals or {}), cls.__name__: cls, **earlier}
 
 
 def is_async_function(func: Callable[..., Any]) -> bool:
@@ -145,11 +176,12 @@ def _read_parameters(
     doc_params: dict[str, str],
     errors: list[str],
     context: dict[str, Any],
-    localns: dict[str, Any],
+    module: dict[str, Any],
+    scope: dict[str, Any],
 ) -> tuple[ParameterSpec, ...] | None:
     """The arguments of ``func``; its ``ToolContext`` parameter, if any, and its return
-    annotation go to ``context``. Annotations that are text resolve in ``localns``, then
-    the function's module."""
+    annotation go to ``context``. Annotations that are text resolve in ``scope``, then
+    ``module`` (the globals of the function that wrote them)."""
     try:
         signature = inspect.signature(func)
     except (TypeError, ValueError) as exc:
@@ -162,7 +194,7 @@ def _read_parameters(
     ):
         errors.append(f"{attr_name}: a tool method must take 'self' as its first parameter")
         return None
-    hints = _resolve_hints(attr_name, func, params[1:], errors, localns)
+    hints = _resolve_hints(attr_name, func, params[1:], errors, module, scope)
     context["returns"] = hints.get("return")
     specs: list[ParameterSpec] = []
     for param in params[1:]:
@@ -340,9 +372,9 @@ def _resolve_hints(
     func: Callable[..., Any],
     params: list[inspect.Parameter],
     errors: list[str],
+    globalns: dict[str, Any],
     localns: dict[str, Any],
 ) -> dict[str, Any]:
-    globalns = getattr(func, "__globals__", {})
     try:
         return typing.get_type_hints(func, globalns, localns, include_extras=True)
     except Exception:

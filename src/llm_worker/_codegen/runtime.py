@@ -16,7 +16,7 @@ import json
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Final, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json, to_jsonable_python
@@ -85,9 +85,17 @@ class GeneratedTool:
         return (type(self), (self.ctx,))
 
 
+_MISSING: Final = object()
+
+
 def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable[..., Any]:
     name = tool_class._attr_name
-    found: object = inspect.getattr_static(app_type, name, None)
+    found: object = inspect.getattr_static(app_type, name, _MISSING)
+    if found is _MISSING:  # not the registry's class, nor a subclass overriding the tool
+        raise TypeError(
+            f"{tool_class.__qualname__} takes an instance of {tool_class._owner.__qualname__}, "
+            f"not of {app_type.__qualname__} (which has no method {name!r})"
+        )
     if isinstance(found, ToolMethod):
         found = cast("ToolMethod[Any, ..., Any]", found).__func__
     if found is tool_class._func:
@@ -184,9 +192,7 @@ def make_execute(
                 try:
                     screen(input_json, strict=strict)  # its errors, if any, with bounded work
                 except ValidationError as exc:
-                    raise InvalidArgumentError(
-                        describe_validation_error(exc, field_names)
-                    ) from exc
+                    raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
         try:
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:

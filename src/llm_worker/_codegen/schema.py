@@ -23,10 +23,12 @@ definition name) makes the whole model answer instead.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from copy import copy
 from dataclasses import dataclass
 from enum import Enum
@@ -53,10 +55,21 @@ class _ToolJsonSchema(GenerateJsonSchema):
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
+    def get_default_value(self, schema: core_schema.WithDefaultSchema) -> Any:
+        default: object = super().get_default_value(schema)
+        if not isinstance(default, (set, frozenset)):
+            return default
+        # Past pydantic's own sort of a set default (by `<`, which orders neither
+        # frozensets nor mixed items) to `encode_default`, which orders sets at any depth.
+        return _SetDefault(cast(object, default))
+
     def encode_default(self, dft: Any) -> Any:
         # Pydantic builds a TypeAdapter for every default; a scalar needs none.
         # (Containers go through it: it copies them, and what it writes goes on.)
-        return dft if _is_json_scalar(dft) else super().encode_default(dft)
+        if _is_json_scalar(dft):
+            return dft
+        value = dft.value if isinstance(dft, _SetDefault) else cast(object, dft)
+        return _sets_in_order(value, super().encode_default(value))
 
     def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
         # `null` for an argument with a default means that default (see `fields`):
@@ -64,6 +77,69 @@ class _ToolJsonSchema(GenerateJsonSchema):
         if schema.get("metadata", {}).get(NULL_MEANS_DEFAULT):
             return self.generate_inner(schema["schema"])
         return super().nullable_schema(schema)
+
+
+@dataclass(frozen=True, slots=True)
+class _SetDefault:
+    """A set default on its way to ``encode_default``, in the order it iterates."""
+
+    value: object
+
+
+def _sets_in_order(value: object, encoded: object) -> object:
+    """``encoded``, pydantic's JSON of ``value``, with every set's items in one order.
+
+    A set is written in the order it iterates, which for strings changes from
+    process to process (``PYTHONHASHSEED``), so ``value`` is walked along with
+    ``encoded``: a set's items in its own order, a dict's and a sequence's in
+    theirs, a model's and a dataclass's fields by the keys they are written under.
+    What was written in another shape (a custom serializer's) is left as it is.
+    """
+    written_as = type(encoded)
+    if isinstance(value, (set, frozenset, list, tuple, deque)):
+        items = list(cast("Iterable[object]", value))
+        written = cast("list[object]", encoded) if written_as is list else None
+        if written is None or len(written) != len(items):
+            return encoded
+        ordered = list(map(_sets_in_order, items, written))
+        return _sorted_items(ordered) if isinstance(value, (set, frozenset)) else ordered
+    if isinstance(value, Mapping):
+        mapping = cast("Mapping[object, object]", value)
+        by_key = cast("dict[object, object]", encoded) if written_as is dict else None
+        if by_key is None or len(by_key) != len(mapping):
+            return encoded  # two keys written as one ({1: ..., "1": ...})
+        values = map(_sets_in_order, mapping.values(), by_key.values())
+        return dict(zip(by_key, values, strict=True))
+    fields = _fields_by_key(value)
+    if fields is None or written_as is not dict:
+        return encoded
+    return {
+        key: _sets_in_order(fields[key], item) if key in fields else item
+        for key, item in cast("dict[str, object]", encoded).items()
+    }
+
+
+def _fields_by_key(value: object) -> dict[str, object] | None:
+    """A model's or a dataclass's field values by name and by serialization alias."""
+    if isinstance(value, BaseModel):
+        fields: dict[str, object] = {**value.__dict__, **(value.__pydantic_extra__ or {})}
+        for name, info in type(value).model_fields.items():
+            if info.serialization_alias is not None and name in fields:
+                fields[info.serialization_alias] = fields[name]
+        return fields
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    return None
+
+
+def _sorted_items(items: list[object]) -> list[object]:
+    """JSON values in one order in any process: their own, then by their JSON text."""
+    keyed = [(item, json.dumps(item, sort_keys=True)) for item in items]
+    try:
+        keyed.sort()  # numbers and strings as pydantic sorts a set default
+    except TypeError:  # mixed kinds (1 and "a"), objects
+        keyed.sort(key=lambda pair: pair[1])
+    return [item for item, _ in keyed]
 
 
 def _is_json_scalar(value: object) -> bool:
