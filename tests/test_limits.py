@@ -35,6 +35,7 @@ from llm_worker import (
     tool_definitions,
     tool_registry,
 )
+from llm_worker._execution import valid_text
 from llm_worker._limits import (
     DEFAULT_MAX_INPUT_BYTES,
     DEFAULT_MAX_INPUT_DEPTH,
@@ -621,6 +622,17 @@ class TestCapTexts:
 
     def test_one_text_is_capped_as_cap_result_caps_it(self):
         assert cap_texts(["é" * 900], 1000) == [cap_result("é" * 900, 1000)]
+
+    def test_a_lone_surrogate_the_cut_keeps_stays_for_the_caller_to_replace(self):
+        """The cut keeps lone surrogates (3 bytes each, as counted), so a file name read
+        from the disk reads as itself with U+FFFD, never as another name without it."""
+        text = "caf\udce9.txt\n" + "x" * 5_000
+        cut = cap_result(text, 1_000)
+        assert cut.startswith("caf\udce9.txt\n")
+        assert len(valid_text(text, 1_000).encode()) <= 1_000
+        assert valid_text(text, 1_000).startswith("caf\ufffd.txt\n")
+        many = cap_result("\udce9" * 200_000, 100_000)
+        assert many.count("\udce9") > 30_000  # not the note alone
 
 
 class RichTool:

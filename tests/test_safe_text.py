@@ -325,6 +325,11 @@ class TestQuotedSecrets:
             "Authorization failed: no header",
             "see https://example.com/a?b=c@d",
             "Missing key: 'user_id'",
+            "Unknown sort_key: 'created_at'",
+            "primary_key: 'id'",
+            "auth: 'oauth2'",
+            "signature: 'def f(x)'",
+            "Missing authorization: user lacks role admin",
             'KeyError: no key: "name" in the mapping',
         ],
     )

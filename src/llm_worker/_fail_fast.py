@@ -10,16 +10,20 @@ argument validates with its own prebuilt validator, whatever the schema around i
 
 So a large input is screened first, by a validator built from the same core schema
 with every collection failing fast and every model, dataclass and TypedDict validated
-in place (into a stand-in object, never the application's class: nothing of it runs).
-The screen may only ever be more lenient than the real validator, never stricter: what
-runs the application's code (a validator function, a custom ``__init__``) accepts
-anything there, and after-validators are left out. An input it refuses is refused with
-the screen's errors (the same first errors, fewer of them); one it accepts is
-validated for real, in full.
+in place (into a stand-in object, never the application's class). It must never refuse
+what pydantic accepts, so it is made only for a schema that runs none of the
+application's code on the input (validator functions, a custom ``__init__``, a
+callable discriminator, an Enum's ``_missing_``): what that code accepts, or makes of
+a value, only that code knows. Such a schema gets no screen (``screen_of`` is
+``None``). A set is screened as a list without its length bounds (its items' hashes
+and duplicates are the real validator's business), and a default factory is not
+called. An input the screen refuses is refused with the screen's errors (the first
+ones, fewer of them); one it accepts is validated for real, in full.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Any, cast
 
 from pydantic_core import SchemaValidator
@@ -36,10 +40,15 @@ _COLLECTIONS = frozenset(
 )
 # Keys whose values are data, never schemas: a default of {"type": "list"} stays as it is.
 _VALUES = frozenset({"default", "expected", "metadata", "custom_error_context", "config"})
-# What runs the application's code on the input as it comes: the screen cannot know
-# what that would accept, so it accepts anything there.
-_USER_CODE = frozenset({"function-before", "function-wrap", "function-plain", "call"})
-_ANY: dict[str, Any] = {"type": "any"}
+# Nodes that run the application's code on the input.
+_USER_CODE = frozenset(
+    {"function-before", "function-after", "function-wrap", "function-plain", "call"}
+)
+_SETS = frozenset({"set", "frozenset"})
+
+
+class _RunsUserCode(Exception):
+    """The schema runs the application's code: no screen can be made of it."""
 
 
 class _StandIn:
@@ -47,9 +56,14 @@ class _StandIn:
     named as the class it stands in for, since errors name it ("instance of Item")."""
 
 
-def screen_of(schema: Any) -> SchemaValidator:
-    """The screen of ``schema`` (a pydantic core schema): see the module docstring."""
-    return SchemaValidator(_Screening().screened(schema))
+def screen_of(schema: Any) -> SchemaValidator | None:
+    """The screen of ``schema`` (a pydantic core schema), or ``None`` if the schema runs
+    code of the application's, or (a schema this module does not foresee) cannot be made
+    into one: see the module docstring."""
+    try:
+        return SchemaValidator(_Screening().screened(schema))
+    except Exception:  # _RunsUserCode, or pydantic-core refused the copy
+        return None
 
 
 class _Screening:
@@ -76,18 +90,23 @@ class _Screening:
         kind = node.get("type")
         if not isinstance(kind, str):  # not a schema: fields by name, one named "type"
             kind = None
-        if kind in _USER_CODE:
-            return _ANY
-        if kind == "function-after":  # runs only on what its schema accepted
-            return self.screened(node["schema"])
+        if (
+            kind in _USER_CODE
+            or node.get("custom_init")
+            or (kind == "enum" and _own_missing(node))
+            or (kind == "tagged-union" and callable(node.get("discriminator")))
+        ):
+            raise _RunsUserCode
         copied = {
             key: value if key in _VALUES else self.screened(value) for key, value in node.items()
         }
+        if kind in _SETS:
+            copied["type"] = "list"
+            copied.pop("min_length", None)
+            copied.pop("max_length", None)
         if kind in _COLLECTIONS:
             copied["fail_fast"] = True  # whatever the schema says: it decides nothing here
         elif kind in ("model", "dataclass"):
-            if node.get("custom_init"):
-                return _ANY  # the application's __init__ decides what it takes
             # Not the application's class: pydantic-core would use its prebuilt validator.
             copied["cls"] = self._stand_in(node["cls"])
             copied.pop("post_init", None)
@@ -108,3 +127,12 @@ class _Screening:
             names = {"__qualname__": cls.__qualname__, "__module__": cls.__module__}
             stand_in = self._stand_ins[cls] = type(cls.__name__, (_StandIn,), names)
         return stand_in
+
+
+def _own_missing(node: dict[str, Any]) -> bool:
+    """Whether an enum schema's class has a ``_missing_`` of its own (which pydantic asks)."""
+    if node.get("missing") is not None:
+        return True
+    missing = getattr(node.get("cls"), "_missing_", None)
+    default: object = getattr(enum.Enum._missing_, "__func__", None)
+    return getattr(missing, "__func__", missing) is not default

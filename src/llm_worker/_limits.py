@@ -177,7 +177,7 @@ def cap_texts(texts: Sequence[str], max_bytes: int, *, separator: int = 0) -> li
         if size > room:
             # A character is at least one byte: the first `room` characters hold the bytes.
             keep = max(0, room)
-            cut = text[:keep].encode("utf-8", "surrogatepass")[:keep].decode("utf-8", "ignore")
+            cut = _decoded(text[:keep].encode("utf-8", "surrogatepass")[:keep])
             kept_bytes += len(cut.encode("utf-8", "surrogatepass"))
             kept.append(cut + truncation_note(total - kept_bytes, total))
             return kept
@@ -185,6 +185,15 @@ def cap_texts(texts: Sequence[str], max_bytes: int, *, separator: int = 0) -> li
         kept_bytes += size
         room -= size
     raise AssertionError("unreachable: the texts are over the cap")
+
+
+def _decoded(data: bytes) -> str:
+    """``data``, cut at a UTF-8 boundary, decoded with its lone surrogates kept (they
+    are the caller's to replace: left out, a file name would read as another)."""
+    try:
+        return data.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:  # the cut went through the last character
+        return data[: exc.start].decode("utf-8", "surrogatepass")
 
 
 _SIZE_CHUNK = 1 << 16  # characters encoded at a time: at most 256 KB alive

@@ -45,13 +45,14 @@ class OutputShape:
     def validate_json(self, text: str) -> Any:
         """The value ``text`` (the object the schema describes) holds; raises
         ``pydantic.ValidationError`` (a long text's first errors, with bounded work)."""
-        if len(text) > SCREENED_FROM:
-            self._screen.validate_json(text)
+        screen = self._screen if len(text) > SCREENED_FROM else None
+        if screen is not None:
+            screen.validate_json(text)
         value = self._adapter.validate_json(text)
         return value.result if self.wrapped else value
 
     @functools.cached_property
-    def _screen(self) -> SchemaValidator:
+    def _screen(self) -> SchemaValidator | None:
         return screen_of(self._adapter.core_schema)
 
 

@@ -49,6 +49,15 @@ _SECRET_FIELD_NAME = re.compile(
     r"|sig|signature|credentials?|auth|authorization)(?:\Z|[_.-]))"
     r"|[a-z0-9](?:Key|Token|Secret|Password)\Z"  # apiKey, accessToken (not "monkey")
 )
+# Those that name only secrets. `key`, `sig`, `signature` and `auth` alone also name
+# ordinary things (a sort key, a function's signature, an auth method): before a colon
+# in prose (`sort_key: 'created_at'`), they are kept. (A token is taken for a secret
+# even there: "invalid token: '...'" quotes one more often than a parser's.)
+_SECRET_ONLY_NAME = re.compile(
+    r"(?i:(?:\A|[_.-])(?:api_?key|apikey|token|accesstoken|secret|passw(?:or)?d|pwd"
+    r"|credentials?|authorization)(?:\Z|[_.-]))"
+    r"|[a-z0-9](?:Token|Secret|Password)\Z|(?i:api)Key\Z"
+)
 # `name=value` unquoted, in a query string or a message (?api_key=..., &token=..., password=...).
 # Bounded quantifiers and a start only where a name can begin: linear time.
 _NAME_EQUALS_VALUE = re.compile(r"(?<![\w.-])([\w.-]{1,64})=([^\s&#;,'\"<>]{1,512})")
@@ -68,8 +77,14 @@ _AUTH_SCHEME = re.compile(r"[A-Za-z][\w-]{0,30}\s{1,3}(?=\S)")
 # Proxy-Authorization), and of a bearer token anywhere: a token68 (`dXNlcjpodW50ZXIy==`) or
 # auth-params (Digest's `username="bob", response="6629fa..."`).
 _AUTH_PARAM = rf"""[\w-]{{1,64}}\s{{0,3}}=\s{{0,3}}(?:{_DOUBLE_QUOTED}|[^\s,'"]{{1,{_WINDOW}}})"""
+# HTTP authentication schemes (IANA's registry, and the common vendor ones): a header's
+# value starts with one; "authorization: user lacks a role" is prose.
+_SCHEMES = (
+    r"(?:basic|bearer|digest|token|negotiate|ntlm|hoba|mutual|vapid|dpop|gnap|apikey|"
+    r"privatetoken|concealed|scram-sha-\d+|aws4-hmac-sha256|oauth|mac|hawk)"
+)
 _AUTHORIZATION = re.compile(
-    r"(?i)(\b(?:authorization\s{0,3}[:=]\s{0,3}[a-z][\w-]{0,30}|bearer)\s{1,3})"
+    rf"(?i)(\b(?:authorization\s{{0,3}}[:=]\s{{0,3}}{_SCHEMES}|bearer)\s{{1,3}})"
     rf"(?:{_AUTH_PARAM}(?:\s{{0,3}},\s{{0,3}}{_AUTH_PARAM})*|[\w.~+/-]{{1,{_WINDOW}}}=*)"
 )
 # The userinfo of a URL or DSN: scheme://user:password@host (the user is kept), and
@@ -265,14 +280,20 @@ def _redact_quoted_field(match: re.Match[str]) -> str:
     name_quote, name, separator, value = match[1], match[2], match[3], match[4]
     if _SECRET_FIELD_NAME.search(name) is None:
         return match[0]
-    if not name_quote and name.lower() == "key" and ":" in separator:
-        return match[0]  # prose naming a mapping's key ("Missing key: 'user_id'"), not a secret
+    if not name_quote and ":" in separator and _prose_name(name):
+        return match[0]  # "Missing key: 'user_id'", "Unknown sort_key: 'created_at'"
     scheme = ""
     if name.lower().endswith("authorization"):  # `Basic <redacted>`, as an unquoted header shows
         shown = _AUTH_SCHEME.match(value, 1)
         scheme = shown[0] if shown else ""
     quote = value[0]
     return f"{name_quote}{name}{name_quote}{separator}{quote}{scheme}{REDACTED}{quote}"
+
+
+def _prose_name(name: str) -> bool:
+    """Whether ``name``, written in prose before a colon, says only ordinary things: none of
+    its secret-like parts is one a password or an API key is called by."""
+    return _SECRET_ONLY_NAME.search(name) is None
 
 
 def _object_words(match: re.Match[str]) -> str:

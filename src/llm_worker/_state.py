@@ -119,7 +119,9 @@ class RunState:
 
     @property
     def pending_call_ids(self) -> tuple[str, ...]:
-        """The ids of the calls that wait for a decision."""
+        """The ids of the calls that wait for a decision, as saved (a worker loading the
+        state also holds its ready calls to tools that need approval: read
+        ``worker.pending`` after ``load_state()``)."""
         return tuple(p.call.id for p in self.paused_calls if p.status == "held")
 
     @property

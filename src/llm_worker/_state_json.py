@@ -193,7 +193,7 @@ _ADAPTER = TypeAdapter(_StateJson)
 # The format is our own TypedDicts, with no code of the application in it: its screen
 # reads exactly what the adapter reads, its lists failing fast (a hostile file of a
 # million bad messages is one error, not a million).
-_VALIDATOR = screen_of(_ADAPTER.core_schema)
+_VALIDATOR = screen_of(_ADAPTER.core_schema) or _ADAPTER.validator
 _RESULT_ADAPTER = TypeAdapter(_ResultJson)
 _MESSAGE_ADAPTER: TypeAdapter[_UserJson | _AssistantJson | _ToolResultJson] = TypeAdapter(
     _MessageJson

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Itera
 from typing import Any, ClassVar, Final, Literal, cast
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import SchemaValidator, to_json, to_jsonable_python
 
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._context import ToolContext
@@ -86,6 +86,7 @@ class GeneratedTool:
 
 
 _MISSING: Final = object()
+_UNMADE: Final = object()
 
 
 def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable[..., Any]:
@@ -167,7 +168,9 @@ def make_execute(
     inside the timeout, and off the event loop unless pydantic serialises it.
     """
     validate_json: Callable[..., Any] | None = None
-    screen: Callable[..., Any] | None = None  # for inputs too long to validate unscreened
+    # The screen of inputs too long to validate unscreened, made at the first one (None:
+    # the arguments' schema runs code of the application's, and gets none).
+    screen: SchemaValidator | object | None = _UNMADE
     scan_numbers = True  # until the model is known: could pydantic let NaN through?
     # Inputs this short can be neither too big nor too deep: skip the checks.
     always_within_limits = min(max_input_bytes // 4, max_input_depth)
@@ -187,12 +190,15 @@ def make_execute(
             if problem is not None:
                 raise InvalidArgumentError(problem)
             if len(input_json) > SCREENED_FROM:
-                if screen is None:
-                    screen = screen_of(get_args_model().__pydantic_core_schema__).validate_json
-                try:
-                    screen(input_json, strict=strict)  # its errors, if any, with bounded work
-                except ValidationError as exc:
-                    raise InvalidArgumentError(describe_validation_error(exc, field_names)) from exc
+                if screen is _UNMADE:
+                    screen = screen_of(get_args_model().__pydantic_core_schema__)
+                if isinstance(screen, SchemaValidator):
+                    try:  # its errors, if any, with bounded work
+                        screen.validate_json(input_json, strict=strict)
+                    except ValidationError as exc:
+                        raise InvalidArgumentError(
+                            describe_validation_error(exc, field_names)
+                        ) from exc
         try:
             args = validate_json(input_json, strict=strict)
         except ValidationError as exc:
