@@ -70,6 +70,9 @@ class _NothingRun(_Nothing):
     def decided(self, *decision: object) -> None:
         pass
 
+    def link(self) -> None:
+        return None
+
 
 _NOTHING = _Nothing()
 _NOTHING_RUN = _NothingRun()
