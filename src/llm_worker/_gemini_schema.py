@@ -272,9 +272,9 @@ class _Gemini:
         A reference back into a schema that is being inlined is cut: only the
         node's own keywords stay (``{}`` means any value), as google-genai does.
         """
-        ref = schema.get("$ref")
-        if ref is None:
+        if "$ref" not in schema:
             return schema, inlining
+        ref = schema["$ref"]  # not a str ("$ref": null...): resolve() says so
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
         target = self.refs.resolve(ref)
         if not is_schema(target) or ref in inlining:
