@@ -14,6 +14,7 @@ With ``UPDATE_GOLDEN=1`` the golden tests write the files instead of failing.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import anthropic.types
+import anyio
 import jsonschema
 import mcp.types
 import openai
@@ -29,7 +31,8 @@ import pydantic
 import pytest
 from cli_targets import example_tools
 from google.genai import types as genai_types
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
@@ -44,7 +47,9 @@ from llm_worker import (
     tool_metas,
     tool_registry,
 )
-from llm_worker._formats import _FORMATTERS, FORMATS, export_tools
+from llm_worker._formats import _FORMATTERS, FORMATS, STRICT_FORMATS, FormatName, export_tools
+from llm_worker._gemini_schema import MAX_NODES
+from llm_worker._json_schema import MAX_DEPTH
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 EXAMPLE_CLASSES = (example_tools.Library, example_tools.Shelter)
@@ -261,7 +266,7 @@ class TestExportTools:
             export_tools(metas, fmt)
         assert str(info.value) == "Two tools with one name cannot be exported together: 'a', 'b'"
 
-    @pytest.mark.parametrize("fmt", ["openai", "openai-responses", "anthropic", "gemini"])
+    @pytest.mark.parametrize("fmt", ["openai", "openai-responses", "anthropic"])
     def test_names_providers_refuse_are_refused(self, fmt):
         """A provider format refuses names its provider would reject, saying what would do."""
         metas = [ToolMeta(name="files.read"), ToolMeta(name="ok"), ToolMeta(name="x" * 65)]
@@ -274,6 +279,28 @@ class TestExportTools:
             "  'files.read' (for instance 'files_read')\n"
             f"  '{'x' * 65}' (for instance '{hashed}')"
         )
+
+    def test_names_gemini_refuses_are_refused(self):
+        """Gemini's rule is its own (google-genai's FunctionDeclaration.name): the first
+        character a letter or '_' (a name the other providers take: 3d_render, -dash), up
+        to 128 of them, '.' and ':' allowed. The export let the first two through before,
+        and Gemini refused every request of a client with such a tool."""
+        metas = [ToolMeta(name=name) for name in ("3d_render", "-dash", "a b", "ok", "2.x")]
+        with pytest.raises(ValueError, match=r"^Tool names the ") as info:
+            export_tools(metas, "gemini")
+        assert str(info.value) == (
+            "Tool names the gemini format's provider refuses; rename them to 1 to 128 "
+            "letters, digits, '_', '.', ':' or '-', the first a letter or '_':\n"
+            "  '3d_render' (for instance '_3d_render')\n"
+            "  '-dash' (for instance '_-dash')\n"
+            "  'a b' (for instance 'a_b')\n"
+            "  '2.x' (for instance '_2_x')"
+        )
+        names = ["files.read", "mcp:search", "_x", "x" * 128]
+        exported = export_tools([ToolMeta(name=name) for name in names], "gemini")
+        assert [tool_["name"] for tool_ in exported] == names
+        with pytest.raises(ValueError, match=r"^Tool names the "):
+            export_tools([ToolMeta(name="x" * 129)], "gemini")
 
     @pytest.mark.parametrize("fmt", ["neutral", "mcp"])
     def test_neutral_and_mcp_take_any_name(self, fmt):
@@ -431,6 +458,40 @@ class TestExportTools:
         )
         export_tools([definition], "openai")  # other formats take them
 
+    @pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+    @pytest.mark.parametrize(
+        ("schema", "problem"),
+        [
+            ({"anyOf": [{"type": "obj"}]}, "'type' 'obj' is not a JSON Schema type"),
+            (
+                {"anyOf": [{"type": "object", "properties": {"a": {}}}, {"type": "objet"}]},
+                "'type' 'objet' is not a JSON Schema type",
+            ),
+        ],
+    )
+    def test_a_root_union_it_cannot_read_is_a_value_error(self, fmt, schema, problem):
+        """The root's branches say which arguments there are: one whose type names no JSON
+        type raised the internal SchemaProblem before, not the ValueError export_tools says."""
+        definition = LlmToolDefinition(name="t", description="T.", input_schema=schema)
+        with pytest.raises(ValueError, match=r"^Cannot make (Anthropic|Gemini) schemas") as info:
+            export_tools([definition], fmt)
+        assert str(info.value).endswith(f"\n  t: {problem}")
+
+    @pytest.mark.parametrize(
+        ("fmt", "key"), [("anthropic", "input_schema"), ("gemini", "parameters")]
+    )
+    def test_a_root_union_beside_required_that_names_no_property(self, fmt, key):
+        """``"required": [["a"]]`` raised a TypeError (unhashable list) joining the branches:
+        only names are joined, as a branch's required is read."""
+        schema = {
+            "type": "object",
+            "required": [["a"], "b"],
+            "anyOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}],
+        }
+        definition = LlmToolDefinition(name="t", description="T.", input_schema=schema)
+        [tool_] = export_tools([definition], fmt)
+        assert tool_[key]["required"] == ["b", "a"]
+
     def test_mcp_shape(self):
         """mcp: {name, description, inputSchema} with the schema unchanged."""
         [d] = example_definitions()[:1]
@@ -489,6 +550,182 @@ GOLDEN_CASES = [(fmt, False) for fmt in FORMATS] + [
     ("openai", True),
     ("openai-responses", True),
 ]
+
+
+# Every (format, strict) export_tools takes.
+EXPORTS = [(fmt, False) for fmt in FORMATS] + [(fmt, True) for fmt in STRICT_FORMATS]
+
+
+async def outcome(schema: dict[str, Any], fmt: FormatName, strict: bool) -> list[Any] | ValueError:
+    """What ``export_tools`` gives for one tool (its tools, or its ``ValueError``), run in a
+    worker thread: a rewrite that never ends fails the test (its thread left behind)
+    rather than hang the suite. A Worker exports on its event loop, where no timeout
+    could stop it."""
+    definition = LlmToolDefinition(name="t", description="d", input_schema=schema)
+    export = functools.partial(export_tools, [definition], fmt, strict=strict)
+    with anyio.fail_after(60):
+        try:
+            return await anyio.to_thread.run_sync(export, abandon_on_cancel=True)
+        except ValueError as exc:
+            return exc
+
+
+def chain(levels: int, combinator: str, leaf: dict[str, Any]) -> dict[str, Any]:
+    """$defs L0 ... L<levels>: each level the ``combinator`` of the next one, twice."""
+    defs: dict[str, Any] = {f"L{levels}": leaf}
+    for i in range(levels - 1, -1, -1):
+        ref = {"$ref": f"#/$defs/L{i + 1}"}
+        defs[f"L{i}"] = {combinator: [ref, {**ref, "description": f"level {i}"}]}
+    return defs
+
+
+# Schemas as anything may write them: any keyword holding any JSON, references that
+# resolve or not, types that are not types, integers past the floats.
+_KEYWORDS = (
+    "type", "properties", "required", "items", "prefixItems", "additionalItems", "anyOf",
+    "oneOf", "allOf", "$ref", "$defs", "definitions", "enum", "const", "format", "description",
+    "nullable", "minimum", "maximum", "minItems", "minLength", "pattern", "multipleOf",
+    "additionalProperties", "default", "not", "exclusiveMinimum", "title",
+)  # fmt: skip
+_MADE_UP_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 10**400),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["object", "string", "integer", "array", "null", "obj", "a", "b", "A"]),
+    st.sampled_from(["#", "#/$defs/A", "#/definitions/A", "#/properties/a", "#/anyOf/0", "x"]),
+)
+MADE_UP_SCHEMAS = st.dictionaries(
+    st.sampled_from(_KEYWORDS),
+    st.recursive(
+        _MADE_UP_SCALARS,
+        lambda children: st.one_of(
+            st.lists(children, max_size=3),
+            st.dictionaries(st.sampled_from((*_KEYWORDS, "a", "b", "A")), children, max_size=5),
+        ),
+        max_leaves=25,
+    ),
+    max_size=6,
+)
+
+
+class TestTermination:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("ref", [None, 5, {}, ["#"]])
+    async def test_a_ref_that_is_not_a_string_ends(self, ref):
+        """``"$ref": null`` made the Gemini rewrite loop forever (and a Worker on GeminiClient
+        with it, on its event loop): a reference that is not a string is refused, wherever
+        it is (strict mode refused it already; the other formats send it as it is)."""
+        node = {"$ref": ref, "description": "what"}
+        schemas = {
+            "property": {"type": "object", "properties": {"a": node}},
+            "root": {"type": "object", "properties": {"a": {}}, **node},
+            "one branch": {
+                "type": "object",
+                "properties": {"a": {"anyOf": [node, {"type": "null"}]}},
+            },
+            "allOf": {"type": "object", "properties": {"a": {"allOf": [node]}}},
+        }
+        for where, schema in schemas.items():
+            for fmt, strict in EXPORTS:
+                result = await outcome(schema, fmt, strict)
+                if fmt == "gemini" or strict or (fmt == "anthropic" and where == "root"):
+                    assert isinstance(result, ValueError), (where, fmt)
+                    assert f" the $ref {ref!r} is not a " in str(result)
+                else:
+                    assert isinstance(result, list), (where, fmt)
+
+    @pytest.mark.anyio
+    async def test_a_model_reused_by_nested_all_ofs_is_merged_once(self):
+        """Each level merged the next one twice: 2**30 merges, for hours (the anthropic
+        format's root, strict mode, Gemini). Each reference is merged once now; Gemini,
+        which inlines each use of a model, stops at its MAX_NODES."""
+        leaf = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+        defs = chain(30, "allOf", leaf)
+        root = {"allOf": [{"$ref": "#/$defs/L0"}], "$defs": defs}
+        nested = {"type": "object", "properties": {"p": {"$ref": "#/$defs/L0"}}, "$defs": defs}
+        for fmt, strict in EXPORTS:
+            merged = await outcome(root, fmt, strict)
+            assert isinstance(merged, list)
+            assert '"a"' in json.dumps(merged)
+            result = await outcome(nested, fmt, strict)
+            if fmt == "gemini":
+                assert f"more than {MAX_NODES} nodes" in str(result)
+            else:
+                assert isinstance(result, list)
+
+    @pytest.mark.anyio
+    async def test_a_model_reused_by_nested_any_ofs_is_read_once(self):
+        """Whether an optional property takes null (strict mode asks) read each level's
+        branches again: 2**40 reads. Each branch is read once now."""
+        schema = {
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/L0"}},
+            "$defs": chain(40, "anyOf", {"type": "string"}),
+        }
+        for fmt, strict in EXPORTS:
+            result = await outcome(schema, fmt, strict)
+            if fmt == "gemini":
+                assert f"more than {MAX_NODES} nodes" in str(result)
+            else:
+                assert isinstance(result, list)
+
+    def test_a_branch_that_refers_back_to_its_any_of_is_not_null(self):
+        """``A = anyOf[A, string]``: null is not valid for it, so the optional property gets
+        strict mode's null for "not given"."""
+        schema = {
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/A"}},
+            "$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}, {"type": "string"}]}},
+        }
+        assert strict_parameters(schema)["properties"]["p"] == {
+            "anyOf": [{"$ref": "#/$defs/A"}, {"type": "null"}]
+        }
+
+    @pytest.mark.parametrize(("fmt", "strict"), [("gemini", False), ("openai", True)])
+    def test_all_of_multiples_past_the_floats_is_refused(self, fmt, strict):
+        """JSON integers have no bound: the ratio of 10**400 and 3 raised OverflowError."""
+        schema = {
+            "type": "object",
+            "properties": {"n": {"allOf": [{"multipleOf": 10**400}, {"multipleOf": 3}]}},
+        }
+        with pytest.raises(ValueError, match="allOf with two different 'multipleOf'"):
+            export_tools([definition(schema)], fmt, strict=strict)
+
+    @pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+    def test_a_root_nested_past_max_depth_is_refused(self, fmt):
+        """allOf in allOf, 400 levels: the merge recursed until Python's limit (a
+        RecursionError out of export_tools); past MAX_DEPTH it is a refusal."""
+        node: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
+        for _ in range(400):
+            node = {"allOf": [node]}
+        with pytest.raises(ValueError, match=f"nests deeper than {MAX_DEPTH} levels of"):
+            export_tools([definition(node)], fmt)
+
+    @pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+    def test_a_root_all_of_no_single_node_says_is_left_out(self, fmt):
+        """Not malformed: the tool's validation checks it (as before)."""
+        schema = {"allOf": [{"anyOf": [{"required": ["a"]}]}, {"anyOf": [{"required": ["b"]}]}]}
+        export_tools([definition(schema)], fmt)
+
+    @pytest.mark.anyio
+    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(schema=MADE_UP_SCHEMAS)
+    async def test_any_schema_exports_or_is_a_value_error(self, schema):
+        """Whatever the schema, every format ends, with its tools or the ValueError
+        export_tools documents (no SchemaProblem, TypeError, KeyError, OverflowError...);
+        what the gemini format gives, google-genai's FunctionDeclaration takes."""
+        try:
+            LlmToolDefinition(name="t", description="d", input_schema=schema)
+        except (TypeError, ValueError):
+            assume(False)  # not a tool's schema at all (its root a string, say)
+        for fmt, strict in EXPORTS:
+            result = await outcome(schema, fmt, strict)
+            if isinstance(result, ValueError):
+                assert type(result) is ValueError
+                assert str(result).startswith("Cannot make ")
+            elif fmt == "gemini":
+                genai_types.FunctionDeclaration.model_validate(result[0])
 
 
 class TestGolden:

@@ -302,3 +302,56 @@ def test_assertions_the_subset_cannot_say_are_noted():
     properties = declared(schema)["parameters"]["properties"]
     assert properties["code"] == {"type": "STRING", "description": '(not: {"enum": ["root"]})'}
     assert properties["tags"]["description"] == '(propertyNames: {"pattern": "^[a-z]+$"})'
+
+
+class TestMalformedValues:
+    @pytest.mark.parametrize(
+        ("node", "problem"),
+        [
+            ({"type": "obj"}, "'type' 'obj' is not a JSON Schema type"),
+            ({"type": ["string", {"x": 1}]}, "'type' {'x': 1} is not a JSON Schema type"),
+            ({"type": None}, "'type' None is not a JSON Schema type"),
+            ({"type": "integer", "minimum": "3"}, "'minimum' is \"3\", not a number"),
+            ({"type": "array", "minItems": 1.5}, "'minItems' is 1.5, not an integer"),
+            ({"type": "string", "description": 5}, "'description' is 5, not a string"),
+            ({"type": "string", "format": []}, "'format' is [], not a string"),
+            ({"type": "string", "nullable": "yes"}, "'nullable' is \"yes\", not true or false"),
+            ({"enum": "a"}, "'enum' is \"a\", not a list"),
+            ({"anyOf": {"type": "string"}}, '\'anyOf\' is {"type": "string"}, not a list'),
+            ({"type": "object", "properties": "a"}, "'properties' is \"a\", not an object"),
+            ({"type": "array", "items": "x"}, '"x" is not a schema Gemini can take'),
+            (
+                {"type": "object", "properties": {"a": {}}, "required": [["a"]]},
+                "'required' is [[\"a\"]], not a list of property names",
+            ),
+        ],
+    )
+    def test_a_value_google_genai_refuses_is_named(self, node, problem):
+        """Copied into the declaration before (or a TypeError, for an unhashable format):
+        google-genai's Schema refused it, or Gemini refused every request of the client."""
+        assert refusal({"type": "object", "properties": {"a": node}}) == problem
+
+    def test_a_whole_number_written_as_a_float_is_an_integer(self):
+        """1.0 is an integer, as JSON Schema says (and pydantic reads it as one)."""
+        assert gemini({"type": "object", "properties": {"a": {"type": "array", "minItems": 1.0}}})
+
+
+class TestArgumentNames:
+    def test_names_gemini_refuses_are_named(self):
+        """google-genai's FunctionDeclaration.parameters: a parameter name is 1 to 64 letters,
+        digits or '_', the first a letter or '_'. They were sent before, and Gemini refused
+        every request of a client with that tool."""
+        names = ["café", "0x", "-dash", "page.size", "a:b", "x" * 65, "ok_1", "_p", "x" * 64]
+        schema = {"type": "object", "properties": {name: {"type": "string"} for name in names}}
+        assert refusal(schema) == (
+            "argument names Gemini refuses (1 to 64 letters, digits or '_', the first a letter "
+            f"or '_'): 'café', '0x', '-dash', 'page.size', 'a:b', '{'x' * 65}'"
+        )
+
+    def test_only_the_arguments_are_checked(self):
+        """The rule is for the function's parameters; a nested object's keys are not them."""
+        schema = {
+            "type": "object",
+            "properties": {"opts": {"type": "object", "properties": {"page.size": {}}}},
+        }
+        assert gemini(schema)["properties"]["opts"]["properties"] == {"page.size": {}}

@@ -9,7 +9,9 @@ rewrite uses too): an ``allOf`` (and a root ``$ref``) is merged in; the
 properties of ``anyOf``/``oneOf`` branches join the root's, required where every
 branch requires them, and the branches themselves are said in the description,
 as the rewrites note what they cannot keep. Any other schema is returned as it
-is. The tool's own validation still checks the whole schema.
+is. The tool's own validation still checks the whole schema. A root union it
+cannot read (a branch's ``type`` that names no JSON type) raises
+``AnthropicSchemaError``.
 
 The API also refuses (again the whole request) an argument name outside
 ``[a-zA-Z0-9_.-]{1,64}`` ("Property keys should match pattern ..."): such a
@@ -22,7 +24,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ._json_schema import JsonSchema, is_schema, one_object_root
+from ._json_schema import JsonSchema, SchemaProblem, argument_names_refused, one_object_root
 
 __all__ = ["AnthropicSchemaError", "anthropic_schema"]
 
@@ -40,13 +42,11 @@ class AnthropicSchemaError(Exception):
 def anthropic_schema(schema: Mapping[str, Any]) -> JsonSchema:
     """``schema`` with a root Anthropic accepts (new dicts where it changed), or
     ``AnthropicSchemaError``."""
-    root = one_object_root(schema)
-    properties = root.get("properties")
-    bad = [
-        name
-        for name in (properties if is_schema(properties) else ())
-        if _ARGUMENT_NAME.fullmatch(name) is None
-    ]
+    try:
+        root = one_object_root(schema)
+    except SchemaProblem as exc:
+        raise AnthropicSchemaError([str(exc)]) from None
+    bad = argument_names_refused(root, _ARGUMENT_NAME)
     if bad:
         names = ", ".join(repr(name) for name in bad[:20])
         raise AnthropicSchemaError(

@@ -32,7 +32,7 @@ call returns new dicts). ``docs/export.md`` lists every rule.
 
 Tool names: the provider formats (``openai``, ``openai-responses``,
 ``anthropic``, ``gemini``) refuse a name those providers would reject
-(``_tool_names``); ``neutral`` and ``mcp`` take any name.
+(``_tool_names``: Gemini's rule is its own); ``neutral`` and ``mcp`` take any name.
 """
 
 from __future__ import annotations
@@ -46,7 +46,13 @@ from ._anthropic_schema import AnthropicSchemaError, anthropic_schema
 from ._gemini_schema import GeminiSchemaError, gemini_schema
 from ._meta import LlmToolDefinition, ToolAnnotations, ToolMeta
 from ._strict_schema import StrictSchemaError, strict_schema
-from ._tool_names import TOOL_NAME_RULE, is_valid_tool_name, provider_safe_names
+from ._tool_names import (
+    GEMINI_TOOL_NAME_RULE,
+    TOOL_NAME_RULE,
+    is_valid_gemini_tool_name,
+    is_valid_tool_name,
+    provider_safe_names,
+)
 
 __all__ = ["FORMATS", "STRICT_FORMATS", "FormatName", "export_tools"]
 
@@ -157,8 +163,14 @@ FORMATS: tuple[FormatName, ...] = get_args(FormatName)
 STRICT_FORMATS: tuple[FormatName, ...] = ("openai", "openai-responses")
 """The formats ``strict=True`` applies to."""
 
-# Formats whose providers refuse names outside the rule of _tool_names.
-_NAMED_FORMATS = frozenset({"openai", "openai-responses", "anthropic", "gemini"})
+_MCP_RENAMES = f"{TOOL_NAME_RULE} (mcp_tool_definitions() does so for an MCP server's tools)"
+# Formats whose providers refuse some names: which names they take, and what, in words.
+_NAME_RULES: Mapping[str, tuple[Callable[[str], bool], str]] = {
+    "openai": (is_valid_tool_name, _MCP_RENAMES),
+    "openai-responses": (is_valid_tool_name, _MCP_RENAMES),
+    "anthropic": (is_valid_tool_name, _MCP_RENAMES),
+    "gemini": (is_valid_gemini_tool_name, GEMINI_TOOL_NAME_RULE),
+}
 
 
 def export_tools(
@@ -192,7 +204,7 @@ def export_tools(
     if isinstance(definitions, (LlmToolDefinition, ToolMeta)) or _meta_of(definitions):
         raise TypeError("export_tools() takes a list of definitions; wrap a single one in [...]")
     specs = [_spec_of(definition) for definition in definitions]
-    if format in _NAMED_FORMATS:
+    if format in _NAME_RULES:
         _check_names(specs, format)
     _check_unique(specs)
     kind = "strict" if strict else format if format in ("gemini", "anthropic") else None
@@ -236,14 +248,18 @@ def _spec_of(definition: object) -> LlmToolDefinition | ToolMeta:
 
 
 def _check_names(specs: list[LlmToolDefinition | ToolMeta], format: str) -> None:
-    bad = [spec.name for spec in specs if not is_valid_tool_name(spec.name)]
+    valid, rule = _NAME_RULES[format]
+    bad = [spec.name for spec in specs if not valid(spec.name)]
     if not bad:
         return
-    safe = dict(zip(bad, provider_safe_names(bad), strict=True))
+    # A provider-safe name is refused by Gemini only for its first character (a digit, '-').
+    safe = {
+        name: new if valid(new) else f"_{new}"
+        for name, new in zip(bad, provider_safe_names(bad), strict=True)
+    }
     lines = "\n".join(f"  {name!r} (for instance {safe[name]!r})" for name in bad)
     raise ValueError(
-        f"Tool names the {format} format's provider refuses; rename them to {TOOL_NAME_RULE} "
-        f"(mcp_tool_definitions() does so for an MCP server's tools):\n{lines}"
+        f"Tool names the {format} format's provider refuses; rename them to {rule}:\n{lines}"
     )
 
 

@@ -1,19 +1,24 @@
 """Gemini's function parameters: JSON Schema rewritten into its OpenAPI-subset ``Schema``.
 
 ``gemini_schema(schema)`` returns the rewrite, or raises ``GeminiSchemaError``
-listing what has none. The rules are in ``docs/export.md`` ("Gemini").
+listing what has none: a keyword whose value google-genai's ``Schema`` would
+refuse (``"minimum": "3"``, ``"type": "obj"``), or an argument name Gemini
+refuses (google-genai's ``FunctionDeclaration.parameters``: 1 to 64 letters,
+digits or ``_``, the first a letter or ``_``). The rules are in ``docs/export.md``
+("Gemini").
 
 Gemini's ``Schema`` has no references, so every ``$ref`` (to ``$defs``,
 ``definitions`` or any other place of the schema) is inlined, and a schema
 that reuses a model at many levels grows with each level. The rewrite
-therefore stops with a clear error past ``MAX_NODES`` nodes of output or
-``MAX_DEPTH`` levels of nesting, rather than running for minutes or
-recursing until Python gives up; below those bounds it takes time linear in
-the size of what it writes.
+therefore stops with a clear error past ``MAX_NODES`` nodes (written, or read
+while merging ``allOf``s and inlining ``$ref``s) or ``MAX_DEPTH`` levels of
+nesting, rather than running for minutes or recursing until Python gives up;
+below those bounds it takes time linear in the size of what it writes.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,11 +28,15 @@ from ._json_schema import (
     NoValue,
     Refs,
     SchemaProblem,
+    allows_type,
+    argument_names_refused,
     is_list,
     is_schema,
     json_text,
+    json_type,
     merge,
     one_object_root,
+    written_types,
 )
 
 __all__ = ["MAX_NODES", "GeminiSchemaError", "gemini_schema"]
@@ -90,6 +99,27 @@ _KEYWORD_TYPES: dict[str, frozenset[str]] = {
         frozenset({"number", "integer"}),
     ),
 }
+# The JSON type of each kept keyword's value: google-genai's Schema refuses any other.
+_VALUE_TYPES = {
+    **dict.fromkeys(("description", "format", "pattern"), "string"),
+    **dict.fromkeys(("minimum", "maximum"), "number"),
+    **dict.fromkeys(
+        ("minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"),
+        "integer",
+    ),
+    **dict.fromkeys(("enum", "required", "anyOf"), "array"),
+    "nullable": "boolean",
+    "properties": "object",
+}
+_A_VALUE = {
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "array": "a list",
+    "boolean": "true or false",
+    "object": "an object",
+}
+_ARGUMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _FORMATS = {
     "STRING": frozenset({"date-time", "enum"}),
     "NUMBER": frozenset({"float", "double"}),
@@ -119,9 +149,9 @@ class _TooBig(Exception):
 
 def gemini_schema(schema: Mapping[str, Any]) -> JsonSchema:
     """``schema`` as Gemini's ``Schema`` (new dicts), or ``GeminiSchemaError``."""
-    rewriter = _Gemini(one_object_root(schema))
     try:
-        return _arguments(rewriter.node(rewriter.refs.root, (), 0))
+        rewriter = _Gemini(one_object_root(schema))
+        root = _arguments(rewriter.node(rewriter.refs.root, (), 0))
     except SchemaProblem as exc:
         raise GeminiSchemaError([str(exc)]) from None
     except NoValue:
@@ -130,6 +160,16 @@ def gemini_schema(schema: Mapping[str, Any]) -> JsonSchema:
         raise GeminiSchemaError([str(exc)]) from None
     except RecursionError:
         raise GeminiSchemaError([f"the schema nests deeper than {MAX_DEPTH} levels"]) from None
+    bad = argument_names_refused(root, _ARGUMENT_NAME)
+    if bad:
+        names = ", ".join(repr(name) for name in bad[:20])
+        raise GeminiSchemaError(
+            [
+                f"argument names Gemini refuses (1 to 64 letters, digits or '_', the first "
+                f"a letter or '_'): {names}"
+            ]
+        )
+    return root
 
 
 class _Gemini:
@@ -137,37 +177,40 @@ class _Gemini:
         self.refs = Refs(root)
         self.left = MAX_NODES
 
-    def node(self, schema: object, inlining: tuple[str, ...], depth: int) -> JsonSchema:
+    def spend(self) -> None:
+        """One node more, written or read: ``_TooBig`` past ``MAX_NODES``."""
         self.left -= 1
         if self.left < 0:
             raise _TooBig(
                 f"the schema has more than {MAX_NODES} nodes once its $refs are inlined "
                 f"(Gemini's schemas have no references); reuse fewer models, or nest them less"
             )
+
+    def node(self, schema: object, inlining: tuple[str, ...], depth: int) -> JsonSchema:
+        self.spend()
         if depth > MAX_DEPTH:
             raise _TooBig(f"the schema nests deeper than {MAX_DEPTH} levels once inlined")
         if schema is True:
             return {}  # any value
         if not is_schema(schema):
             raise SchemaProblem(f"{json_text(schema)} is not a schema Gemini can take")
+        node: JsonSchema
         node, inlining = self.merged(schema, inlining)
         node = _tuple_items(node)
 
         node = {("anyOf" if k == "oneOf" else k): v for k, v in node.items()}
         nullable = False
 
-        kind = node.get("type")
-        if is_list(kind):
-            kinds = [k for k in kind if k != "null"]
-            nullable = len(kinds) < len(kind)
-            node = {k: v for k, v in node.items() if k != "type"}
+        if "type" in node:
+            written = written_types(node["type"])
+            kinds = [k for k in written if k != "null"]
+            nullable = len(kinds) < len(written)
             if len(kinds) == 1:
-                node["type"] = kinds[0]
-            elif kinds:
-                node = _type_branches(node, kinds)
-        elif kind == "null":
-            node = {k: v for k, v in node.items() if k != "type"}
-            nullable = True
+                node = {**node, "type": kinds[0]}
+            else:
+                node = {k: v for k, v in node.items() if k != "type"}
+                if kinds:
+                    node = _type_branches(node, kinds)
 
         branches = node.get("anyOf")
         if is_list(branches):
@@ -189,13 +232,14 @@ class _Gemini:
         notes: list[str] = []
         result: JsonSchema = {}
         for key, value in node.items():
-            if key == "properties" and is_schema(value):
+            _check_value(key, value)
+            if key == "properties":
                 result[key] = {
                     name: self.node(sub, inlining, depth + 1) for name, sub in value.items()
                 }
-            elif key == "items" and (is_schema(value) or value is True):
+            elif key == "items":
                 result[key] = self.node(value, inlining, depth + 1)
-            elif key == "anyOf" and is_list(value):
+            elif key == "anyOf":
                 result[key] = [self.node(sub, inlining, depth + 1) for sub in value]
             elif key == "additionalProperties" and _open(value) and "properties" not in node:
                 # A map: Gemini has no additionalProperties, so its values' schema in words.
@@ -207,7 +251,7 @@ class _Gemini:
             elif key in _KEYWORDS:
                 result[key] = value
 
-        if "enum" in result and is_list(result["enum"]):
+        if "enum" in result:
             values: list[Any] = result["enum"]
             if None in values:
                 nullable = True
@@ -225,8 +269,8 @@ class _Gemini:
                     result["type"] = inferred
             result["enum"] = [v if isinstance(v, str) else json_text(v) for v in values]
 
-        if isinstance(result.get("type"), str):
-            result["type"] = _TYPES.get(result["type"], result["type"].upper())
+        if "type" in result:
+            result["type"] = _TYPES[result["type"]]
         if "enum" in result and result.get("type") in ("STRING", "INTEGER"):
             result.setdefault("format", "enum")
         fmt = result.get("format")
@@ -247,6 +291,7 @@ class _Gemini:
     ) -> tuple[JsonSchema, tuple[str, ...]]:
         """``schema`` with its ``$ref`` inlined and its ``allOf`` merged in."""
         while "$ref" in schema or "allOf" in schema:
+            self.spend()  # what a reused model costs, merged again at each use
             if "$ref" in schema:
                 schema, inlining = self.inline(schema, inlining)
                 continue
@@ -280,6 +325,15 @@ class _Gemini:
         if not is_schema(target) or ref in inlining:
             return siblings, inlining
         return {**target, **siblings}, (*inlining, str(ref))
+
+
+def _check_value(key: str, value: Any) -> None:
+    """``SchemaProblem`` unless ``value`` is what google-genai's ``Schema`` takes for ``key``."""
+    expected = _VALUE_TYPES.get(key)
+    if expected is not None and not allows_type({expected}, json_type(value)):
+        raise SchemaProblem(f"{key!r} is {json_text(value)}, not {_A_VALUE[expected]}")
+    if key == "required" and not all(isinstance(name, str) for name in value):
+        raise SchemaProblem(f"'required' is {json_text(value)}, not a list of property names")
 
 
 def _is_null_schema(schema: object) -> bool:
@@ -324,10 +378,10 @@ def _tuple_items(schema: JsonSchema) -> JsonSchema:
         rest = {k: v for k, v in schema.items() if k not in ("items", "additionalItems")}
         later = schema.get("additionalItems")
         return _tuple_items({**rest, "prefixItems": schema["items"], "items": later})
-    choices: list[Any] = []
+    distinct: dict[str, Any] = {}  # by JSON text: equal item schemas compare in linear time
     for item in [*prefix, *([schema["items"]] if is_schema(schema.get("items")) else [])]:
-        if item not in choices:
-            choices.append(item)
+        distinct.setdefault(json_text(item), item)
+    choices = list(distinct.values())
     rest = {k: v for k, v in schema.items() if k not in ("prefixItems", "items")}
     if choices:
         rest["items"] = choices[0] if len(choices) == 1 else {"anyOf": choices}

@@ -12,7 +12,10 @@ on what a schema means. The reading rules, beyond JSON Schema itself:
   the tighter value; an entry with ``additionalProperties: false`` keeps only
   its own properties. A merged node without a written type takes the types its
   keywords imply, as any node does. What cannot be merged exactly raises
-  ``SchemaProblem``.
+  ``NoSingleForm`` (a ``SchemaProblem``). A model merged in at many places is
+  merged once (``Refs.flat``), and merges of merges stay one flat ``allOf``, so
+  merging takes time and space linear in the schema, nested at most
+  ``MAX_DEPTH`` levels of ``$ref`` and ``allOf``.
 - References are local JSON pointers (``#``, ``#/$defs/X``,
   ``#/definitions/X``, ``#/properties/a``...); any other raises ``SchemaProblem``.
 
@@ -22,6 +25,7 @@ Nothing here mutates a schema; every merge builds new dicts.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
@@ -32,11 +36,13 @@ __all__ = [
     "TYPES",
     "JsonSchema",
     "Merged",
+    "NoSingleForm",
     "NoValue",
     "Refs",
     "SchemaProblem",
     "admits_null",
     "allows_type",
+    "argument_names_refused",
     "flatten",
     "is_list",
     "is_schema",
@@ -48,6 +54,7 @@ __all__ = [
     "single_valued",
     "types_of",
     "values_of",
+    "written_types",
 ]
 
 JsonSchema = dict[str, Any]
@@ -144,6 +151,11 @@ class SchemaProblem(Exception):
     """A schema the rewrite cannot read or express; ``str()`` says what and why."""
 
 
+class NoSingleForm(SchemaProblem):
+    """An ``allOf`` whose entries no single node says together (two different ``pattern``s):
+    a schema that is right, but that a merge cannot write."""
+
+
 class NoValue(Exception):
     """No value satisfies the schema (an empty ``enum``, ``allOf`` of two types...)."""
 
@@ -200,10 +212,13 @@ def node_count(schema: object) -> int:
 class Refs:
     """Resolves the local ``$ref`` pointers of one root schema."""
 
-    __slots__ = ("root",)
+    __slots__ = ("flat", "root")
 
     def __init__(self, root: JsonSchema) -> None:
         self.root = root
+        # What each reference flattens to (``flatten``): a model that many ``allOf``s
+        # reuse, at many levels, is flattened once, not once per path to it.
+        self.flat: dict[str, JsonSchema] = {}
 
     def resolve(self, ref: object) -> JsonSchema | bool:
         """The schema ``ref`` points to; ``SchemaProblem`` if it points to none."""
@@ -239,15 +254,30 @@ def types_of(node: JsonSchema) -> set[str] | None:
     """
     kind = node.get("type")
     if kind is not None:
-        kinds = kind if is_list(kind) else [kind]
-        unknown = [k for k in kinds if k not in TYPES]
-        if unknown:
-            raise SchemaProblem(f"'type' {unknown[0]!r} is not a JSON Schema type")
+        kinds = written_types(kind)
         if node.get("nullable") is True:
             return {*kinds, "null"}
         return set(kinds)
     implied = {t for t, keywords in _TYPE_KEYWORDS.items() if not keywords.isdisjoint(node)}
     return implied or None
+
+
+def written_types(kind: object) -> list[str]:
+    """The types a ``type`` keyword of value ``kind`` names; ``SchemaProblem`` for any
+    other value."""
+    kinds: list[Any] = kind if is_list(kind) else [kind]
+    unknown = [k for k in kinds if k not in TYPES]
+    if unknown:
+        raise SchemaProblem(f"'type' {unknown[0]!r} is not a JSON Schema type")
+    return kinds
+
+
+def argument_names_refused(root: JsonSchema, rule: re.Pattern[str]) -> list[str]:
+    """The names of ``root``'s properties (a tool's arguments) that ``rule`` does not match
+    in full: a provider refuses the whole request for one of them."""
+    properties = root.get("properties")
+    names = properties if is_schema(properties) else ()
+    return [name for name in names if rule.fullmatch(name) is None]
 
 
 def allows_type(types: set[str] | None, kind: str) -> bool:
@@ -273,31 +303,40 @@ def values_of(node: JsonSchema) -> list[Any] | None:
     return list(enum) if is_list(enum) else None
 
 
-def flatten(schema: object, refs: Refs, resolving: frozenset[str] = frozenset()) -> JsonSchema:
+def flatten(
+    schema: object, refs: Refs, resolving: frozenset[str] = frozenset(), depth: int = 0
+) -> JsonSchema:
     """``schema`` with its ``$ref`` and ``allOf`` merged in; ``NoValue`` if nothing fits.
 
     ``anyOf``/``oneOf`` stay (at most one of them may come out of a merge).
+    ``SchemaProblem`` past ``MAX_DEPTH`` nested references and ``allOf``s.
     """
     if schema is True:
         return {}
     if not is_schema(schema):
         raise NoValue
-    ref = schema.get("$ref")
-    all_of = schema.get("allOf")
-    if ref is None and all_of is None:
+    if "$ref" not in schema and "allOf" not in schema:
         return schema
+    if depth > MAX_DEPTH:
+        raise SchemaProblem(f"the schema nests deeper than {MAX_DEPTH} levels of $ref and allOf")
     own = {k: v for k, v in schema.items() if k not in ("$ref", "allOf")}
     parts: list[JsonSchema] = [own]
-    if ref is not None:
+    if "$ref" in schema:
+        ref = schema["$ref"]
         if not isinstance(ref, str):
             raise SchemaProblem(f"the $ref {ref!r} is not a string")
-        if ref in resolving:
-            raise SchemaProblem(f"the $ref {ref!r} refers back to itself through allOf or $ref")
-        parts.append(flatten(refs.resolve(ref), refs, resolving | {ref}))
-    if all_of is not None:
+        flat = refs.flat.get(ref)
+        if flat is None:
+            if ref in resolving:
+                raise SchemaProblem(f"the $ref {ref!r} refers back to itself through allOf or $ref")
+            target = refs.resolve(ref)
+            flat = refs.flat[ref] = flatten(target, refs, resolving | {ref}, depth + 1)
+        parts.append(flat)
+    if "allOf" in schema:
+        all_of = schema["allOf"]
         if not is_list(all_of):
             raise SchemaProblem("'allOf' is not a list")
-        parts.extend(flatten(entry, refs, resolving) for entry in all_of)
+        parts.extend(flatten(entry, refs, resolving, depth + 1) for entry in all_of)
     return merge(parts)
 
 
@@ -342,7 +381,7 @@ def merge(parts: list[JsonSchema]) -> JsonSchema:
         if extra is False:
             closed.append(set(own) if is_schema(own) else set())
         elif extra is not None and extra is not True and extra != {}:
-            raise SchemaProblem("allOf of objects with additionalProperties schemas has no merge")
+            raise NoSingleForm("allOf of objects with additionalProperties schemas has no merge")
         if "items" in part:
             items.append(part["items"])
         for key, value in part.items():
@@ -360,7 +399,7 @@ def merge(parts: list[JsonSchema]) -> JsonSchema:
     if properties:
         allowed = closed[0].intersection(*closed[1:]) if closed else None
         result["properties"] = {
-            name: subs[0] if len(subs) == 1 else {"allOf": Merged(subs)}
+            name: _all_of(subs)
             for name, subs in properties.items()
             if allowed is None or name in allowed
         }
@@ -378,8 +417,24 @@ def merge(parts: list[JsonSchema]) -> JsonSchema:
     if required:
         result["required"] = required
     if items:
-        result["items"] = items[0] if len(items) == 1 else {"allOf": Merged(items)}
+        result["items"] = _all_of(items)
     return result
+
+
+def _all_of(schemas: list[Any]) -> Any:
+    """One schema for what all of ``schemas`` accept: a ``Merged`` allOf holding each once.
+
+    An entry that a merge made (``{"allOf": Merged}``) gives its own entries, so a model
+    merged in at many levels (its properties again at each) stays one flat list, and the
+    result stays small: nested, merges of merges would double at each level.
+    """
+    entries: dict[int, Any] = {}  # by identity: a merge shares the schemas it merges
+    for schema in schemas:
+        made = schema.get("allOf") if is_schema(schema) and len(schema) == 1 else None
+        for entry in made if isinstance(made, Merged) else [schema]:
+            entries.setdefault(id(entry), entry)
+    distinct = list(entries.values())
+    return distinct[0] if len(distinct) == 1 else {"allOf": Merged(distinct)}
 
 
 def _merge_keyword(result: JsonSchema, key: str, value: Any) -> None:
@@ -400,7 +455,7 @@ def _merge_keyword(result: JsonSchema, key: str, value: Any) -> None:
     elif key == "uniqueItems":
         result[key] = bool(old) or bool(value)
     else:
-        raise SchemaProblem(f"allOf with two different {key!r} has no single form")
+        raise NoSingleForm(f"allOf with two different {key!r} has no single form")
 
 
 def _numbers(*values: object) -> bool:
@@ -409,11 +464,27 @@ def _numbers(*values: object) -> bool:
 
 def _divides(a: float, b: float) -> bool:
     small, large = sorted((a, b))
-    return small > 0 and (large / small) == int(large / small)
+    try:
+        return small > 0 and (large / small).is_integer()
+    except OverflowError:  # JSON integers have no bound; a ratio past the largest float
+        return False
 
 
 def admits_null(schema: object, refs: Refs) -> bool:
-    """Whether ``null`` is valid for ``schema`` (read as this module's docstring says)."""
+    """Whether ``null`` is valid for ``schema`` (read as this module's docstring says).
+
+    ``SchemaProblem`` past ``MAX_DEPTH`` nested ``anyOf``s.
+    """
+    return _admits_null(schema, refs, {}, 0)
+
+
+def _admits_null(schema: object, refs: Refs, seen: dict[int, object], depth: int) -> bool:
+    """``seen``: the ``anyOf`` branches read so far, by identity (held, so no id is reused).
+
+    Null is valid through some branch only if it is through a branch read once, so a
+    branch reached again adds nothing: branches reused through ``$ref``s cost linear
+    time, and a branch that refers back to its own ``anyOf`` ends the search.
+    """
     try:
         node = flatten(schema, refs)
     except NoValue:
@@ -426,7 +497,11 @@ def admits_null(schema: object, refs: Refs) -> bool:
         return False
     branches = node.get("anyOf", node.get("oneOf"))
     if is_list(branches):
-        return any(admits_null(branch, refs) for branch in branches)
+        if depth >= MAX_DEPTH:
+            raise SchemaProblem(f"the schema nests deeper than {MAX_DEPTH} levels of anyOf")
+        unread = [branch for branch in branches if id(branch) not in seen]
+        seen.update((id(branch), branch) for branch in unread)
+        return any(_admits_null(branch, refs, seen, depth + 1) for branch in unread)
     return True
 
 
@@ -456,7 +531,9 @@ def one_object_root(schema: Mapping[str, Any]) -> JsonSchema:
     A root ``$ref`` or ``allOf`` is merged in; the properties of ``anyOf``/``oneOf``
     branches join the root's (required where every branch requires them), the branches
     said in the description; ``"type": ["object", "null"]`` is ``"object"``. Any other
-    root is returned as it is (new dicts where it changed).
+    root is returned as it is (new dicts where it changed). ``SchemaProblem`` for a
+    root that cannot be read: a ``$ref`` that points to nothing, a ``type`` that names no
+    JSON type, nesting past ``MAX_DEPTH``. An ``allOf`` no single node says is left out.
     """
     kind = schema.get("type")
     if not any(key in schema for key in _ROOT_KEYWORDS) and not is_list(kind):
@@ -466,7 +543,7 @@ def one_object_root(schema: Mapping[str, Any]) -> JsonSchema:
     own = {k: v for k, v in schema.items() if k not in _DEFINITIONS}
     try:
         root = flatten(own, refs)
-    except (SchemaProblem, NoValue):
+    except (NoSingleForm, NoValue):  # the tool's validation checks what a merge cannot say
         root = {k: v for k, v in own.items() if k != "allOf"}
     for key in ("anyOf", "oneOf"):
         branches = root.get(key)
@@ -483,7 +560,8 @@ def _joined(root: JsonSchema, key: str, branches: list[Any], refs: Refs) -> Json
     """``root`` with the properties of its ``anyOf``/``oneOf`` branches that can be objects;
     when there are several, they are said in the description."""
     properties = dict(root.get("properties", {})) if is_schema(root.get("properties")) else {}
-    required: list[str] = list(root.get("required", [])) if is_list(root.get("required")) else []
+    written = root.get("required")
+    required = [name for name in written if isinstance(name, str)] if is_list(written) else []
     every: set[str] | None = None
     objects: list[Any] = []
     for branch in branches:

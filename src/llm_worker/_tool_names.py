@@ -1,9 +1,18 @@
 """The tool names model providers accept, and how a name they refuse is renamed.
 
-OpenAI and Anthropic take ``^[a-zA-Z0-9_-]{1,64}$``; Gemini takes those names
-too. ``@tool`` names must follow the rule, ``export_tools`` refuses a name
-that does not for a provider's format, and ``mcp_tool_definitions`` renames a
-server's tool that does not (the calls still go out under the server's name):
+OpenAI and Anthropic take ``^[a-zA-Z0-9_-]{1,64}$``. ``@tool`` names must follow
+the rule, the ``openai``, ``openai-responses`` and ``anthropic`` formats of
+``export_tools`` refuse a name that does not, and ``mcp_tool_definitions``
+renames a server's tool that does not (the calls still go out under the
+server's name), by the rule below.
+
+Gemini takes 1 to 128 letters, digits, ``_``, ``.``, ``:`` or ``-``, the first a
+letter or ``_`` (google-genai's ``FunctionDeclaration.name``): not every name of
+the rule above (``3d_render``, ``-x``), and some others (``files.read``). The
+``gemini`` format refuses a name Gemini does not take (``mcp_tool_definitions``
+does not rename for it).
+
+Renaming:
 
 1. A name that follows the rule is kept.
 2. Otherwise each run of other characters becomes one ``_``
@@ -21,12 +30,22 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-__all__ = ["TOOL_NAME_RULE", "is_valid_tool_name", "provider_safe_names"]
+__all__ = [
+    "GEMINI_TOOL_NAME_RULE",
+    "TOOL_NAME_RULE",
+    "is_valid_gemini_tool_name",
+    "is_valid_tool_name",
+    "provider_safe_names",
+]
 
 TOOL_NAME_RULE = "1 to 64 letters, digits, '_' or '-'"
 """The rule in words, for error messages."""
 
+GEMINI_TOOL_NAME_RULE = "1 to 128 letters, digits, '_', '.', ':' or '-', the first a letter or '_'"
+"""Gemini's rule in words."""
+
 _VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_GEMINI_VALID = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,127}")
 _OTHERS = re.compile(r"[^A-Za-z0-9_-]+")
 _HASHED_PREFIX = 55  # 55 + "_" + 8 hex digits = 64
 
@@ -34,6 +53,11 @@ _HASHED_PREFIX = 55  # 55 + "_" + 8 hex digits = 64
 def is_valid_tool_name(name: str) -> bool:
     """Whether ``name`` is a name every major provider accepts."""
     return _VALID.fullmatch(name) is not None
+
+
+def is_valid_gemini_tool_name(name: str) -> bool:
+    """Whether Gemini accepts ``name`` as a function's name."""
+    return _GEMINI_VALID.fullmatch(name) is not None
 
 
 def provider_safe_names(names: Sequence[str]) -> list[str]:
