@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 import anyio
 
@@ -119,6 +120,35 @@ class Threads:
             return "late result"
         finally:
             self.finished.set()
+
+
+# -- hand-written tools ------------------------------------------------------------------
+
+
+class Returns:
+    """A hand-written ``Tool`` returning what it was given (any object: a text, a
+    ``ToolReturn``, something no tool should return)."""
+
+    def __init__(self, result: object) -> None:
+        self.result = result
+
+    async def execute(self, input_json: str) -> Any:
+        return self.result
+
+
+class Raises:
+    """A hand-written ``Tool`` raising what it was given."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    async def execute(self, input_json: str) -> str:
+        raise self.error
+
+
+def hand_written(name: str, tool: object) -> Any:
+    """A definition registering the hand-written ``tool`` as ``name``."""
+    return lambda: (ToolMeta(name=name), tool)
 
 
 class BrokenTool:

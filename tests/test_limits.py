@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support import Raises, Returns, hand_written
 
 from llm_worker import (
     ExecutionFailedError,
@@ -26,7 +27,6 @@ from llm_worker import (
     Limits,
     TextPart,
     ToolExecutionError,
-    ToolMeta,
     ToolResult,
     ToolReturn,
     ToolServer,
@@ -141,30 +141,6 @@ class CountingTool:
     async def execute(self, input_json: str) -> str:
         self.inputs.append(input_json)
         return "ok"
-
-
-class ReturningTool:
-    """A hand-written ``Tool`` that answers a fixed text."""
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-
-    async def execute(self, input_json: str) -> str:
-        return self.answer
-
-
-class RaisingTool:
-    """A hand-written ``Tool`` that raises ``exc`` (not a ``ToolError``)."""
-
-    def __init__(self, exc: Exception) -> None:
-        self.exc = exc
-
-    async def execute(self, input_json: str) -> str:
-        raise self.exc
-
-
-def hand_definition(name: str, hand_tool: object) -> Any:
-    return lambda: (ToolMeta(name=name), hand_tool)
 
 
 class Rig:
@@ -465,7 +441,7 @@ class TestWorkerInputLimits:
         """A hand-written tool is held to the worker's size limit: it is not called and the
         model reads the limit."""
         hand = CountingTool()
-        rig = Rig(hand_definition("hand", hand), limits=Limits(max_input_bytes=100))
+        rig = Rig(hand_written("hand", hand), limits=Limits(max_input_bytes=100))
         big, fits = '"' + "é" * 60 + '"', '"' + "é" * 49 + '"'
         results = await rig.results([ScriptedCall("hand", big), ScriptedCall("hand", fits)])
         assert results[0].content == f"Invalid argument: {too_big(122, 100)}"
@@ -477,7 +453,7 @@ class TestWorkerInputLimits:
     async def test_depth_limit_applies_to_a_hand_written_tool(self):
         """A hand-written tool is held to the worker's depth limit."""
         hand = CountingTool()
-        rig = Rig(hand_definition("hand", hand), limits=Limits(max_input_depth=4))
+        rig = Rig(hand_written("hand", hand), limits=Limits(max_input_depth=4))
         results = await rig.results(
             [ScriptedCall("hand", nested_input(5)), ScriptedCall("hand", nested_input(4))],
         )
@@ -516,7 +492,7 @@ class TestWorkerInputLimits:
     async def test_a_hook_rewritten_input_is_what_is_checked(self):
         """The limits apply to the call as the pre-tool-call hooks left it."""
         hand = CountingTool()
-        rig = Rig(hand_definition("hand", hand), limits=Limits(max_input_bytes=20))
+        rig = Rig(hand_written("hand", hand), limits=Limits(max_input_bytes=20))
 
         def shrink(ctx):
             ctx.call = dataclasses.replace(ctx.call, input_json="{}")
@@ -647,7 +623,7 @@ class TestRichResultCap:
     async def test_a_result_of_many_text_parts_is_capped_as_a_whole(self):
         """Each part got room of its own (256 bytes once the cap was spent): 200 parts
         reached the model as 48 KB with a cap of 1 000 bytes."""
-        rig = Rig(hand_definition("rich", RichTool()), limits=Limits(max_result_bytes=1000))
+        rig = Rig(hand_written("rich", RichTool()), limits=Limits(max_result_bytes=1000))
         [result] = await rig.results([ScriptedCall("rich")])
         assert len(result.content.encode()) <= 1000
         assert result.content.startswith("part 0: xxx")
@@ -660,7 +636,7 @@ class TestWorkerResultCap:
     async def test_long_result_is_capped(self):
         """A result over ``max_result_bytes`` reaches the model cut, with the note."""
         text = "€" * 1000
-        rig = Rig(hand_definition("long", ReturningTool(text)), limits=Limits(max_result_bytes=500))
+        rig = Rig(hand_written("long", Returns(text)), limits=Limits(max_result_bytes=500))
         [result] = await rig.results([ScriptedCall("long")])
         assert result.content == cap_result(text, 500)
         kept, dropped, total = split_capped(result.content)
@@ -671,7 +647,7 @@ class TestWorkerResultCap:
     async def test_result_at_the_cap_is_untouched(self):
         """A result of exactly ``max_result_bytes`` bytes is passed on unchanged."""
         text = "é" * 250
-        rig = Rig(hand_definition("fits", ReturningTool(text)), limits=Limits(max_result_bytes=500))
+        rig = Rig(hand_written("fits", Returns(text)), limits=Limits(max_result_bytes=500))
         [result] = await rig.results([ScriptedCall("fits")])
         assert result.content == text
 
@@ -696,8 +672,8 @@ class TestWorkerResultCap:
     async def test_default_cap_is_100_000_bytes(self):
         """With default limits a 100 000-byte result passes and a 100 001-byte one is cut."""
         rig = Rig(
-            hand_definition("fits", ReturningTool("x" * 100_000)),
-            hand_definition("over", ReturningTool("x" * 100_001)),
+            hand_written("fits", Returns("x" * 100_000)),
+            hand_written("over", Returns("x" * 100_001)),
         )
         fits, over = await rig.results([ScriptedCall("fits"), ScriptedCall("over")])
         assert fits.content == "x" * 100_000
@@ -806,7 +782,7 @@ class TestModelFacingErrors:
         """A hand-written tool raising a non-ToolError: the model reads only the exception's
         class; the exception is logged at ERROR."""
         exc = RuntimeError(f"broken {Widget()} in /srv/app/x.py")
-        rig = Rig(hand_definition("hand", RaisingTool(exc)))
+        rig = Rig(hand_written("hand", Raises(exc)))
         caplog.set_level(logging.INFO, logger="llm_worker")
         [result] = await rig.results([ScriptedCall("hand")])
         assert result.content == "Internal error: tool 'hand' failed unexpectedly (RuntimeError)"
@@ -838,7 +814,7 @@ class TestModelFacingErrors:
 
         rig = Rig(
             *tool_definitions(Nasty()),
-            hand_definition("hand", RaisingTool(OSError("/etc/shadow: denied"))),
+            hand_written("hand", Raises(OSError("/etc/shadow: denied"))),
         )
         results = await rig.results(
             [

@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
-from support import calls, results_of
+from support import Raises, Returns, calls, hand_written, results_of
 
 from llm_worker import (
     ExecutionFailedError,
@@ -51,26 +51,6 @@ class Proxy:
         raise ConnectionError("db unreachable")
 
 
-class Returns:
-    """A hand-written tool returning what it was given."""
-
-    def __init__(self, result: object) -> None:
-        self.result = result
-
-    async def execute(self, input_json: str) -> Any:
-        return self.result
-
-
-class Raises:
-    """A hand-written tool raising what it was given."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-    async def execute(self, input_json: str) -> str:
-        raise self.error
-
-
 @tool_registry
 class App:
     @tool
@@ -95,10 +75,6 @@ class App:
             return {"a": "1"}[key]
         except KeyError as exc:
             raise ExecutionFailedError(exc) from exc  # type: ignore[arg-type]
-
-
-def hand_written(name: str, tool: object) -> Any:
-    return lambda: (ToolMeta(name=name), tool)
 
 
 async def run_calls(

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Generic
 import anyio
 from typing_extensions import Self, TypeVar, final
 
-from ._approvals import Decision, PendingCall
+from ._approvals import APPROVAL_NEEDED, Decision, PendingCall
 from ._batch import CallSlot, SlotState, ToolBatch
 from ._client import (
     LlmRequest,
@@ -673,7 +673,7 @@ class _Turns:
                 decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
                 if isinstance(decision, Continue):
                     if policy is not False and await needs_approval(policy, ctx):
-                        batch.hold(slot, ctx.call, "requires approval")
+                        batch.hold(slot, ctx.call, APPROVAL_NEEDED)
                     else:
                         batch.ready(slot, ctx.call)
                 elif isinstance(decision, Pause):
