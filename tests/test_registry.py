@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import pickle
 from typing import Annotated, Any
 
@@ -132,6 +133,25 @@ class TestToolFactory:
         meta, tool_instance = again()
         assert meta == App.search.meta()
         assert await tool_instance.execute('{"query": "q"}') == "q/10"
+
+    def test_a_tools_doctests_are_collected_once(self):
+        """The generated tool class held the method as a function of its own, so doctest
+        (``pytest --doctest-modules``) collected and ran the method's examples twice."""
+
+        @tool_registry
+        class Calc:
+            @tool
+            async def add(self, a: int) -> int:
+                """Add.
+
+                >>> 1 + 1
+                2
+                """
+                return a
+
+        finder = doctest.DocTestFinder()
+        found = [test.name for test in finder.find(Calc, "Calc", module=False) if test.examples]
+        assert found == ["Calc.add"]
 
 
 class TestDeclarationErrors:

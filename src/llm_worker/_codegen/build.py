@@ -23,7 +23,7 @@ from .args_model import LazyArgsModel, generated_doc, lazy_args_model
 from .fields import fresh_default
 from .introspect import REQUIRED, MethodSpec, ParameterSpec, unwrapped
 from .plan import RegistryPlan, ToolPlan
-from .runtime import GeneratedTool, make_execute
+from .runtime import GeneratedTool, MethodTarget, make_execute
 from .schema import input_schema_of
 
 __all__ = ["build_registry"]
@@ -88,10 +88,7 @@ def _build_tool_class(
         "args_model": args_model,
         "tool_name": spec.tool_name,
         "execute": execute,
-        "_owner": cls,
-        "_attr_name": spec.attr_name,
-        "_func": spec.func,
-        "_is_async": spec.is_async,
+        "_target": MethodTarget(cls, spec.attr_name, spec.func, spec.is_async),
         # What a Worker reads when the tool is registered (see ToolEntry); a policy
         # function is kept as it is, not turned into a method of the tool.
         "requires_approval": staticmethod(options.requires_approval)

@@ -16,6 +16,7 @@ import json
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, cast
 
 from pydantic import BaseModel, ValidationError
@@ -50,9 +51,23 @@ from .introspect import is_async_function, unwrapped
 from .non_finite import admits_non_finite
 from .threads import run_in_thread
 
-__all__ = ["GeneratedTool", "make_execute", "serialize_result"]
+__all__ = ["GeneratedTool", "MethodTarget", "make_execute", "serialize_result"]
 
 logger = logging.getLogger("llm_worker")
+
+
+@dataclass(frozen=True, slots=True)
+class MethodTarget:
+    """The method a generated tool calls, as declared.
+
+    Held as data, not as a function on the tool class: doctest collects a class's
+    functions, and would run the method's doctests a second time.
+    """
+
+    owner: type
+    attr_name: str
+    func: Callable[..., Any]
+    is_async: bool
 
 
 class GeneratedTool:
@@ -62,10 +77,7 @@ class GeneratedTool:
 
     args_model: ClassVar[type[BaseModel]]  # a LazyArgsModel that gives the model when read
     tool_name: ClassVar[str]
-    _owner: ClassVar[type]
-    _attr_name: ClassVar[str]
-    _func: ClassVar[Callable[..., Any]]
-    _is_async: ClassVar[bool]
+    _target: ClassVar[MethodTarget]
 
     def __init__(self, ctx: Any) -> None:
         self.ctx = ctx
@@ -90,42 +102,41 @@ _UNMADE: Final = object()
 
 
 def _resolve_method(tool_class: type[GeneratedTool], app_type: type) -> Callable[..., Any]:
-    name = tool_class._attr_name
+    target = tool_class._target
+    name = target.attr_name
     found: object = inspect.getattr_static(app_type, name, _MISSING)
     if found is _MISSING:  # not the registry's class, nor a subclass overriding the tool
         raise TypeError(
-            f"{tool_class.__qualname__} takes an instance of {tool_class._owner.__qualname__}, "
+            f"{tool_class.__qualname__} takes an instance of {target.owner.__qualname__}, "
             f"not of {app_type.__qualname__} (which has no method {name!r})"
         )
     if isinstance(found, ToolMethod):
         found = cast("ToolMethod[Any, ..., Any]", found).__func__
-    if found is tool_class._func:
-        return tool_class._func
+    if found is target.func:
+        return target.func
     if isinstance(found, (staticmethod, classmethod)) or not callable(found):
         # Called as the base method would be (with the app first), or not at all.
         kind = type(found).__name__  # pyright: ignore[reportUnknownArgumentType]
         raise TypeError(
             f"{app_type.__qualname__}.{name} overrides the tool "
-            f"{tool_class._owner.__qualname__}.{name} with {kind}, not a method; override "
+            f"{target.owner.__qualname__}.{name} with {kind}, not a method; override "
             f"it with a method"
         )
     method = cast("Callable[..., Any]", found)  # a function, or a callable wrapper of one
     # An async tool awaits what the method returns; a plain one runs it in a thread.
-    if tool_class._is_async:
-        fits = is_async_function(method)
-    else:
-        fits = not inspect.iscoroutinefunction(method)
+    is_async = target.is_async
+    fits = is_async_function(method) if is_async else not inspect.iscoroutinefunction(method)
     if fits:
         return method if hasattr(type(method), "__get__") else _unbound(method)
-    tool_kind = "an async def" if tool_class._is_async else "a plain def"
+    tool_kind = "an async def" if target.is_async else "a plain def"
     if inspect.isfunction(method):
-        override_kind = "a plain def" if tool_class._is_async else "an async def"
+        override_kind = "a plain def" if target.is_async else "an async def"
     else:
         kind = type(method).__name__
-        override_kind = f"a callable {kind} that is{' not' * tool_class._is_async} async"
+        override_kind = f"a callable {kind} that is{' not' * target.is_async} async"
     raise TypeError(
         f"{app_type.__qualname__}.{name} overrides the tool "
-        f"{tool_class._owner.__qualname__}.{name} ({tool_kind}) with {override_kind}; "
+        f"{target.owner.__qualname__}.{name} ({tool_kind}) with {override_kind}; "
         f"keep the same kind"
     )
 
