@@ -313,8 +313,14 @@ def test_tool_choice_none_cannot_answer_through_a_tool() -> None:
 async def test_the_output_type_of_a_run_wins_over_the_workers() -> None:
     client = ScriptedClient(['{"x": 1, "y": 2}', json.dumps({"city": "A", "celsius": 1})])
     worker = worker_for(client, output_type=Weather)
-    assert await run(worker, output_type=Point) is WorkerResult.FINISHED
-    assert worker.output == Point(1, 2)
+    with anyio.fail_after(10):
+        async with worker.run_stream("?", output_type=Point) as stream:
+            async for _ in stream:
+                pass
+    assert stream.output == Point(1, 2)
+    # worker.output is typed by the worker's output_type: it does not give a Point.
+    with pytest.raises(WorkerStateError, match="given its own output_type"):
+        _ = worker.output
     assert await run(worker) is WorkerResult.FINISHED
     assert worker.output == Weather(city="A", celsius=1)
 

@@ -49,7 +49,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ResponseStarted:
-    """Model request number ``request`` of this run was sent (1 for the first)."""
+    """Model request number ``request`` of this run was sent (1 for the first; a request
+    that failed keeps its number, so a retry's is the next)."""
 
     request: int
 

@@ -46,7 +46,7 @@ from ._client import (
     LlmRequest,
     ToolChoice,
 )
-from ._context import ProgressReports, ToolContext
+from ._context import ProgressReports, Report, ToolContext
 from ._conversation import (
     AssistantMessage,
     HistoryView,
@@ -54,6 +54,7 @@ from ._conversation import (
     ToolCall,
     ToolResult,
     UserMessage,
+    valid_message,
 )
 from ._events import (
     ApprovalRequested,
@@ -155,7 +156,16 @@ class RunStream(Generic[DepsT, OutputT]):
     hand back at most one result each).
     """
 
-    __slots__ = ("_events", "_group", "_owner", "_session", "_start", "_state", "_turns")
+    __slots__ = (
+        "_events",
+        "_group",
+        "_owner",
+        "_pause",
+        "_session",
+        "_start",
+        "_state",
+        "_turns",
+    )
 
     def __init__(
         self,
@@ -166,13 +176,16 @@ class RunStream(Generic[DepsT, OutputT]):
         tool_choice: ToolChoice | None,
         allowed_tools: Sequence[str] | None,
         output: RunOutput | None = None,
+        own_output: bool = False,
     ) -> None:
         # Refuse at once what could never run, before the caller enters the stream.
         _check_start(session, start)
         self._session = session
         self._owner = session.owner  # the Worker or LockedWorker that made it
+        # The pause a resume decides: its decisions are about those calls, and no later ones.
+        self._pause = session.paused
         self._start = start
-        self._turns = _Turns(session, deps, tool_choice, allowed_tools, output)
+        self._turns = _Turns(session, deps, tool_choice, allowed_tools, output, own_output)
         self._group: TaskGroup | None = None
         self._events: AsyncGenerator[RunEvent, None] | None = None
         self._state = "new"
@@ -204,6 +217,11 @@ class RunStream(Generic[DepsT, OutputT]):
             raise WorkerStateError(
                 "This stream's worker was locked or unlocked after the stream was made; "
                 "make it again from the worker lock() or unlock() returned"
+            )
+        if self._start.kind == "resume" and self._session.paused is not self._pause:
+            raise WorkerStateError(
+                "This resume was made for a pause that has ended (the run was resumed, or "
+                "another state was loaded); read worker.pending and resume again"
             )
         _check_start(self._session, self._start)
         group = anyio.create_task_group()
@@ -319,9 +337,11 @@ class _Turns:
         tool_choice: ToolChoice | None,
         allowed_tools: Sequence[str] | None,
         output: RunOutput | None,
+        own_output: bool,
     ) -> None:
         self.session = session
         self.output = output
+        self.own_output = own_output  # a new run's output_type is not the worker's
         self.deps = deps
         self.new_tool_choice = tool_choice
         self.new_allowed_tools = (
@@ -365,6 +385,8 @@ class _Turns:
         elif start.kind == "run":
             session.history.append(UserMessage(valid_unicode(start.user_input)))
             session.run_tally = UsageTally()
+            session.run_requests_sent = 0
+            session.own_output = self.own_output
             session.tool_choice = self.new_tool_choice or "auto"
             session.allowed_tools = self.new_allowed_tools
             session.trace_link = None  # a new run continues none
@@ -422,7 +444,8 @@ class _Turns:
                 if batch is None:
                     # -- a request: send it, and pass the response on as it comes --
                     self.check_budgets()
-                    yield ResponseStarted(session.run_tally.requests + 1)
+                    session.run_requests_sent += 1  # a request that fails keeps its number
+                    yield ResponseStarted(session.run_requests_sent)
                     request = self.request()
                     response = ResponseAssembler(session.limits.max_response_chars)
                     stream = session.client.stream(request)
@@ -673,11 +696,12 @@ class _Turns:
                 decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
                 if isinstance(decision, Continue):
                     if policy is not False and await needs_approval(policy, ctx):
-                        batch.hold(slot, ctx.call, APPROVAL_NEEDED)
+                        batch.hold(slot, _as_decided(ctx, call), APPROVAL_NEEDED)
                     else:
-                        batch.ready(slot, ctx.call)
+                        batch.ready(slot, _as_decided(ctx, call))
                 elif isinstance(decision, Pause):
-                    batch.hold(slot, ctx.call, decision.reason or "paused by a hook")
+                    reason = valid_unicode(decision.reason or "paused by a hook")
+                    batch.hold(slot, _as_decided(ctx, call), reason)
                 elif isinstance(decision, Skip):
                     slot.reason = decision.reason
                     if decision.reason is None:
@@ -807,8 +831,13 @@ class _Turns:
         limit = min(self.session.limits.max_concurrent_calls, len(wave))
         # The first calls start at once: they are announced here. The runners share the
         # wave's queue, so calls start in call order whichever runner the backend runs first.
+        # A call's progress is given after its ToolCallRunning: a report of a call whose
+        # start notice is still in the channel waits in `early` until that notice is read.
+        announced: set[str] = set()
+        early: dict[str, Report] = {}
         for slot in wave[:limit]:
             slot.state = SlotState.RUNNING
+            announced.add(slot.call.id)
             yield ToolCallRunning(slot.run_call)
         self.stopping = False
         calls = _Calls(wave)
@@ -821,18 +850,21 @@ class _Turns:
                 message = await receive.receive()
             index, what = message
             if what is _PROGRESS:
-                assert self.progress is not None
-                for call_id, progress, total, note in self.progress.drain():
-                    yield ToolCallProgress(call_id, progress, total, note)
+                for event in self.drain_progress(announced, early):
+                    yield event
                 continue
             slot = batch.slots[index]
             if what is _STARTED:
+                announced.add(slot.call.id)
                 yield ToolCallRunning(slot.run_call)
+                report = early.pop(slot.call.id, None)
+                if report is not None:
+                    yield ToolCallProgress(*report)
                 continue
             outstanding -= 1
             if self.progress is not None:  # what the call reported before its result
-                for call_id, progress, total, note in self.progress.drain():
-                    yield ToolCallProgress(call_id, progress, total, note)
+                for event in self.drain_progress(announced, early):
+                    yield event
             if isinstance(what, BaseException):
                 raise what  # KeyboardInterrupt, SystemExit...: the run stops, the error goes on
             assert isinstance(what, ToolResult)
@@ -843,6 +875,20 @@ class _Turns:
                 await self.review(batch, unreviewed)
             for finished in batch.report():
                 yield finished
+
+    def drain_progress(
+        self, announced: set[str], early: dict[str, Report]
+    ) -> list[ToolCallProgress]:
+        """The latest reports of the calls ``announced`` running; the others' wait in
+        ``early`` (the latest of each) until their ToolCallRunning is given."""
+        assert self.progress is not None
+        events: list[ToolCallProgress] = []
+        for report in self.progress.drain():
+            if report[0] in announced:
+                events.append(ToolCallProgress(*report))
+            else:
+                early[report[0]] = report
+        return events
 
     async def start_runners(
         self, calls: _Calls, limit: int, send: MemoryObjectSendStream[Any]
@@ -1027,6 +1073,13 @@ def _never_started(slot: CallSlot) -> bool:
     if slot.state is SlotState.RUNNING:
         return slot.span is None and slot.result is None
     return slot.state in (SlotState.UNDECIDED, SlotState.READY, SlotState.HELD)
+
+
+def _as_decided(ctx: ToolCallContext, call: ToolCall) -> ToolCall:
+    """The call as the hooks let it through. Arguments a hook gave are kept as valid
+    Unicode, as a saved state keeps them: the call runs the same resumed in this process
+    or after ``load_state()``."""
+    return call if ctx.call is call else valid_message(ctx.call)
 
 
 def _runs_inline(slot: CallSlot) -> bool:

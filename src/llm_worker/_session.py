@@ -32,6 +32,7 @@ from ._hooks import PostToolCallHook, PreToolCallHook
 from ._instrumentation import Instrumentation
 from ._limits import Limits
 from ._model_texts import DENIED, call_text
+from ._safe_text import valid_unicode
 from ._server import ToolServer, entry_of, sorted_definitions
 from ._state import PausedCall, RunState, check_history, fingerprint_of
 
@@ -146,6 +147,8 @@ class Session:
         self.paused: ToolBatch | None = None
         self.tally = UsageTally()  # the whole conversation
         self.run_tally = UsageTally()  # the current run, which the budgets count
+        # The requests the current run started, failed ones too: what numbers ResponseStarted.
+        self.run_requests_sent = 0
         self.tool_choice: ToolChoice = "auto"
         self.allowed_tools: tuple[str, ...] | None = None
         # What the current (or last) run asks of its final answer (None: text), and what the
@@ -153,6 +156,9 @@ class Session:
         self.run_output: RunOutput | None = None
         self.output: Any = None
         self.has_output = False
+        # The current (or last) run was given an output_type that is not the worker's: its
+        # answer is not of the type worker.output has.
+        self.own_output = False
         # What the last traced run gave a resume or retry of it to link to (RunSpan.link()).
         self.trace_link: Mapping[str, str] | None = None
         self.owner: object = None
@@ -220,6 +226,11 @@ class Session:
         """Raise ``WorkerStateError`` unless ``decisions`` decides every pending call."""
         if self.phase is Phase.IDLE:
             raise WorkerStateError("Nothing to resume: the worker is not paused")
+        if self.phase is Phase.RUNNING and self.paused is not None:
+            raise WorkerStateError(
+                "Cannot call resume(): the run is paused, but its stream is still open (a run "
+                "is in progress until its `async with` ends); resume after leaving it"
+            )
         self.require_phase(Phase.PAUSED, "resume()")
         assert self.paused is not None
         waiting = [slot.call.id for slot in self.paused.held()]
@@ -269,7 +280,8 @@ class Session:
                 decided.append((slot, decision))
                 continue
             try:
-                input_json = decision.input_json(slot.run_call)
+                # Kept as valid Unicode, as a saved state keeps arguments (see _as_decided).
+                input_json = valid_unicode(decision.input_json(slot.run_call))
             except RecursionError:  # deeper than json reads or writes (about 1 000 levels)
                 raise TypeError(
                     f"the arguments Approve() gives call {slot.call.id!r} nest too deep to "
@@ -389,6 +401,7 @@ class Session:
         self.phase = Phase.PAUSED if batch is not None else Phase.IDLE
         self.tally = UsageTally(state.usage)
         self.run_tally = UsageTally(state.run_usage)
+        self.run_requests_sent = state.run_usage.requests  # a state keeps no failed ones
         self.tool_choice = state.tool_choice
         self.allowed_tools = state.allowed_tools
         self._forget_last_run()
@@ -416,6 +429,7 @@ class Session:
         self.trace_link = None
         self.output = None  # its answer is the other conversation's
         self.has_output = False
+        self.own_output = False
 
 
 def _restore_slot(session: Session, batch: ToolBatch, slot: CallSlot, saved: PausedCall) -> None:

@@ -135,13 +135,20 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         (the answer's text for a run without one).
 
         Raises ``WorkerStateError`` before a run has finished, and while a run is
-        paused or after one failed.
+        paused or after one failed; and after a run given an ``output_type`` that is
+        not the worker's (its answer is not of this type: read ``stream.output``).
         """
         session = self._session
         if not session.has_output:
             raise WorkerStateError(
                 "There is no output: no run of this worker has finished since it last "
                 "started one (a paused run has its output once resume() finishes it)"
+            )
+        if session.own_output:
+            raise WorkerStateError(
+                "worker.output has the type of the Worker's output_type, but the last run "
+                "was given its own output_type; read its answer from the run's stream "
+                "(stream.output of run_stream(..., output_type=...), or RunFinished.output)"
             )
         value: OutputT = session.output
         return value
@@ -223,6 +230,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
             tool_choice=tool_choice,
             allowed_tools=_names(allowed_tools),
             output=output,
+            own_output=self._is_own(output_type),
         )
 
     def resume_stream(
@@ -275,7 +283,9 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         ``"none"`` or a tool's name, for the first request (then ``"auto"``,
         so a forced call cannot loop; ``"none"`` stays). ``output_type`` (any
         type pydantic validates; default: the worker's) asks for a structured
-        answer: ``worker.output`` is then the answer validated into it.
+        answer: ``worker.output`` is then the answer validated into it (if the
+        worker has an ``output_type`` of another type, ``worker.output`` raises:
+        read the answer from ``run_stream(...)``'s ``stream.output``).
 
         Returns ``FINISHED``, or ``PAUSED`` when calls wait for a decision.
         Raises ``WorkerAbortedError`` when a hook aborts, ``MaxTurnsExceededError``
@@ -346,6 +356,12 @@ class _WorkerBase(Generic[DepsT, OutputT]):
                     "answer (it answers through a tool); drop output_type or tool_choice"
                 )
         return RunOutput(output_type, native=native, retries=session.output_retries)
+
+    def _is_own(self, output_type: object) -> bool:
+        """Whether a run's ``output_type`` is not the worker's, so ``worker.output`` (typed
+        by the worker's) cannot give its answer. A worker without one has ``output: Any``."""
+        workers = self._session.output_type
+        return workers is not None and output_type is not None and output_type != workers
 
     def _continued_output(self) -> RunOutput | None:
         # A resume or retry goes on with its run's output (or, in a worker that loaded the
