@@ -34,8 +34,10 @@ __all__ = [
     "CANCELLED",
     "DENIED",
     "DURABLE_CALL_FAILED",
+    "DURABLE_HISTORY_FULL",
     "DURABLE_INPUT_TOO_LARGE",
     "DURABLE_RESULT_TOO_LARGE",
+    "DURABLE_TOOL_UNAVAILABLE",
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
     "MCP_BAD_CONTENT",
@@ -396,3 +398,13 @@ def _preview(value: object) -> str:
     if len(text) > _MAX_INPUT_PREVIEW:
         text = text[: _MAX_INPUT_PREVIEW - 1] + "…"
     return text
+
+
+# -- durable runs: calls Temporal cannot take (llm_worker.temporal) ----------------------------
+
+# A call the workflow's history has no room left to record (DurableWorker(max_history_bytes=)).
+DURABLE_HISTORY_FULL = (
+    "tool '{name}' was not called: this durable run has no room left to record more calls"
+)
+# A call of a tool the activity worker that took it does not have (the details go to the log).
+DURABLE_TOOL_UNAVAILABLE = "tool '{name}' is not available"

@@ -69,11 +69,7 @@ def model_request_activity(
                 },
                 type="ProviderError",
                 non_retryable=not exc.retryable,
-                # The provider's Retry-After is the next attempt's wait (the policy's
-                # backoff otherwise).
-                next_retry_delay=None
-                if exc.retry_after is None
-                else timedelta(seconds=exc.retry_after),
+                next_retry_delay=_retry_delay(exc.retry_after),
             ) from exc
         except LlmClientError as exc:  # a client that breaks the protocol does so every time
             raise ApplicationError(str(exc), type="LlmClientError", non_retryable=True) from exc
@@ -128,6 +124,18 @@ def tool_call_activity(
         return data
 
     return tool_call
+
+
+MAX_RETRY_AFTER = timedelta(hours=1)
+"""The longest wait a provider's ``retry_after`` sets for the next attempt."""
+
+
+def _retry_delay(retry_after: float | None) -> timedelta | None:
+    """The provider's Retry-After as the next attempt's wait, at most ``MAX_RETRY_AFTER``;
+    ``None`` (the policy's backoff) for none, or for one that is no wait (NaN, negative)."""
+    if retry_after is None or not retry_after >= 0:
+        return None
+    return timedelta(seconds=min(retry_after, MAX_RETRY_AFTER.total_seconds()))
 
 
 class _Progress:

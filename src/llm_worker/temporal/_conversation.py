@@ -15,7 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowHandle,
+    WorkflowQueryRejectedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import QueryRejectCondition
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -110,8 +117,14 @@ class Conversation:
 
     async def status(self) -> str:
         """``"starting"``, ``"running"``, ``"paused"``, ``"finished"``, ``"failed"`` or
-        ``"cancelled"``."""
-        status: str = await self.handle.query("status", result_type=str)
+        ``"cancelled"``; and for a workflow that Temporal closed without its code
+        (terminated, or past its timeout), ``"terminated"`` or ``"timed_out"``."""
+        try:
+            status: str = await self.handle.query(
+                "status", result_type=str, reject_condition=QueryRejectCondition.NOT_OPEN
+            )
+        except WorkflowQueryRejectedError as exc:  # closed: Temporal knows how
+            return _closed_status(exc)
         return status
 
     async def pending(self) -> tuple[PendingCall, ...]:
@@ -146,9 +159,20 @@ class Conversation:
         )
 
     async def events(self, after: int = 0) -> EventPage:
-        """The events from ``after`` on (at most ``EVENTS_PER_PAGE``); poll again from ``next``."""
-        data = await self.handle.query("events", after, result_type=dict)
-        return EventPage(list(data["events"]), int(data["next"]), str(data["status"]))
+        """The events from ``after`` on (at most ``EVENTS_PER_PAGE``); poll again from ``next``.
+
+        A workflow Temporal closed without its code (terminated, timed out) records
+        nothing more: its pages have the events it had, and that ``status``.
+        """
+        try:
+            data = await self.handle.query(
+                "events", after, result_type=dict, reject_condition=QueryRejectCondition.NOT_OPEN
+            )
+            status = str(data["status"])
+        except WorkflowQueryRejectedError as exc:  # closed: its events are in its history
+            data = await self.handle.query("events", after, result_type=dict)
+            status = _closed_status(exc)
+        return EventPage(list(data["events"]), int(data["next"]), status)
 
     async def decide(
         self, decisions: Mapping[str, Decision] | Decision, *, decision_id: str | None = None
@@ -210,6 +234,22 @@ _LOCAL_ERRORS: dict[str, type[Exception]] = {
     "TypeError": TypeError,
     "ValueError": ValueError,
 }
+
+
+_CLOSED_STATUSES = {
+    WorkflowExecutionStatus.COMPLETED: "finished",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.TERMINATED: "terminated",
+    WorkflowExecutionStatus.TIMED_OUT: "timed_out",
+    WorkflowExecutionStatus.CONTINUED_AS_NEW: "continued_as_new",
+}
+
+
+def _closed_status(exc: WorkflowQueryRejectedError) -> str:
+    """The status of a workflow that has closed, as Temporal gives it."""
+    status = exc.status
+    return "closed" if status is None else _CLOSED_STATUSES.get(status, status.name.lower())
 
 
 def _local_error(exc: WorkflowUpdateFailedError) -> Exception | None:

@@ -15,6 +15,7 @@ workflows and activities.)
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any, Generic
@@ -38,8 +39,8 @@ from .._worker import Worker, check_output_options
 from ._activities import model_request_activity, tool_call_activity
 from ._config import MODEL_REQUEST_TIMEOUT, TOOL_TIMEOUT_GRACE, ActivityConfig
 from ._data import DataCodec
-from ._payloads import DEFAULT_MAX_PAYLOAD_BYTES
-from ._stand_ins import ActivityModel, ActivityTool
+from ._payloads import DEFAULT_MAX_HISTORY_BYTES, DEFAULT_MAX_PAYLOAD_BYTES
+from ._stand_ins import ActivityModel, ActivityTool, Sends
 
 __all__ = ["DurableWorker"]
 
@@ -76,8 +77,12 @@ class DurableWorker(Generic[DepsT, OutputT]):
     ever). ``max_payload_bytes`` is the most an activity's input or result may be
     as JSON (under the Temporal server's blob size limit, 2 MiB by default): a
     model request past it fails the run, a tool result past it is an error
-    result. Hooks and approval policies run in the workflow and must be
-    deterministic (see docs/durable.md).
+    result. ``max_history_bytes``: the most the workflow's history may grow to
+    (under the server's history size limit, 50 MiB by default, past which it
+    terminates the workflow): a model request that, with room for its response,
+    would pass it fails the run with its state, a tool call is an error result.
+    Hooks and approval policies run in the workflow and must be deterministic
+    (see docs/durable.md).
     """
 
     def __init__(
@@ -94,6 +99,7 @@ class DurableWorker(Generic[DepsT, OutputT]):
         tool_activity: ActivityConfig | None = None,
         approval_timeout: timedelta | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        max_history_bytes: int = DEFAULT_MAX_HISTORY_BYTES,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("DurableWorker needs a name (it names its activities)")
@@ -109,6 +115,8 @@ class DurableWorker(Generic[DepsT, OutputT]):
         check_output_options(output_type, output_retries)
         if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
             raise ValueError(f"max_payload_bytes must be a positive int, got {max_payload_bytes!r}")
+        if not isinstance(max_history_bytes, int) or max_history_bytes < 1:
+            raise ValueError(f"max_history_bytes must be a positive int, got {max_history_bytes!r}")
         self.name = name
         self.system_prompt = system_prompt
         self.max_turns = max_turns
@@ -116,6 +124,7 @@ class DurableWorker(Generic[DepsT, OutputT]):
         self.model_activity = model_activity or ActivityConfig()
         self.tool_activity = tool_activity or ActivityConfig()
         self.max_payload_bytes = max_payload_bytes
+        self.max_history_bytes = max_history_bytes
         self.approval_timeout = approval_timeout
         self.output_retries = output_retries
         self._deps = DataCodec(deps_type, "deps_type")
@@ -201,12 +210,10 @@ class DurableWorker(Generic[DepsT, OutputT]):
         Its limits are this worker's with ``tool_timeout=None``: a call's timeout
         is its activity's, so the workflow sets no timer per call.
         """
+        sends = Sends(self.max_payload_bytes, self.max_history_bytes)
         worker: Worker[DepsT, OutputT] = Worker(
             ActivityModel(
-                self.model_activity_name,
-                self.model_activity,
-                MODEL_REQUEST_TIMEOUT,
-                self.max_payload_bytes,
+                self.model_activity_name, self.model_activity, MODEL_REQUEST_TIMEOUT, sends
             ),
             system_prompt=self.system_prompt,
             max_turns=self.max_turns,
@@ -228,7 +235,7 @@ class DurableWorker(Generic[DepsT, OutputT]):
                 config,
                 default_timeout,
                 self._deps.dump,
-                self.max_payload_bytes,
+                sends,
             )
             worker.register_tool(
                 _definition(tool.meta, stand_in),
@@ -304,15 +311,20 @@ class DurableWorker(Generic[DepsT, OutputT]):
 
     # -- checks ----------------------------------------------------------------------
 
-    def _default_tool_timeout(self) -> timedelta | None:
+    def _tool_timeout(self) -> float | None:
+        """``limits.tool_timeout``, with an infinite one as what it means: none."""
         timeout = self.limits.tool_timeout
+        return None if timeout is None or math.isinf(timeout) else timeout
+
+    def _default_tool_timeout(self) -> timedelta | None:
+        timeout = self._tool_timeout()
         return None if timeout is None else timedelta(seconds=timeout) + TOOL_TIMEOUT_GRACE
 
     def _check_timeout(self, config: ActivityConfig, where: str) -> None:
         if (
             config.start_to_close_timeout is None
             and config.schedule_to_close_timeout is None
-            and self.limits.tool_timeout is None
+            and self._tool_timeout() is None
         ):
             raise ValueError(
                 f"DurableWorker {self.name!r}: a tool call activity needs a timeout, and "

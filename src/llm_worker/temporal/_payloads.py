@@ -8,20 +8,48 @@ measures what it sends, as Temporal's JSON converter writes it, against
 ``DurableWorker(max_payload_bytes=)``: a model request that would not fit
 fails the run (its state goes with the failure), and a tool result that would
 not fit is an error result the model reads.
+
+Two more limits hold for what a workflow records and sends as a whole. The
+server terminates a workflow whose history passes its history size limit
+(``limit.historySize.error``, 50 MiB by default): its run's work is lost. So a
+model request or tool call that, with room for its result, would take the
+history past ``DurableWorker(max_history_bytes=)`` is not scheduled: the
+request fails the run with its state, the call is an error result. And one
+workflow task's commands travel in one gRPC message (4 MiB by default): a call
+whose input would take its task's inputs past ``TASK_INPUT_BYTES`` waits for the
+next workflow task (when a call of the batch completes).
 """
 
 from __future__ import annotations
 
 import json
 
-__all__ = ["DEFAULT_MAX_PAYLOAD_BYTES", "PAYLOAD_LIMIT_PATCH", "payload_size"]
+__all__ = [
+    "DEFAULT_MAX_HISTORY_BYTES",
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "HISTORY_LIMIT_PATCH",
+    "PAYLOAD_LIMIT_PATCH",
+    "TASK_INPUT_BYTES",
+    "payload_size",
+]
 
 DEFAULT_MAX_PAYLOAD_BYTES = 2_000_000
 """Under the Temporal server's default limit (2 MiB), with room for the payload's metadata."""
 
+DEFAULT_MAX_HISTORY_BYTES = 40_000_000
+"""Under the Temporal server's default history limit (50 MiB), with room for the run's
+failure and its state."""
+
+TASK_INPUT_BYTES = 3_000_000
+"""The most activity input one workflow task schedules (under gRPC's 4 MiB per message);
+a single input larger than this still goes, alone in its task."""
+
 PAYLOAD_LIMIT_PATCH = "llm-worker.max-payload-bytes"
 """The ``workflow.patched()`` id of the checks: a workflow an earlier version ran (which
 sent what it was given) replays as it ran."""
+
+HISTORY_LIMIT_PATCH = "llm-worker.history-and-task-limits"
+"""The ``workflow.patched()`` id of the history and workflow task checks, likewise."""
 
 
 def payload_size(value: object) -> int:

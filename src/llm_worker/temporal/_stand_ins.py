@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -31,31 +32,90 @@ from .._content import ToolReturn
 from .._context import ToolContext
 from .._exceptions import ExecutionFailedError, LlmClientError, ProviderError, ToolError
 from .._meta import ToolMeta
-from .._model_texts import DURABLE_CALL_FAILED, DURABLE_INPUT_TOO_LARGE, call_text
+from .._model_texts import (
+    DURABLE_CALL_FAILED,
+    DURABLE_HISTORY_FULL,
+    DURABLE_INPUT_TOO_LARGE,
+    DURABLE_TOOL_UNAVAILABLE,
+    call_text,
+)
 from ._config import ActivityConfig
-from ._payloads import PAYLOAD_LIMIT_PATCH, payload_size
+from ._payloads import HISTORY_LIMIT_PATCH, PAYLOAD_LIMIT_PATCH, TASK_INPUT_BYTES, payload_size
 from ._wire import dump_request, load_events, load_result
 
-__all__ = ["ActivityModel", "ActivityTool"]
+__all__ = ["ActivityModel", "ActivityTool", "Sends"]
+
+_Evicted: type[BaseException]
+try:  # private, but what an evicted workflow's code gets for asking to cancel an activity
+    from temporalio.worker._workflow_instance import (
+        _WorkflowBeingEvictedError as _Evicted,  # pyright: ignore[reportPrivateUsage]
+    )
+except ImportError:  # a temporalio that has it no more: nothing to let pass
+    _Evicted = type("_Evicted", (Exception,), {})
+
 
 _T = TypeVar("_T")
+
+
+class Sends:
+    """What one run's activities send and will record, against Temporal's limits (see
+    ``_payloads``): one per workflow run, shared by its model and its tools."""
+
+    __slots__ = ("_task", "_task_bytes", "_unrecorded", "max_history_bytes", "max_payload_bytes")
+
+    def __init__(self, max_payload_bytes: int, max_history_bytes: int) -> None:
+        self.max_payload_bytes = max_payload_bytes
+        self.max_history_bytes = max_history_bytes
+        self._task = -1  # the workflow task (its history length) that scheduled _task_bytes
+        self._task_bytes = 0
+        self._unrecorded = 0  # the room kept for the results of the activities under way
+
+    async def room(self, size: int) -> int | None:
+        """Wait until an input of ``size`` bytes fits in a workflow task's commands, then
+        ``None`` if it may be scheduled (with room kept for its result until
+        ``recorded``), or the bytes the history has, room kept, when it has no room."""
+        info = workflow.info()
+        while (
+            self._task == info.get_current_history_length()
+            and self._task_bytes + size > TASK_INPUT_BYTES
+            and workflow.patched(HISTORY_LIMIT_PATCH)
+        ):
+            # The calls already scheduled complete in a later workflow task: this one
+            # goes in that task's commands.
+            await workflow.wait_condition(partial(_moved_on, info, self._task))
+        history = info.get_current_history_size() + self._unrecorded
+        if history + size + self.max_payload_bytes > self.max_history_bytes and workflow.patched(
+            HISTORY_LIMIT_PATCH
+        ):
+            return history
+        task = info.get_current_history_length()
+        if task != self._task:
+            self._task, self._task_bytes = task, 0
+        self._task_bytes += size
+        self._unrecorded += size + self.max_payload_bytes
+        return None
+
+    def recorded(self, size: int) -> None:
+        """The activity of an input of ``size`` bytes has ended: its room is the history's."""
+        self._unrecorded -= size + self.max_payload_bytes
+
+
+def _moved_on(info: workflow.Info, task: int) -> bool:
+    """Whether a workflow task after ``task`` (a history length) has begun."""
+    return info.get_current_history_length() != task
 
 
 class ActivityModel:
     """An ``LlmClient`` whose ``stream(request)`` is one model request activity."""
 
-    __slots__ = ("_activity", "_max_payload_bytes", "_options")
+    __slots__ = ("_activity", "_options", "_sends")
 
     def __init__(
-        self,
-        activity: str,
-        config: ActivityConfig,
-        default_timeout: timedelta,
-        max_payload_bytes: int,
+        self, activity: str, config: ActivityConfig, default_timeout: timedelta, sends: Sends
     ) -> None:
         self._activity = activity
         self._options = config.activity_options(default_timeout)
-        self._max_payload_bytes = max_payload_bytes
+        self._sends = sends
 
     def stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         """Run the request as an activity and yield the whole response's events."""
@@ -64,14 +124,24 @@ class ActivityModel:
     async def _stream(self, request: LlmRequest) -> AsyncIterator[LlmEvent]:
         sent = dump_request(request)
         size = payload_size(sent)
-        if size > self._max_payload_bytes and workflow.patched(PAYLOAD_LIMIT_PATCH):
+        limit = self._sends.max_payload_bytes
+        if size > limit and workflow.patched(PAYLOAD_LIMIT_PATCH):
             # Temporal would refuse it at every attempt. (Not in a history an earlier
             # version recorded, which scheduled it: a replay must do as it did.)
             raise ProviderError(
                 "temporal",
-                f"the model request is {size} bytes, over the {self._max_payload_bytes} bytes "
+                f"the model request is {size} bytes, over the {limit} bytes "
                 f"a durable run can send as one activity's input (max_payload_bytes): "
                 f"continue the conversation from a shorter history",
+            )
+        history = await self._sends.room(size)
+        if history is not None:  # Temporal would terminate the workflow: its work lost
+            raise ProviderError(
+                "temporal",
+                f"the workflow's history is {history} bytes: with the model request ({size} "
+                f"bytes) and room for its response ({limit}), it would pass the "
+                f"{self._sends.max_history_bytes} bytes a durable run keeps it under "
+                f"(max_history_bytes): continue the conversation in a new workflow",
             )
         try:
             data = await _completed(
@@ -85,6 +155,8 @@ class ActivityModel:
             )
         except ActivityError as exc:
             raise _model_error(exc) from None
+        finally:
+            self._sends.recorded(size)
         for event in load_events(data):
             yield event
 
@@ -125,7 +197,7 @@ class ActivityTool:
     completed (retries used up, timed out) gets an ``Execution failed`` result.
     """
 
-    __slots__ = ("_activity", "_dump_deps", "_max_payload_bytes", "_options", "meta")
+    __slots__ = ("_activity", "_dump_deps", "_options", "_sends", "meta")
 
     def __init__(
         self,
@@ -134,13 +206,13 @@ class ActivityTool:
         config: ActivityConfig,
         default_timeout: timedelta | None,
         dump_deps: Callable[[object], object],
-        max_payload_bytes: int,
+        sends: Sends,
     ) -> None:
         self._activity = activity
         self.meta = meta
         self._options = config.activity_options(default_timeout)
         self._dump_deps = dump_deps
-        self._max_payload_bytes = max_payload_bytes
+        self._sends = sends
 
     async def execute(self, input_json: str) -> str | ToolReturn:
         """A call outside a run (``ToolServerHandle.call_tool`` in workflow code)."""
@@ -165,10 +237,13 @@ class ActivityTool:
             "deps": self._dump_deps(deps),
         }
         size = payload_size(sent)
-        if size > self._max_payload_bytes and workflow.patched(PAYLOAD_LIMIT_PATCH):
+        limit = self._sends.max_payload_bytes
+        if size > limit and workflow.patched(PAYLOAD_LIMIT_PATCH):
             raise ExecutionFailedError(
-                call_text(DURABLE_INPUT_TOO_LARGE, name, size=size, limit=self._max_payload_bytes)
+                call_text(DURABLE_INPUT_TOO_LARGE, name, size=size, limit=limit)
             )
+        if await self._sends.room(size) is not None:  # the next model request fails the run
+            raise ExecutionFailedError(call_text(DURABLE_HISTORY_FULL, name))
         try:
             data = await _completed(
                 workflow.start_activity(
@@ -180,9 +255,9 @@ class ActivityTool:
                 )
             )
         except ActivityError as exc:
-            raise ExecutionFailedError(
-                call_text(DURABLE_CALL_FAILED, name, why=_why(exc))
-            ) from None
+            raise ExecutionFailedError(_call_failure(name, exc)) from None
+        finally:
+            self._sends.recorded(size)
         result = load_result(data)
         if result.is_error:
             raise _Failed(result.content)  # the model reads the activity's text as it is
@@ -208,12 +283,16 @@ async def _completed(handle: workflow.ActivityHandle[_T]) -> _T:
     try:
         return await asyncio.shield(handle)
     except asyncio.CancelledError:
-        handle.cancel()
-        with (
-            anyio.CancelScope(shield=True),
-            contextlib.suppress(ActivityError, asyncio.CancelledError),
-        ):
-            await handle
+        # Evicted from the worker's cache, the workflow may not ask for anything (its
+        # activity runs on; the workflow's next worker replays): the cancellation goes
+        # on as it came, which the call lets through, not as an error of the call's.
+        with contextlib.suppress(_Evicted):
+            handle.cancel()
+            with (
+                anyio.CancelScope(shield=True),
+                contextlib.suppress(ActivityError, asyncio.CancelledError),
+            ):
+                await handle
         raise
 
 
@@ -221,6 +300,17 @@ class _Failed(ToolError):
     """A tool call's error result, as the activity wrote it (its text is already whole)."""
 
     __slots__ = ()
+
+
+def _call_failure(name: str, exc: ActivityError) -> str:
+    """What the model reads of a tool call activity that failed."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type == "ToolNotFoundError":
+        # How the deployment is wrong is for its developers (the log, the activity's
+        # failure in the history), not for the model.
+        workflow.logger.error("Tool call activity failed: %s", cause.message)
+        return call_text(DURABLE_TOOL_UNAVAILABLE, name)
+    return call_text(DURABLE_CALL_FAILED, name, why=_why(exc))
 
 
 def _why(exc: ActivityError) -> str:

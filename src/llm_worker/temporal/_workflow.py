@@ -112,6 +112,7 @@ class ConversationWorkflow:
         self._events: list[dict[str, Any]] = []
         self._rest: str | None = None  # the run state where the run last stood still
         self._rests = 0  # how often it changed: the parts of one state_part read agree
+        self._cuts: tuple[int, list[int]] = (-1, [])  # where _rest's parts begin, per _rests
 
     async def run(self, start: ConversationStart) -> ConversationOutcome:
         """Run the conversation from ``start`` to the model's answer (decorate the override)."""
@@ -315,10 +316,27 @@ class ConversationWorkflow:
         text = self._rest
         if text is None:
             return {"text": None, "parts": 0, "version": self._rests}
-        # A character is at most 12 bytes in the converter's ASCII JSON (an escaped pair).
-        length = max(1, (type(self).durable.max_payload_bytes - _ENVELOPE_BYTES) // 12)
-        part = text[index * length : (index + 1) * length]
-        return {"text": part, "parts": -(-len(text) // length), "version": self._rests}
+        if self._cuts[0] != self._rests:  # cut once per state: each read of it asks each part
+            budget = type(self).durable.max_payload_bytes - _ENVELOPE_BYTES
+            self._cuts = (self._rests, _cuts(text, budget))
+        cuts = self._cuts[1]
+        parts = len(cuts) - 1
+        part = text[cuts[index] : cuts[index + 1]] if 0 <= index < parts else ""
+        return {"text": part, "parts": parts, "version": self._rests}
+
+
+def _cuts(text: str, budget: int) -> list[int]:
+    """Where the parts of ``text`` begin, and its end: each part as long as its JSON (as
+    the converter writes it: a character is 1 to 12 bytes) fits in ``budget`` bytes."""
+    cuts = [0]
+    start = 0
+    while start < len(text):
+        length = max(1, budget)
+        while length > 1 and (size := payload_size(text[start : start + length])) > budget:
+            length = max(1, length * budget // size)  # shorter at each step: it ends
+        start += length
+        cuts.append(min(start, len(text)))
+    return cuts
 
 
 def _left_out(event: dict[str, Any], size: int) -> dict[str, Any]:

@@ -1,0 +1,374 @@
+"""Durable runs at Temporal's own limits: the history's size, a workflow task's commands,
+timeouts and Retry-After values past what a timedelta holds, workflows Temporal closes
+itself, cache evictions, and a tool the activity worker lacks.
+
+Against the local Temporal dev server, as test_durable_runs.py (asyncio only: Temporal's
+SDK is). The workflows here run unsandboxed: this module imports pytest.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from datetime import timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+from temporalio import workflow
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from llm_worker import Limits, ProviderError, ToolResult, Worker, tool_definitions
+from llm_worker.temporal import (
+    ActivityConfig,
+    Conversation,
+    ConversationOutcome,
+    ConversationStart,
+    ConversationWorkflow,
+    DurableWorker,
+)
+from llm_worker.temporal._activities import MAX_RETRY_AFTER, _retry_delay
+from llm_worker.temporal._payloads import payload_size
+
+from .durable_apps import (
+    FAST_RETRIES,
+    LEDGER,
+    Deps,
+    FlakyModel,
+    Ledger,
+    LedgerWorkflow,
+    PlanModel,
+    Reports,
+    call,
+    plan,
+)
+from .support import finished, temporal_worker, wait_for_events, wait_for_status, workflow_id
+
+pytestmark = [pytest.mark.anyio, pytest.mark.temporal]
+
+# A history bound small enough for a test to reach: each turn adds a 3 000 byte result.
+CRAMPED = DurableWorker(
+    "cramped",
+    max_turns=30,
+    limits=Limits(tool_timeout=30),
+    tool_activity=ActivityConfig(retry_policy=FAST_RETRIES),
+    max_payload_bytes=50_000,
+    max_history_bytes=150_000,
+)
+CRAMPED.register_tools(Reports)
+
+
+@workflow.defn(sandboxed=False)
+class CrampedWorkflow(ConversationWorkflow):
+    durable = CRAMPED
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+# Deps as JSON data: each call's input carries them.
+HEAVY = DurableWorker(
+    "heavy", limits=Limits(tool_timeout=30), tool_activity=ActivityConfig(retry_policy=FAST_RETRIES)
+)
+HEAVY.register_tools(Reports)
+
+
+@workflow.defn(sandboxed=False)
+class HeavyWorkflow(ConversationWorkflow):
+    durable = HEAVY
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+class TestHistoryLimit:
+    async def test_a_run_stops_before_its_history_passes_the_bound_and_keeps_its_work(
+        self, client: Client, task_queue: str
+    ):
+        """Without the bound, Temporal terminates a workflow past its history limit and the
+        run's work is lost (the state query gives the start state)."""
+        turns = [[call("report", f"r{i}", size=3_000)] for i in range(25)]
+        activities = CRAMPED.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[CrampedWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client, CrampedWorkflow, plan(*turns), id=workflow_id(), task_queue=task_queue
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation)
+            state = await conversation.state()
+            description = await conversation.handle.describe()
+        assert description.status is WorkflowExecutionStatus.FAILED
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "ProviderError"
+        assert (
+            "it would pass the 150000 bytes a durable run keeps it under (max_history_bytes)"
+            in (cause.message)
+        )
+        assert state is not None
+        done = [m.call_id for m in state.history if isinstance(m, ToolResult)]
+        assert 2 <= len(done) < 25
+        assert done == [f"r{i}" for i in range(len(done))]
+
+    async def test_calls_of_a_batch_past_the_bound_are_not_called(
+        self, client: Client, task_queue: str
+    ):
+        """Room is kept for each scheduled call's result: the batch's last calls get none."""
+        batch = [call("report", f"r{i}", size=10) for i in range(6)]
+        activities = CRAMPED.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[CrampedWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client, CrampedWorkflow, plan(batch), id=workflow_id(), task_queue=task_queue
+            )
+            result = await finished(conversation)
+        results = [m for m in result.state.history if isinstance(m, ToolResult)]
+        refused = [m.call_id for m in results if m.is_error]
+        assert refused  # six results' room (300 000 bytes) is more than the bound leaves
+        assert [m.call_id for m in results if not m.is_error] == [
+            f"r{i}" for i in range(6 - len(refused))
+        ]
+        assert {m.content for m in results if m.is_error} == {
+            "Execution failed: tool 'report' was not called: this durable run has no room left "
+            "to record more calls"
+        }
+
+
+class TestTaskLimit:
+    async def test_parallel_calls_whose_inputs_pass_a_task_s_message_go_in_later_tasks(
+        self, client: Client, task_queue: str
+    ):
+        """Four calls with 1.2 MB deps each: 4.8 MB in one workflow task's completion is over
+        gRPC's 4 MiB, and Temporal terminated the workflow (GrpcMessageTooLarge)."""
+        deps = {"blob": "y" * 1_200_000}
+        batch = [call("report", f"r{i}", size=5) for i in range(4)]
+        activities = HEAVY.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[HeavyWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                HeavyWorkflow,
+                plan(batch, answer="read"),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=deps,
+            )
+            result = await finished(conversation)
+        assert result.final_text == "read: rrrrr | rrrrr | rrrrr | rrrrr"
+
+
+class TestInfiniteToolTimeout:
+    def test_an_infinite_tool_timeout_is_no_timeout(self):
+        """``Limits(tool_timeout=inf)`` means no limit, as ``None``: a call activity needs
+        one of its own (inf made no timedelta: every workflow task failed)."""
+        with pytest.raises(ValueError, match=r"needs a timeout, and limits\.tool_timeout is None"):
+            DurableWorker("endless", limits=Limits(tool_timeout=math.inf))
+        durable = DurableWorker(
+            "endless",
+            limits=Limits(tool_timeout=math.inf),
+            tool_activity=ActivityConfig(start_to_close_timeout=timedelta(minutes=5)),
+        )
+        durable.register_tools(Reports)
+        assert isinstance(durable.workflow_worker(), Worker)  # no OverflowError
+
+
+class TestRetryAfter:
+    def test_a_wait_is_capped_and_one_that_is_no_wait_is_ignored(self):
+        assert _retry_delay(2.5) == timedelta(seconds=2.5)
+        assert _retry_delay(1e14) == MAX_RETRY_AFTER
+        assert _retry_delay(math.inf) == MAX_RETRY_AFTER
+        assert _retry_delay(math.nan) is None
+        assert _retry_delay(-1.0) is None
+        assert _retry_delay(None) is None
+
+    @pytest.mark.parametrize("wait", [1e14, math.nan])
+    async def test_a_non_retryable_error_with_any_retry_after_fails_the_run_at_once(
+        self, client: Client, task_queue: str, tmp_path: Path, wait: float
+    ):
+        """A wait past a timedelta's range (or NaN) made the activity fail with an
+        OverflowError: retried, and the 429's details lost."""
+        model = FlakyModel(
+            [ProviderError("test", "quota", status=429, retryable=False, retry_after=wait)]
+        )
+        activities = LEDGER.activities(model=model, tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan(answer="hello"),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation)
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "ProviderError"
+        assert "quota" in cause.message
+        assert model.attempts == 1
+
+
+class TestClosedByTemporal:
+    @pytest.mark.parametrize("how", ["terminated", "timed_out"])
+    async def test_status_and_feed_say_how_temporal_closed_the_workflow(
+        self, client: Client, task_queue: str, tmp_path: Path, how: str
+    ):
+        """The workflow's code never runs then: its own status stayed "paused"."""
+        options = {"execution_timeout": timedelta(seconds=2)} if how == "timed_out" else {}
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("transfer_out", "t", account="ada", amount=1)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+                **options,
+            )
+            await wait_for_status(conversation, "paused")
+            if how == "terminated":
+                await conversation.handle.terminate("by an operator")
+            with anyio.fail_after(30):
+                while (status := await conversation.status()) == "paused":
+                    await anyio.sleep(0.1)
+            page = await conversation.events()
+        assert status == how
+        assert page.status == how
+        assert page.events[-1]["type"] == "run_paused"  # what the workflow recorded
+
+
+class TestEviction:
+    async def test_an_evicted_workflow_s_calls_in_flight_log_no_error(
+        self, client: Client, task_queue: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ):
+        """One cached workflow for three runs: each run with calls under way is evicted
+        again and again; its calls were logged as tools that raised."""
+        ledger = Ledger(tmp_path)
+        ledger.block.touch()
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        with caplog.at_level(logging.WARNING):
+            async with temporal_worker(
+                client,
+                task_queue,
+                workflows=[LedgerWorkflow],
+                activities=activities,
+                max_cached_workflows=1,
+            ):
+                conversations = [
+                    await Conversation.start(
+                        client,
+                        LedgerWorkflow,
+                        plan(
+                            [
+                                call("slow_credit", f"s{i}", account="ada", amount=1),
+                                call("credit", f"c{i}", account="bob", amount=1),
+                            ]
+                        ),
+                        id=workflow_id(),
+                        task_queue=task_queue,
+                        deps=Deps("ada"),
+                    )
+                    for i in range(3)
+                ]
+                for conversation in conversations:  # each query brings its workflow back
+                    await wait_for_events(conversation, "tool_call_finished", 1)
+                ledger.block.unlink()
+                results = [await finished(conversation) for conversation in conversations]
+        assert [r.final_text for r in results] == [
+            "done: credited 1 to ada | credited 1 to bob"
+        ] * 3
+        evicted = [r for r in caplog.records if "_WorkflowBeingEvictedError" in r.getMessage()]
+        assert evicted == []
+
+
+class TestMissingTool:
+    async def test_the_model_reads_that_the_tool_is_not_available_the_log_reads_why(
+        self, client: Client, task_queue: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ):
+        """The model read the task queue's name and advice for the developer."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=[ledger.credit.definition()])
+        with caplog.at_level(logging.WARNING):
+            async with temporal_worker(
+                client, task_queue, workflows=[LedgerWorkflow], activities=activities
+            ):
+                conversation = await Conversation.start(
+                    client,
+                    LedgerWorkflow,
+                    plan([call("audit", "x", account="ada")]),
+                    id=workflow_id(),
+                    task_queue=task_queue,
+                    deps=Deps("ada"),
+                )
+                result = await finished(conversation)
+        message = result.state.history[2]
+        assert isinstance(message, ToolResult)
+        assert message.is_error
+        assert message.content == "Execution failed: tool 'audit' is not available"
+        assert any(
+            task_queue in r.getMessage() and "activities(tools=...)" in r.getMessage()
+            for r in caplog.records
+        )
+
+
+# Payloads of at most 10 000 bytes: a conversation soon outgrows one.
+NARROW = DurableWorker(
+    "narrow",
+    limits=Limits(tool_timeout=30),
+    tool_activity=ActivityConfig(retry_policy=FAST_RETRIES),
+    max_payload_bytes=10_000,
+)
+NARROW.register_tools(Reports)
+
+
+@workflow.defn(sandboxed=False)
+class NarrowWorkflow(ConversationWorkflow):
+    durable = NARROW
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+class TestStateParts:
+    @pytest.mark.parametrize("text", ["a", "é"])
+    async def test_a_state_comes_in_parts_as_full_as_a_payload_holds(
+        self, client: Client, task_queue: str, text: str
+    ):
+        """Parts were cut for 12 bytes a character: a state of mostly ASCII took 12 times
+        the queries it needs."""
+        turns = [[call("repeat", f"r{i}", text=text, times=1_500)] for i in range(8)]
+        activities = NARROW.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[NarrowWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client, NarrowWorkflow, plan(*turns), id=workflow_id(), task_queue=task_queue
+            )
+            with pytest.raises(WorkflowFailureError):  # the request outgrew the payload
+                await finished(conversation)
+            first = await conversation.handle.query("state_part", 0, result_type=dict)
+            parts = [first] + [
+                await conversation.handle.query("state_part", index, result_type=dict)
+                for index in range(1, first["parts"])
+            ]
+            state = await conversation.state()
+        assert state is not None
+        whole = "".join(part["text"] for part in parts)
+        assert whole == state.to_json()
+        budget = NARROW.max_payload_bytes - 200
+        assert all(payload_size(part["text"]) <= budget for part in parts)
+        assert len(parts) <= payload_size(whole) // budget + 2
