@@ -2,7 +2,8 @@
 worth retrying, how an error body is read, the texts they use, and ``HistoryPrefix``, which
 lets a client convert only the messages its last request did not have.
 
-Nothing here imports a provider SDK.
+Nothing here imports a provider SDK; httpx2, which every one of them sends through, is
+the only HTTP library it names.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
+import httpx2
 import pydantic
 from typing_extensions import Self
 
@@ -43,6 +45,7 @@ __all__ = [
     "given_text",
     "is_retryable_status",
     "malformed_stream",
+    "not_a_stream",
     "output_schema",
     "own_items",
     "proxied_message",
@@ -182,6 +185,66 @@ def _reading_events(provider: str) -> Generator[None]:
         raise
     except Exception as exc:
         raise malformed_stream(provider, exc) from exc
+
+
+def not_a_stream(provider: str, body: str) -> ProviderError:
+    """A 200 response whose body held no event: a JSON error (some proxies and servers
+    answer so), or a server that ignored ``stream: true``. Its message is the body's own
+    (its status too, if it names one); not retryable unless that status is."""
+    parsed: object
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    status = body_status(parsed)
+    said = proxied_message(parsed) or error_field(parsed, "message") or detail_text(parsed)
+    if said is None and isinstance(parsed, Mapping):
+        said = body_text(cast("Mapping[str, object]", parsed).get("error"))  # {"error": "..."}
+    message = said or f"the response held no stream events ({body_text(body)})"
+    retryable = status is not None and is_retryable_status(status)
+    return ProviderError(provider, message, status=status, retryable=retryable)
+
+
+class _BodyHead(httpx2.AsyncByteStream):
+    """A streamed HTTP body that keeps its first bytes as the SDK reads them: what a body
+    that held no event said (``not_a_stream``), which the SDK's SSE parser drops unread."""
+
+    __slots__ = ("_stream", "head")
+
+    _KEEP = 4 * _MAX_BODY_TEXT
+
+    def __init__(self, stream: httpx2.AsyncByteStream) -> None:
+        self._stream = stream
+        self.head = b""
+
+    @classmethod
+    def tap(cls, response: object) -> _BodyHead | None:
+        """Keep the head of the body of ``response``, an SDK stream over an httpx2 response
+        (``.response``, as the openai and anthropic SDKs have); ``None`` for another."""
+        http: object = getattr(response, "response", None)
+        if not isinstance(http, httpx2.Response) or not isinstance(
+            http.stream, httpx2.AsyncByteStream
+        ):
+            return None
+        body = cls(http.stream)
+        http.stream = body  # the SDK has not read from it yet
+        return body
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._stream:
+            if len(self.head) < self._KEEP:
+                self.head += part[: self._KEEP - len(self.head)]
+            yield part
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    def holds_no_event(self) -> bool:
+        """Whether the body said something, but not as server-sent events (no ``data:``)."""
+        return bool(self.head.strip()) and b"data:" not in self.head
+
+    def text(self) -> str:
+        return self.head.decode("utf-8", "replace")
 
 
 def stream_ended(provider: str) -> ProviderError:
@@ -393,7 +456,7 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
             self._owns_client = True
         self._model = model
         self.extra_body: dict[str, object] = dict(extra_body or {})
-        self._tools_for: tuple[LlmToolDefinition, ...] | None = None
+        self._tools_for: tuple[tuple[LlmToolDefinition, ...], tuple[object, ...]] | None = None
         self._tools: list[dict[str, Any]] = []
 
     @abstractmethod
@@ -448,7 +511,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         Raises ``ProviderError`` for every failure: an error status, a connection that
         fails, breaks or times out, an error inside the stream (an ``error`` event, a
         failed response), an event the reader cannot read (``malformed_stream``), a
-        stream that ends before the response is complete.
+        200 whose body holds no event (``not_a_stream``), a stream that ends before the
+        response is complete.
         """
         tools = self._tool_dicts(request.tools)
         try:
@@ -456,16 +520,21 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         except self._sdk_error as exc:
             raise self._provider_error(exc) from exc
         reader = self._reader(request)
+        body = _BodyHead.tap(response)
+        chunks = 0
         try:
             while True:
                 try:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
+                    if not chunks and body is not None and body.holds_no_event():
+                        raise not_a_stream(self._provider, body.text()) from None
                     break
                 except self._sdk_error as exc:
                     raise self._provider_error(exc) from exc
                 except Exception as exc:  # what the SDK lets through unwrapped
                     raise self._stream_failed(exc) from exc
+                chunks += 1
                 with _reading_events(self._provider):
                     events = reader.feed(chunk)
                 for event in events:  # yielded outside: the consumer's exceptions pass
@@ -479,24 +548,30 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
 
     def _stream_failed(self, exc: Exception) -> ProviderError:
         """An exception the SDK let through unwrapped while reading the stream."""
-        if isinstance(exc, (pydantic.ValidationError, json.JSONDecodeError)):
-            return malformed_stream(self._provider, exc)  # a chunk not JSON, or not the API's
+        if isinstance(exc, (pydantic.ValidationError, json.JSONDecodeError, UnicodeDecodeError)):
+            # A chunk not JSON, not the API's, or not even UTF-8.
+            return malformed_stream(self._provider, exc)
         if isinstance(exc, self._timeout_error):
             return ProviderError(self._provider, TIMED_OUT, retryable=True)
         # The HTTP library's own error: the stream broke.
         return connection_failed(self._provider, exc, "the response stream broke")
 
     def _tool_dicts(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
-        # A locked worker sends the same tools every time: convert them once.
-        key = tuple(tools)
+        # A locked worker sends the same tools every time: convert them once, and again
+        # when a setting the conversion reads changes (``strict`` set between requests).
+        key = (tuple(tools), self._export_settings())
         if key != self._tools_for:
-            self._tools = self._export_tools(key)
+            self._tools = self._export_tools(key[0])
             self._tools_for = key
         return self._tools
 
     def _export_tools(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
         """The tools in this provider's format (a subclass may add options)."""
         return export_tools(tools, self._format)
+
+    def _export_settings(self) -> tuple[object, ...]:
+        """The settings of this client that ``_export_tools`` reads (none by default)."""
+        return ()
 
     def _base_url(self) -> str:
         """Where the SDK client sends requests (for the repr)."""

@@ -14,7 +14,10 @@ How the conversation is sent:
   below); otherwise a ``text`` block (if there is text) and one ``tool_use`` block per
   call (``id``, ``name``, ``input``: the call's ``input_json`` parsed; text that is not
   a JSON object is sent as ``{}``, so the conversation can go on, and the model reads
-  the error result it got for that call). A text block of whitespace only is not sent
+  the error result it got for that call). An id the API would refuse (it takes
+  ``^[a-zA-Z0-9_-]+$``; another provider's, such as Kimi's ``functions.add_note:0``)
+  goes out rewritten (``tool_use_id``), the same way in the call's ``tool_result``. A
+  text block of whitespace only is not sent
   (the API refuses it; the message keeps its text), and an assistant message with no
   content is left out: the API rejects empty content;
 - consecutive ``ToolResult``\\s → one ``{"role": "user", "content": [...]}`` with a
@@ -46,7 +49,8 @@ How the stream is read: ``message_start`` gives the input usage;
 block of another kind, after earlier text, starts with a blank line: ``"\\n\\n"``, so
 "…information." and "I found…" stay apart); ``thinking_delta`` → ``ReasoningDelta``;
 ``input_json_delta`` of a tool_use block → ``ToolInputDelta(index, partial_json)``;
-``content_block_stop`` of a tool_use block → ``ToolUseStop``; ``message_delta`` gives
+``content_block_stop`` of a tool_use block → ``ToolUseStop`` (a delta for a block that
+never started is a malformed stream); ``message_delta`` gives
 ``stop_reason`` and the usage; ``message_stop`` ends the response (its provider items,
 then ``Completion``). Stop reasons are Anthropic's own (``end_turn``, ``tool_use``,
 ``max_tokens``, ``stop_sequence``, ``pause_turn``, ``refusal``...), which is our
@@ -67,7 +71,9 @@ starts; a failure after the first byte is never retried.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -293,6 +299,21 @@ def claude_tool_choice(request: LlmRequest) -> ToolChoiceParam | Omit:
     return {"type": "tool", "name": choice}
 
 
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+_NOT_IN_TOOL_USE_ID = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def tool_use_id(call_id: str) -> str:
+    """A call id as the API takes it (``^[a-zA-Z0-9_-]+$``), for ``tool_use.id`` and
+    ``tool_result.tool_use_id`` alike: unchanged if it is one; else (another provider's,
+    such as Kimi's ``functions.add_note:0``) every other character becomes ``_``, and a
+    short hash of the id follows, so two ids that differ only there stay two."""
+    if _TOOL_USE_ID.fullmatch(call_id):
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{_NOT_IN_TOOL_USE_ID.sub('_', call_id)}_{digest}"
+
+
 def tool_input(input_json: str) -> dict[str, object]:
     """A stored call's arguments as the ``input`` object; ``{}`` if they are not a JSON object."""
     if not input_json.strip():
@@ -316,7 +337,12 @@ def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
     if message.text.strip():
         content.append({"type": "text", "text": message.text})
     content.extend(
-        {"type": "tool_use", "id": call.id, "name": call.name, "input": tool_input(call.input_json)}
+        {
+            "type": "tool_use",
+            "id": tool_use_id(call.id),
+            "name": call.name,
+            "input": tool_input(call.input_json),
+        }
         for call in message.tool_calls
     )
     return content
@@ -399,7 +425,7 @@ def claude_messages(
             results.append(
                 {
                     "type": "tool_result",
-                    "tool_use_id": message.call_id,
+                    "tool_use_id": tool_use_id(message.call_id),
                     "content": tool_result_content(message)
                     if has_media(message)
                     else message.content,
@@ -487,8 +513,8 @@ class _EventReader:
     def feed(self, event: RawMessageStreamEvent) -> list[LlmEvent]:
         if event.type == "content_block_delta":
             block = self.blocks.get(event.index)
-            if block is None:
-                return []
+            if block is None:  # what it adds to is unknown: dropping it would lose text
+                raise ValueError(f"a delta for content block {event.index}, which never started")
             delta = event.delta
             if delta.type == "text_delta":
                 block.pieces.append(delta.text)

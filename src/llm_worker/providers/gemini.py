@@ -42,9 +42,11 @@ What a message keeps: unless a response is plain text and function calls (each w
 Gemini's own ``id``, no thought signature), every part of it becomes one
 ``ProviderItem("gemini", <kind>, <the part as JSON, Gemini's field names>)``, in order:
 ``kind`` is ``"thought"`` (a thought summary), ``"text"``, ``"function_call"``, or the
-part's field (``"executable_code"``...). Streamed text is put together (a new part
-starts where the thought flag changes or after a part that carries a thought
-signature), and a function call whose arguments were streamed is kept whole. Each
+part's field (``"executable_code"``...); a part the SDK cannot read (a kind newer than
+it, which it reads as empty) is not kept, since Gemini refuses an empty part. Streamed
+text is put together (a new part starts where the thought flag changes or after a part
+that carries a thought signature), and a function call whose arguments were streamed is
+kept whole. Each
 ``thoughtSignature`` stays on the part it came with, so later requests send it back
 where Gemini 3 requires it. The parts are used while the message's tool calls are the
 function calls among them (same order); another provider's items are not sent.
@@ -54,7 +56,8 @@ thought part (``thought: true``, with ``thinking_config.include_thoughts``) →
 ``ReasoningDelta``; a ``function_call`` part → ``ToolUseStart(index, id, name)``, its
 arguments as one ``ToolInputDelta`` and ``ToolUseStop`` once the call is whole (``args``
 at once, or ``partial_args`` pieces until ``will_continue`` is false, Vertex AI's
-``stream_function_call_arguments``). ``index`` counts the response's calls from 0; a
+``stream_function_call_arguments``; an array index in ``partial_args`` is one the list
+has or the next, any further on a malformed stream). ``index`` counts the response's calls from 0; a
 call without an ``id`` gets ``call_<response id>_<index>``. The end of the stream →
 ``Completion``: ``STOP`` is ``tool_use`` if the model called functions, else
 ``end_turn``; ``MAX_TOKENS`` is ``max_tokens``; other finish reasons lower-cased
@@ -66,7 +69,9 @@ last ``usage_metadata``: input = ``prompt_token_count`` + ``tool_use_prompt_toke
 
 Every failure is raised from ``stream()`` as ``ProviderError("gemini", ...)``, chained to
 the SDK's exception: an ``errors.APIError`` (an error status, or an ``{"error": ...}``
-chunk inside the stream) gives its ``code`` as ``status`` and its ``message``; a
+chunk inside the stream) gives its ``code`` as ``status`` and its ``message``, and
+``retry_after`` from a ``Retry-After`` header or else the body's ``google.rpc.RetryInfo``
+``retryDelay`` (``"37s"``, which Gemini's 429s give); a
 connection that fails or breaks, or a timeout, is retryable. The SDK retries 408, 429,
 500, 502, 503 and 504 and connection errors ``max_retries`` times (2 by default, with
 its exponential backoff from 1 s) before the stream starts; a failure after the first
@@ -84,6 +89,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -394,9 +400,11 @@ class _ModelTurn:
 
 def model_content(message: AssistantMessage) -> _ModelTurn:
     """An assistant message's ``content``: its kept parts, or text and function calls."""
-    items = own_items(message, PROVIDER)
+    # An empty part (kept by an earlier version, for one the SDK could not read) is left
+    # out: Gemini refuses it.
+    items = [data for item in own_items(message, PROVIDER) if (data := item.json())]
     if items:
-        kept = [types.Part.model_validate(item.json()) for item in items]
+        kept = [types.Part.model_validate(data) for data in items]
         calls = [part.function_call for part in kept if part.function_call is not None]
         if len(calls) == len(message.tool_calls) and all(
             # The parts say the calls only as long as nobody edited them (set_history).
@@ -622,7 +630,10 @@ class _ChunkReader:
         if self.said_text:
             self.gap = True
         dumped = part.model_dump(mode="json", by_alias=True, exclude_none=True)
-        self.keep(next(iter(part.model_dump(exclude_none=True)), "part"), dumped)
+        # Empty: a part the SDK could not read (a field newer than it), whose fields it
+        # dropped. Gemini refuses an empty part on every later request, so it is not kept.
+        if dumped:
+            self.keep(next(iter(part.model_dump(exclude_none=True))), dumped)
         return []
 
     def keep(self, kind: str, part: dict[str, Any]) -> None:
@@ -778,19 +789,58 @@ def _set_path(root: dict[str, Any], path: str, value: object) -> None:
     for step, after in zip(steps, [*steps[1:], None], strict=True):
         if after is None:
             if isinstance(step, int):
-                while len(node) <= step:
-                    node.append(None)
+                _reach(node, step)
             node[step] = value
             return
         empty: Any = [] if isinstance(after, int) else {}
         if isinstance(step, int):
-            while len(node) <= step:
-                node.append(None)
+            _reach(node, step)
             if node[step] is None:
                 node[step] = empty
         elif node.get(step) is None:
             node[step] = empty
         node = node[step]
+
+
+def _reach(items: list[Any], index: int) -> None:
+    """Make ``items[index]`` exist: a list's items come in order, so ``index`` is one it
+    has or the next. One further on would pad the list without bound (``[50000000]``,
+    18 bytes, a gigabyte): a ``ValueError``, which makes the stream malformed."""
+    if index > len(items):
+        raise ValueError(
+            f"partialArgs index {index} skips past the end of a list of {len(items)} items"
+        )
+    if index == len(items):
+        items.append(None)
+
+
+def _error_body(body: object) -> Mapping[str, object] | None:
+    """``body["error"]`` of a google.rpc error body (``None`` for a body of another shape)."""
+    error = cast("Mapping[str, object]", body).get("error") if isinstance(body, Mapping) else None
+    return cast("Mapping[str, object]", error) if isinstance(error, Mapping) else None
+
+
+def _retry_delay(body: object) -> float | None:
+    """The seconds a google.rpc error body asks to wait (its ``RetryInfo`` detail's
+    ``retryDelay``, a Duration such as ``"37s"`` or ``"45.8s"``); ``None`` if it says none,
+    or no finite, non-negative time."""
+    error = _error_body(body)
+    details = error.get("details") if error is not None else None
+    for detail in cast("list[object]", details) if isinstance(details, list) else ():
+        if not isinstance(detail, Mapping):
+            continue
+        fields = cast("Mapping[str, object]", detail)
+        kind, delay = fields.get("@type"), fields.get("retryDelay")
+        if not (isinstance(kind, str) and kind.endswith("google.rpc.RetryInfo")):
+            continue
+        if not (isinstance(delay, str) and delay.endswith("s")):
+            return None
+        try:
+            seconds = float(delay[:-1])
+        except ValueError:
+            return None
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    return None
 
 
 def provider_error(exc: Exception) -> ProviderError:
@@ -799,7 +849,7 @@ def provider_error(exc: Exception) -> ProviderError:
         status = exc.code if isinstance(exc.code, int) and exc.code >= 400 else None
         details: object = getattr(exc, "details", None)
         detailed = detail_text(details)  # a FastAPI-style body from a proxy
-        from_body = isinstance(details, Mapping) and "error" in details
+        from_body = _error_body(details) is not None
         message = exc.message if isinstance(exc.message, str) else None
         if message and not from_body:
             message = body_text(message)  # a page that is not JSON (a proxy's...)
@@ -807,12 +857,14 @@ def provider_error(exc: Exception) -> ProviderError:
         retryable = status is None or is_retryable_status(status)
         response: object = getattr(exc, "response", None)  # httpx's, aiohttp's or requests'
         headers: object = getattr(response, "headers", None)
+        wait = retry_after(cast("Mapping[str, str]", headers)) if headers else None
         return ProviderError(
             PROVIDER,
             message,
             status=status,
             retryable=retryable,
-            retry_after=retry_after(cast("Mapping[str, str]", headers)) if headers else None,
+            # Gemini's own 429s say it only in the body.
+            retry_after=wait if wait is not None else _retry_delay(details),
         )
     if isinstance(exc, httpx2.TimeoutException):
         return ProviderError(PROVIDER, TIMED_OUT, retryable=True)

@@ -28,8 +28,10 @@ field of its assistant message, the one the server used (DeepSeek and Kimi refus
 loop whose reasoning was dropped; Qwen's template reads it back); OpenRouter's
 ``delta.reasoning_details`` entries are kept in that item too (``"reasoning_details":
 [...]``, in order, the streamed pieces of one ``reasoning.text`` entry put together) and
-sent back on the message unmodified, as OpenRouter requires; the first ``tool_calls``
-delta of an ``index`` → ``ToolUseStart(index, id, name)``, every ``arguments`` fragment →
+sent back on the message unmodified, as OpenRouter requires; the ``tool_calls`` deltas
+of an ``index`` → ``ToolUseStart(index, id, name)`` once the name is whole (its pieces
+joined, as the SDK does: when arguments begin, another call begins or the response
+ends; a call without an id gets a random one), every ``arguments`` fragment →
 ``ToolInputDelta``, a call's ``extra_content`` (Gemini's OpenAI-compatible thought
 signature) → ``ProviderItem("openai", "extra_content", '{"id":...,"extra_content":...}')``,
 sent back on that call; ``finish_reason`` → ``ToolUseStop`` for every started call; the end
@@ -56,8 +58,10 @@ result's text, or for a result with media its parts as ``input_text`` /
 and ``response.reasoning_text.delta`` → ``ReasoningDelta``; ``response.output_item.done``
 of a ``reasoning`` item → ``ProviderItem("openai", "reasoning", <the item as JSON>)``;
 ``response.output_item.added`` of a ``function_call`` → ``ToolUseStart(output_index,
-call_id, name)``; ``response.function_call_arguments.delta`` → ``ToolInputDelta``;
-``response.output_item.done`` → ``ToolUseStop``; ``response.completed`` →
+call_id, name)``; ``response.function_call_arguments.delta`` → ``ToolInputDelta`` (the
+arguments of ``.done``, or of the finished item, when no delta came);
+``response.output_item.done`` → ``ToolUseStop``; ``response.completed`` → the calls of
+its ``output`` that no ``output_item`` event started (start, arguments, stop), then
 ``Completion("tool_use")`` if the model called tools, else ``"end_turn"``;
 ``response.incomplete`` → ``Completion("max_tokens")`` for ``max_output_tokens``, else
 its reason; ``response.failed`` and ``error`` events → ``ProviderError``.
@@ -305,6 +309,9 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT], Generic[_ChunkT
 
     def _export_tools(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
         return export_tools(tools, self._format, strict=self.strict)
+
+    def _export_settings(self) -> tuple[object, ...]:
+        return (self.strict,)
 
     def _provider_error(self, exc: Exception) -> ProviderError:
         return provider_error(cast(openai.OpenAIError, exc))
@@ -750,8 +757,11 @@ class _ChunkReader:
     """
 
     def __init__(self, nulls: _NullDropper | None = None) -> None:
-        self.arguments: dict[int, list[str]] = {}  # started calls: index -> fragments
+        self.arguments: dict[int, list[str]] = {}  # calls: index -> fragments
         self.names: dict[int, str] = {}
+        # Calls whose ToolUseStart waits for the rest of their name, which a server may
+        # stream in pieces (vLLM), or after an id-only first delta: in order of arrival.
+        self.unstarted: dict[int, None] = {}
         self.ids: dict[int, str] = {}
         # The server's index of a call -> ours. Ours is the server's, unless the server
         # gives two calls one index (Ollama sends 0 for each, some builds none at all):
@@ -781,7 +791,8 @@ class _ChunkReader:
         if chunk.usage is not None:
             self.usage = _chat_usage(chunk.usage)
         for choice in cast("list[Any] | None", chunk.choices) or ():
-            if choice.index != 0:
+            # Typed as always there; a server that sends one choice may leave it out.
+            if getattr(choice, "index", None) not in (0, None):
                 continue
             delta = choice.delta
             if delta is None:
@@ -808,24 +819,32 @@ class _ChunkReader:
                         index = given
                     else:
                         index = max(self.arguments, default=-1) + 1
+                    # A new call: the name of those before it is whole.
+                    events.extend(self.starts())
                     self.latest[given] = index
                     self.arguments[index] = []
-                    call_id = call.id or _made_up_id(chunk.id, index)
-                    name = (function.name if function is not None else None) or ""
-                    self.names[index] = name
-                    self.call_ids[index] = call_id
+                    self.names[index] = ""
+                    self.unstarted[index] = None
                     if call.id:  # only the server's own id tells its calls apart
                         self.ids[index] = call.id
-                    events.append(ToolUseStart(index, call_id, name))
                 else:
                     index = latest
                     if call.id:  # an id after the call's first delta: the same call
                         self.ids.setdefault(index, call.id)
+                name = function.name if function is not None else None
+                # A piece of the name, joined as the SDK's accumulate_delta does; one
+                # that repeats the whole name so far (servers that send it in every
+                # delta) adds nothing.
+                if name and index in self.unstarted and name != self.names[index]:
+                    self.names[index] += name
                 extra_content = _extra_fields(call).get(EXTRA_CONTENT)
                 if extra_content is not None:
                     self.extra_contents[index] = extra_content
                 fragments = self.arguments[index]
                 if function is not None and function.arguments:
+                    # Servers send a call's name before any arguments: the names so
+                    # far are whole.
+                    events.extend(self.starts())
                     fragments.append(function.arguments)
                     if self.nulls is None:
                         events.append(ToolInputDelta(index, function.arguments))
@@ -834,11 +853,22 @@ class _ChunkReader:
                 events.extend(self.stops())
         return events
 
-    def stops(self) -> list[LlmEvent]:
-        """A ``ToolUseStop`` for every started call (after its held arguments, if any)."""
-        if self.nulls is None:
-            return [ToolUseStop(index) for index in self.arguments]
+    def starts(self) -> list[LlmEvent]:
+        """The ``ToolUseStart`` of every call not yet started, in order of arrival."""
         events: list[LlmEvent] = []
+        for index in self.unstarted:
+            call_id = self.ids.get(index) or _made_up_id()
+            self.call_ids[index] = call_id
+            events.append(ToolUseStart(index, call_id, self.names[index]))
+        self.unstarted.clear()
+        return events
+
+    def stops(self) -> list[LlmEvent]:
+        """A ``ToolUseStop`` for every call (after its start and its held arguments, if
+        any are still to come)."""
+        events = self.starts()
+        if self.nulls is None:
+            return [*events, *(ToolUseStop(index) for index in self.arguments)]
         for index, fragments in self.arguments.items():
             text = self.nulls.arguments(self.names[index], "".join(fragments))
             if text:
@@ -939,11 +969,9 @@ def _join_text(last: dict[str, object], entry: dict[str, object]) -> None:
             last[key] = value
 
 
-def _made_up_id(chunk_id: str, index: int) -> str:
-    # From the chunk's id and the call's index; a server that gives no chunk id either
-    # would make every response's first call "call__0": then a random one.
-    if chunk_id:
-        return f"call_{chunk_id}_{index}"
+def _made_up_id() -> str:
+    # For a call the server gave no id: random, since one made from the chunk's id and
+    # the call's index repeats in a history when a server reuses chunk ids (or sends none).
     return f"call_{secrets.token_hex(12)}"
 
 
@@ -957,6 +985,7 @@ class _ResponseEventReader:
     def __init__(self, nulls: _NullDropper | None = None) -> None:
         # Open function calls: output_index -> whether argument deltas came.
         self.open_calls: dict[int, bool] = {}
+        self.started: set[int] = set()  # the output_index of every call started
         self.held: dict[int, list[str]] = {}  # strict mode: output_index -> fragments
         self.nulls = nulls
         self.called = False
@@ -966,13 +995,12 @@ class _ResponseEventReader:
         if event.type == "response.output_text.delta" or event.type == "response.refusal.delta":
             return [TextDelta(event.delta)] if event.delta else []
         if event.type == "response.function_call_arguments.delta":
-            if event.output_index not in self.open_calls or not event.delta:
-                return []
-            self.open_calls[event.output_index] = True
-            if self.nulls is not None:
-                self.held.setdefault(event.output_index, []).append(event.delta)
-                return []
-            return [ToolInputDelta(event.output_index, event.delta)]
+            return self.arguments(event.output_index, event.delta)
+        if event.type == "response.function_call_arguments.done":
+            # A server that sends the arguments only whole, here: one fragment.
+            if self.open_calls.get(event.output_index) is False:
+                return self.arguments(event.output_index, event.arguments)
+            return []
         if (
             event.type == "response.reasoning_summary_text.delta"
             or event.type == "response.reasoning_text.delta"
@@ -986,6 +1014,7 @@ class _ResponseEventReader:
             if item.type != "function_call":
                 return []
             self.open_calls[event.output_index] = False
+            self.started.add(event.output_index)
             self.called = True
             call_id = item.call_id or f"call_{secrets.token_hex(12)}"  # a server left it out
             return [ToolUseStart(event.output_index, call_id, item.name)]
@@ -1008,8 +1037,10 @@ class _ResponseEventReader:
                 head.append(ToolInputDelta(event.output_index, item.arguments))
             return [*head, ToolUseStop(event.output_index)]
         if event.type == "response.completed":
+            late = self.calls_only_in(event.response)
             self.result = _completion(event.response, "tool_use" if self.called else "end_turn")
-        elif event.type == "response.incomplete":
+            return late
+        if event.type == "response.incomplete":
             details = event.response.incomplete_details
             reason = (details.reason if details is not None else None) or "incomplete"
             self.result = _completion(event.response, INCOMPLETE_REASONS.get(reason, reason))
@@ -1022,6 +1053,35 @@ class _ResponseEventReader:
             retryable = event.code is None or event.code in RETRYABLE_CODES
             raise ProviderError(PROVIDER, event.message, retryable=retryable)
         return []
+
+    def arguments(self, index: int, fragment: str) -> list[LlmEvent]:
+        """A fragment of the arguments of the open call at output ``index``."""
+        if index not in self.open_calls or not fragment:
+            return []
+        self.open_calls[index] = True
+        if self.nulls is not None:
+            self.held.setdefault(index, []).append(fragment)
+            return []
+        return [ToolInputDelta(index, fragment)]
+
+    def calls_only_in(self, response: Response) -> list[LlmEvent]:
+        """The events of the function calls that only the finished ``response`` has (a
+        server that sent no ``output_item`` events for them)."""
+        events: list[LlmEvent] = []
+        for index, item in enumerate(response.output or ()):
+            if item.type != "function_call" or index in self.started:
+                continue
+            self.started.add(index)
+            self.called = True
+            call_id = item.call_id or f"call_{secrets.token_hex(12)}"
+            events.append(ToolUseStart(index, call_id, item.name))
+            text = item.arguments or ""
+            if self.nulls is not None:
+                text = self.nulls.arguments(item.name, text)
+            if text:
+                events.append(ToolInputDelta(index, text))
+            events.append(ToolUseStop(index))
+        return events
 
     def end(self) -> list[LlmEvent]:
         if self.result is None:
@@ -1075,11 +1135,13 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
             or body_text(exc.body)
             or exc.message
         )
+        # A 429 for a spent quota or credit: waiting does not bring it back.
+        spent = error_field(exc.body, "code") == "insufficient_quota"
         return ProviderError(
             PROVIDER,
             message,
             status=status,
-            retryable=is_retryable_status(status),
+            retryable=is_retryable_status(status) and not spent,
             retry_after=retry_after(exc.response.headers),
         )
     if isinstance(exc, openai.APITimeoutError):
@@ -1089,7 +1151,12 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
     if isinstance(exc, openai.APIError):
         # An error sent inside a Chat Completions stream: {"error": {"message", "type"...}},
         # which compatible servers extend with the status it stands for.
-        message = proxied_message(exc.body) or error_field(exc.body, "message") or exc.message
+        message = (
+            proxied_message(exc.body)
+            or error_field(exc.body, "message")
+            or body_text(exc.body)  # {"error": "..."} (HF TGI): the SDK passes the str
+            or exc.message
+        )
         named = body_status(exc.body)
         if named is not None:
             return ProviderError(

@@ -1,0 +1,130 @@
+"""``llm_worker.providers.anthropic`` against what the wire review (r2) found: call ids
+of other providers that Anthropic refuses, a 200 whose body is no stream, and deltas for
+a content block that never started.
+
+The real ``anthropic`` SDK against the local scripted server of ``server.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import anyio
+import pytest
+
+from llm_worker import (
+    AssistantMessage,
+    ProviderError,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+    Worker,
+    tool_definitions,
+)
+from llm_worker.providers.anthropic import AnthropicClient
+
+from . import wire
+from .app import Notes
+from .server import ProviderServer, Reply, stream
+
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Async generator '(anthropic|httpx2|httpcore2)\.[^']*' was garbage "
+    r"collected:ResourceWarning"
+)
+
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def make_client(server: ProviderServer) -> AnthropicClient:
+    return AnthropicClient(
+        wire.CLAUDE_MODEL, api_key="test-key", base_url=server.base_url, max_retries=0
+    )
+
+
+class TestForeignCallIds:
+    @pytest.mark.anyio
+    async def test_ids_anthropic_refuses_are_rewritten_alike(
+        self, server: ProviderServer, notes: Notes
+    ) -> None:
+        """Kimi's ``functions.add_note:0`` and ``functions.add_note:1`` (a history from
+        another provider) go out as ids the API takes, the same in ``tool_use`` and in
+        ``tool_result``, still two; a valid id goes out as it is."""
+        ids = ["functions.add_note:0", "functions.add_note:1", "toolu_01A"]
+        history = [
+            UserMessage("save a and b"),
+            AssistantMessage(
+                "",
+                tuple(ToolCall(call_id, "add_note", '{"title": "a"}') for call_id in ids),
+                "tool_use",
+            ),
+            *(ToolResult(call_id, "saved a") for call_id in ids),
+        ]
+        server.add(stream(*wire.claude_text("Done.")))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            worker.register_tools(tool_definitions(notes))
+            worker.set_history(history)
+            with anyio.fail_after(10):
+                await worker.run("thanks")
+        _, assistant, results, _ = server.requests[0].json["messages"]
+        used = [block["id"] for block in assistant["content"]]
+        answered = [block["tool_use_id"] for block in results["content"]]
+        assert used == answered
+        assert all(ANTHROPIC_ID.fullmatch(call_id) for call_id in used)
+        assert len(set(used)) == 3
+        assert used[2] == "toolu_01A"
+        assert used[0].startswith("functions_add_note_0_")
+
+
+INVALID_KEY = {
+    "error": {"message": "Invalid API key provided", "type": "invalid_request_error", "code": 401}
+}
+
+
+class TestBodiesThatAreNoStream:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("as_events", [False, True], ids=["json", "event-stream"])
+    async def test_a_200_error_body_gives_its_message(
+        self, server: ProviderServer, as_events: bool
+    ) -> None:
+        """A 200 whose body is a JSON error says the body's message and status, not
+        retryable: not "the stream ended"."""
+        server.add(stream(json.dumps(INVALID_KEY)) if as_events else Reply(body=INVALID_KEY))
+        async with make_client(server) as client:
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.message, info.value.status, info.value.retryable) == (
+            "Invalid API key provided",
+            401,
+            False,
+        )
+
+
+class TestBlocksThatNeverStarted:
+    @pytest.mark.anyio
+    async def test_a_delta_for_a_block_that_never_started_is_a_malformed_stream(
+        self, server: ProviderServer
+    ) -> None:
+        """Text for a block without ``content_block_start``: a malformed stream, not an
+        empty answer."""
+        delta = {"type": "content_block_delta", "index": 0}
+        delta["delta"] = {"type": "text_delta", "text": "Hello"}
+        server.add(
+            stream(
+                wire.message_start(),
+                wire.event("content_block_delta", delta),
+                wire.block_stop(0),
+                wire.message_delta("end_turn", 3),
+                wire.MESSAGE_STOP,
+            )
+        )
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message == (
+            "the provider sent a malformed stream event (ValueError: a delta for content "
+            "block 0, which never started)"
+        )
+        assert info.value.retryable is False
