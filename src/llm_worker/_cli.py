@@ -445,16 +445,21 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
 
 def _auth_token(args: argparse.Namespace) -> str | None:
     if args.auth_token is not None:
-        if not args.auth_token:
-            raise _UsageError("--auth-token must not be empty")
-        return str(args.auth_token)
-    if args.auth_token_env is None:
+        option, given = "--auth-token", str(args.auth_token)
+    elif args.auth_token_env is not None:
+        option, given = "--auth-token-env", os.environ.get(args.auth_token_env, "")
+        if not given:
+            raise _UsageError(
+                f"--auth-token-env: the environment variable {args.auth_token_env} is not set"
+            )
+    else:
         return None
-    token = os.environ.get(args.auth_token_env)
+    # A secret file written with echo ends in a newline, which no client sends.
+    token = given.strip()
     if not token:
-        raise _UsageError(
-            f"--auth-token-env: the environment variable {args.auth_token_env} is not set"
-        )
+        raise _UsageError(f"{option}: the token is empty (only whitespace)")
+    if any(char.isspace() for char in token):
+        raise _UsageError(f"{option}: the token contains whitespace, which a bearer token cannot")
     return token
 
 

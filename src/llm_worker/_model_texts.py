@@ -43,6 +43,7 @@ __all__ = [
     "MCP_BAD_CONTENT",
     "MCP_CONNECTION_LOST",
     "MCP_ERROR",
+    "MCP_NOT_STRUCTURED",
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
     "MEDIA_ATTACHED",
@@ -206,6 +207,10 @@ MCP_CONNECTION_LOST = "lost the connection to the MCP server ({kind})"
 MCP_UNEXPECTED = "calling MCP tool '{name}' failed unexpectedly ({kind})"
 MCP_NO_MESSAGE = "MCP tool '{name}' reported an error (no message)"
 MCP_BAD_CONTENT = "MCP tool '{name}' sent {what} that cannot be read: {problem}"
+# A result the SDK refused for the tool's output schema, worded as NOT_STRUCTURED.
+MCP_NOT_STRUCTURED = (
+    "MCP tool '{name}' returned a result its output schema does not describe ({why})"
+)
 
 # -- durable runs (the text after "Execution failed: ") ---------------------------------------
 

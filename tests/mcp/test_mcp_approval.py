@@ -345,7 +345,9 @@ class TestTheQuestion:
         lines = question.message.split("\n")
         assert lines[0] == "Allow the tool 'write' to run with these arguments?"
         assert lines[1].startswith('content: "harmless notes harmless')
-        assert lines[1].endswith("… (3002 characters)")
+        # Cut in the middle: its end shows too.
+        assert lines[1].endswith('harmless notes " (3002 characters)')
+        assert "…" in lines[1]
         assert lines[2:] == ['path: "/home/me/.bashrc"', '"x: 1\\npath: \\"/tmp/safe\\"": 1']
         assert len(question.message) < 2_200
 

@@ -75,6 +75,8 @@ RESULTS: dict[str, types.CallToolResult] = {
     ),
     "silent_error": types.CallToolResult(content=[], is_error=True),
     "typed": types.CallToolResult(content=[types.TextContent(text="no structured content")]),
+    # Its output schema refers to nothing: the SDK's check of the result fails unexpectedly.
+    "unreadable_schema": types.CallToolResult(content=[], structured_content={"a": 1}),
 }
 
 
@@ -96,6 +98,8 @@ def remote(
     ]
     typed = next(t for t in tools if t.name == "typed")
     typed.output_schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    unreadable = next(t for t in tools if t.name == "unreadable_schema")
+    unreadable.output_schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/No"}}}
     size = -(-len(tools) // pages)
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> Any:
@@ -159,7 +163,7 @@ class TestMcpToolDefinitions:
         async with connect(remote(pages=3)) as session:
             three_pages = [d()[0].name for d in await mcp_tool_definitions(session)]
         assert three_pages == one_page
-        assert len(one_page) == 9
+        assert len(one_page) == 10
 
     @pytest.mark.anyio
     async def test_endless_paging_is_an_error(self):
@@ -337,7 +341,8 @@ class TestMcpTool:
         with pytest.raises(ExecutionFailedError) as info:
             await tools["lookup"][1].execute('{"key": "x"}')
         assert str(info.value) == "Execution failed: MCP error: Connection closed"
-        assert isinstance(info.value.__cause__, MCPError)
+        # Not chained (logged as a failed call, without a traceback); raised while handling it.
+        assert isinstance(info.value.__context__, MCPError)
 
     @pytest.mark.anyio
     @pytest.mark.parametrize(
@@ -365,11 +370,13 @@ class TestMcpTool:
                 caplog.at_level(logging.ERROR, logger="llm_worker.mcp"),
                 pytest.raises(InternalToolError) as info,
             ):
-                await tools["typed"][1].execute("{}")
-        assert info.value.message == "calling MCP tool 'typed' failed unexpectedly (RuntimeError)"
+                await tools["unreadable_schema"][1].execute("{}")
+        assert info.value.message == (
+            "calling MCP tool 'unreadable_schema' failed unexpectedly (RuntimeError)"
+        )
         [record] = [r for r in caplog.records if r.name == "llm_worker.mcp"]
         assert record.exc_info is not None
-        assert "did not return structured content" in str(record.exc_info[1])
+        assert "#/$defs/No" in str(record.exc_info[1].__cause__)
 
     @pytest.mark.anyio
     async def test_cancellation_propagates(self):
@@ -501,4 +508,4 @@ def test_local_tool_server_accepts_remote_definitions():
             server.register_tools(await mcp_tool_definitions(session))
 
     anyio.run(main)
-    assert len(server.handle()) == 9
+    assert len(server.handle()) == 10

@@ -316,8 +316,9 @@ class TestSessions:
 
 class TestClientSurvivesItsServer:
     async def test_calls_after_the_server_died_fail_one_by_one(self, http_server):
-        """With mcp_http_client(), each call after the server is killed reads "Connection
-        closed", the worker's run goes on, and nothing escapes the session."""
+        """With mcp_http_client(), each call after the server is killed says it cannot
+        connect, naming the address, the worker's run goes on, and nothing escapes the
+        session."""
         server = http_server()
         client = ScriptedClient(
             [
@@ -337,7 +338,10 @@ class TestClientSurvivesItsServer:
                 server.process.kill()
                 server.process.wait(timeout=GUARD)
                 await worker.lock().run("echo twice")
-        closed = "Execution failed: MCP error: Connection closed"
+        closed = (
+            "Execution failed: MCP error: cannot connect to the MCP server: Connection "
+            "refused (ConnectError)"
+        )
         results = [item for item in worker.history if isinstance(item, ToolResult)]
         assert results == [ToolResult("c1", closed, True), ToolResult("c2", closed, True)]
 

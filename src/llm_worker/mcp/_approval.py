@@ -171,20 +171,40 @@ def approval_question(entry: ToolEntry, arguments: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-# JSON leaves these as they are: each breaks a line for str.splitlines() and many displays.
-_LINE_BREAKS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
-
-
 def _json(value: object) -> str:
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):  # not from JSON (an in-process caller's object)
-        text = repr(value)
-    return text.translate(_LINE_BREAKS)
+        return repr(value)
 
 
 def _cut(text: str, room: int) -> str:
-    return text if len(text) <= room else f"{text[: room - 1]}… ({len(text)} characters)"
+    """``text`` made visible (``_visible``), cut in the middle to ``room`` characters if it
+    is longer: its start and its end both show, so a harmless start cannot hide a
+    ``/../../etc/passwd`` at its end."""
+    if len(text) <= room:
+        visible = _visible(text)
+        if len(visible) <= room:
+            return visible
+    # Escaping only lengthens: the ends of the visible text are those of the text's ends.
+    suffix = f" ({len(text)} characters)"
+    keep = max(room - len(suffix) - 1, 2)
+    head = _visible(text[:keep])[: keep - keep // 2]
+    tail = _visible(text[-keep:])[-(keep // 2) :]
+    return f"{head}…{tail}{suffix}"
+
+
+def _visible(text: str) -> str:
+    """``text`` with every character that does not show as itself escaped as JSON does
+    (``\\u202e``): line breaks JSON leaves (U+2028, U+0085), bidi overrides that would
+    show ``gnp.exe`` as ``exe.png``, zero-width and other format or control characters."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else _escaped(char) for char in text)
+
+
+def _escaped(char: str) -> str:
+    return json.dumps(char)[1:-1]  # \uXXXX, and a surrogate pair beyond the BMP
 
 
 async def _ask(request: ServerRequestContext[Any], question: str, name: str) -> Refusal | None:

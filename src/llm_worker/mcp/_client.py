@@ -32,6 +32,9 @@ the result has ``isError: true``           ``ExecutionFailedError`` with its tex
                                            made safe like a local exception's (paths,
                                            reprs, secrets scrubbed; 500 characters)
 media data that is not base64              ``ExecutionFailedError`` naming the block
+``structuredContent`` that does not match  ``ExecutionFailedError`` saying where (``at
+the tool's ``outputSchema``, or none       /n: 'two' is not of type 'integer'``), or
+(the SDK checks it)                        ``no structuredContent``
 an MCP error response, a timeout or a      ``ExecutionFailedError("MCP error: ...")``
 closed connection (``mcp.MCPError``)       with the error's message
 the connection is gone (stream closed or   ``ExecutionFailedError("lost the connection
@@ -40,7 +43,9 @@ anything else the SDK raises               ``InternalToolError``, naming only th
                                            exception type; the traceback is logged
 =========================================  ==============================================
 
-The texts never carry tracebacks; cancellation propagates.
+The texts never carry tracebacks; cancellation propagates. Only the last row is
+logged with its traceback (a bug to look into): the others are failures of the
+server or the network, logged as any failed call is (at INFO) by whoever runs it.
 
 A tool the server marks ``execution.taskSupport: "required"`` can only be
 called as a task, which this client does not do: it is not offered (a warning
@@ -55,6 +60,7 @@ from typing import Any, TypeAlias
 
 import anyio
 import mcp.types as types
+from jsonschema import exceptions as schema_errors
 from mcp import Client, ClientSession, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic import TypeAdapter, ValidationError
@@ -68,7 +74,9 @@ from .._model_texts import (
     MCP_CONNECTION_LOST,
     MCP_ERROR,
     MCP_NO_MESSAGE,
+    MCP_NOT_STRUCTURED,
     MCP_UNEXPECTED,
+    call_text,
     describe_validation_error,
 )
 from .._safe_text import model_safe_text, safe_text
@@ -76,7 +84,7 @@ from .._strict_json import non_finite_problem
 from .._strict_schema import drop_introduced_nulls
 from .._tool_names import provider_safe_names
 from .._types import Tool, ToolDefinition
-from ._content import error_text, tool_return
+from ._content import error_text, schema_mismatch, tool_return
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
 
@@ -105,7 +113,8 @@ async def mcp_tool_definitions(session: McpConnection, *, prefix: str = "") -> l
     several servers), description and ``inputSchema``; calls go to the server
     under its own name. A name model providers refuse (``files.read``) is
     renamed locally (``files_read``; ``docs/mcp.md`` has the rule), and the
-    definition's ``remote_name`` keeps the server's. Errors of the listing
+    definition's ``remote_name`` keeps the server's. A tool listed more than once is
+    offered once, as first listed (a warning is logged). Errors of the listing
     itself (``mcp.MCPError``...) propagate.
     """
     if not isinstance(session, (ClientSession, Client)):
@@ -115,16 +124,43 @@ async def mcp_tool_definitions(session: McpConnection, *, prefix: str = "") -> l
         )
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
-    tools = [tool for tool in await _list_tools(session) if not _task_only(tool)]
+    tools = [tool for tool in _first_of_each(await _list_tools(session)) if not _task_only(tool)]
     names = provider_safe_names([prefix + tool.name for tool in tools])
     for tool, name in zip(tools, names, strict=True):
         if name != prefix + tool.name:
             logger.info(
-                "MCP tool %r is called %r here (providers refuse its name)", tool.name, name
+                "MCP tool %r is named %r here: %s",
+                tool.name,
+                name,
+                _why_renamed(prefix + tool.name, name),
             )
     return [
         McpToolDefinition(session, tool, name=name) for tool, name in zip(tools, names, strict=True)
     ]
+
+
+def _first_of_each(tools: list[types.Tool]) -> list[types.Tool]:
+    """The listed tools, each name once: the first listing of a name is kept."""
+    first: dict[str, types.Tool] = {}
+    for tool in tools:
+        if tool.name in first:
+            logger.warning(
+                "MCP server lists tool %r more than once: only its first listing is used "
+                "(calls of either would go to the same remote tool)",
+                tool.name,
+            )
+        else:
+            first[tool.name] = tool
+    return list(first.values())
+
+
+def _why_renamed(local: str, name: str) -> str:
+    # The name it would get alone follows from the providers' rule; any other is the hashed
+    # form, given because another tool of the listing has (or would get) that name.
+    alone = provider_safe_names([local])[0]
+    if name == alone:
+        return "providers refuse its name"
+    return f"providers refuse its name, and {alone!r} would clash with another tool's name"
 
 
 def _task_only(tool: types.Tool) -> bool:
@@ -241,11 +277,21 @@ class McpTool:
                 result = await self.session.call_tool(
                     name, arguments, progress_callback=on_progress
                 )
+        # The server's answer or the network's, not a bug of this process: not chained, so
+        # that it is logged as the failure it is (at INFO), without a traceback.
         except MCPError as exc:
-            raise ExecutionFailedError(MCP_ERROR.format(message=model_safe_text(exc))) from exc
+            raise ExecutionFailedError(MCP_ERROR.format(message=model_safe_text(exc))) from None
         except _CONNECTION_ERRORS as exc:
-            raise ExecutionFailedError(MCP_CONNECTION_LOST.format(kind=type(exc).__name__)) from exc
+            raise ExecutionFailedError(
+                MCP_CONNECTION_LOST.format(kind=type(exc).__name__)
+            ) from None
         except Exception as exc:
+            mismatch = _output_schema_mismatch(exc)
+            if mismatch is not None:
+                # Not scrubbed: it quotes the result, which was meant for the model.
+                raise ExecutionFailedError(
+                    call_text(MCP_NOT_STRUCTURED, name, why=mismatch)
+                ) from None
             logger.exception("Calling MCP tool %r raised %s", name, type(exc).__name__)
             raise InternalToolError(
                 MCP_UNEXPECTED.format(name=name, kind=type(exc).__name__)
@@ -257,6 +303,18 @@ class McpTool:
 
     def __repr__(self) -> str:
         return f"<McpTool {self.remote_name!r} session=<{type(self.session).__name__}>>"
+
+
+def _output_schema_mismatch(exc: Exception) -> str | None:
+    """How the result did not match the tool's output schema, if that is why the SDK
+    raised ``exc`` (``ClientSession.validate_tool_result``'s ``RuntimeError``)."""
+    if not isinstance(exc, RuntimeError):
+        return None
+    if isinstance(exc.__cause__, schema_errors.ValidationError):
+        return schema_mismatch(exc.__cause__)
+    if "did not return structured content" in str(exc):  # the SDK's words
+        return "no structuredContent"
+    return None
 
 
 def _remote_error(message: str) -> ToolError:

@@ -70,7 +70,7 @@ from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, STRUCTURED_TOO_LARGE
 from .._output_schema import WRAPPED
 from .._safe_text import valid_unicode
 
-__all__ = ["call_tool_result", "error_text", "tool_return"]
+__all__ = ["call_tool_result", "error_text", "schema_mismatch", "tool_return"]
 
 MEDIA_URI = "llm-worker://media/{digest}/{name}"
 """Where an embedded media part says it is: its bytes' SHA-256, then its name (if any)."""
@@ -79,7 +79,7 @@ MEDIA_URI = "llm-worker://media/{digest}/{name}"
 # id is not reused); bounded for a server whose tools are registered again and again.
 _VALIDATORS: dict[str, tuple[dict[str, Any], Validator]] = {}  # by the schema's JSON text
 _MAX_VALIDATORS = 512
-_MAX_MISMATCH = 200  # characters of the checker's message the model reads
+_MAX_MISMATCH = 200  # characters of where and how a value does not fit, for the model
 
 _DEFAULT_BLOB_TYPE = "application/octet-stream"
 _LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
@@ -182,13 +182,16 @@ def _check(value: Any, validator: Validator) -> None:
     """``ValueError`` saying where ``value`` does not fit the validator's schema (its first
     error)."""
     error = next(iter(validator.iter_errors(value)), None)
-    if error is None:
-        return
+    if error is not None:
+        raise ValueError(schema_mismatch(error))
+
+
+def schema_mismatch(error: schema_errors.ValidationError) -> str:
+    """Where a value does not fit a schema, and how, short: ``at /n: 'two' is not of type
+    'integer'``."""
     where = "".join(f"/{step}" for step in error.absolute_path) or "/"
-    message = error.message
-    if len(message) > _MAX_MISMATCH:
-        message = message[: _MAX_MISMATCH - 1] + "…"
-    raise ValueError(f"at {where}: {message}")
+    text = f"at {where}: {error.message}"  # the keys of the value may be long too
+    return text if len(text) <= _MAX_MISMATCH else text[: _MAX_MISMATCH - 1] + "…"
 
 
 def _not_json(constant: str) -> NoReturn:

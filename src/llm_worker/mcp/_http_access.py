@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = [
     "BearerTokenAuth",
+    "check_auth_token",
     "cross_origin",
     "is_loopback",
     "transport_security",
@@ -126,12 +127,21 @@ def warn_if_exposed(host: str, *, authenticated: bool) -> None:
     )
 
 
+def check_auth_token(token: str) -> None:
+    """``ValueError`` unless ``token`` is one a client can send as ``Bearer <token>``."""
+    if not token:
+        raise ValueError("the auth token must not be empty")
+    if any(char.isspace() for char in token):
+        # A client's token has none (the check strips what it sends): this one would
+        # refuse everyone. A secret file written with echo ends in a newline.
+        raise ValueError("the auth token must not contain whitespace (a trailing newline?)")
+
+
 class BearerTokenAuth:
     """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
-        if not token:
-            raise ValueError("the auth token must not be empty")
+        check_auth_token(token)
         self.app = app
         self._token = token.encode()
 

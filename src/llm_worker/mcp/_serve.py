@@ -31,6 +31,10 @@ wrong and can try again (``isError: true``, one text block):
   ``SystemExit``, ``KeyboardInterrupt`` and any other ``BaseException`` a tool
   raises: one call never stops the server.
 
+Over stdio, a line that is not JSON (or holds a lone surrogate) gets the JSON-RPC
+``Parse error`` (``-32700``, ``id: null``), and JSON that is no JSON-RPC message
+``Invalid Request`` (``-32600``), each with a warning in the log: the SDK would
+drop them unanswered, leaving the client to wait.
 Cancellation (the client cancelled the request, or the server is shutting
 down) propagates. A lone surrogate in a result becomes U+FFFD. Over HTTP, who
 may send requests at all is ``_http_access``'s (Host/Origin checks on every
@@ -41,13 +45,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import dataclasses
 import json
 import logging
 import socket
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, cast, get_args
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import anyio
 import mcp.types as types
@@ -55,6 +61,8 @@ from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from .. import __version__
@@ -69,9 +77,18 @@ from .._safe_text import valid_unicode
 from .._server import ToolEntry, ToolServer, ToolServerHandle, entry_of, sorted_metas
 from ._approval import Approvals
 from ._content import call_tool_result
-from ._http_access import BearerTokenAuth, cross_origin, transport_security, warn_if_exposed
+from ._http_access import (
+    BearerTokenAuth,
+    check_auth_token,
+    cross_origin,
+    transport_security,
+    warn_if_exposed,
+)
 
 __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_async"]
+
+if TYPE_CHECKING:  # Server.run's own types (the SDK's module is private: not imported to run)
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
 
 logger = logging.getLogger("llm_worker.mcp")
 
@@ -304,13 +321,16 @@ def create_http_app(
     (``Origin``, else ``403``): the loopback names, ``host`` itself (unless a
     wildcard like ``0.0.0.0``), and ``allowed_hosts`` / ``allowed_origins``.
     With ``auth_token``, every request must carry ``Authorization: Bearer
-    <auth_token>`` (else ``401``). A warning is logged when ``host`` is not a
+    <auth_token>`` (else ``401``; a token that is empty or has whitespace, which
+    no client could send, is a ``ValueError``). A warning is logged when ``host`` is not a
     loopback address. A session with no request for ``session_idle_timeout``
     seconds is closed, and at most ``max_sessions`` are open at once (more get
     ``503``); ``None`` lifts either limit. ``limits`` are ``create_server``'s. Run
     the app with its lifespan (the streamable-HTTP session manager starts there).
     """
     _check_path(path)
+    if auth_token is not None:
+        check_auth_token(auth_token)  # now: the middleware is only made at the first request
     warn_if_exposed(host, authenticated=auth_token is not None)
     server = create_server(
         tools, name=name, version=version, instructions=instructions, limits=limits
@@ -374,7 +394,11 @@ async def serve_async(
         # (Inside stdio_server: it claims fd 1 through the real sys.stdout.)
         async with stdio_server() as (read_stream, write_stream):
             with contextlib.redirect_stdout(sys.stderr):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                await server.run(
+                    _UnreadableLinesAnswered(read_stream, write_stream),
+                    write_stream,
+                    server.create_initialization_options(),
+                )
         return
     _check_path(path)
     try:
@@ -483,3 +507,75 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+class _UnreadableLinesAnswered:
+    """The stdio transport's read stream, answering each line that is no message.
+
+    The SDK's stdio transport passes such a line on as an exception, which its
+    server drops unanswered (logged at DEBUG), leaving the client to wait for an
+    answer. This answers it with the JSON-RPC error (``id: null``: its id cannot
+    be read) and logs a warning; a blank line is passed over. Messages go on as
+    they came, with their sender's context.
+    """
+
+    __slots__ = ("_read", "_write")
+
+    def __init__(
+        self, read: ReadStream[SessionMessage | Exception], write: WriteStream[SessionMessage]
+    ) -> None:
+        self._read = read
+        self._write = write
+
+    @property
+    def last_context(self) -> contextvars.Context | None:
+        """The sender's context of the last message (the SDK's streams keep it)."""
+        return cast("contextvars.Context | None", getattr(self._read, "last_context", None))
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._read.receive()
+            if not isinstance(item, Exception):
+                return item
+            answer = _unreadable_line(item)
+            if answer is not None:
+                await self._write.send(answer)
+
+    async def aclose(self) -> None:
+        await self._read.aclose()
+
+    def __aiter__(self) -> _UnreadableLinesAnswered:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _UnreadableLinesAnswered:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _unreadable_line(exc: Exception) -> SessionMessage | None:
+    """The answer to a line the SDK could not read as a message (``exc`` says why), or
+    ``None`` for a blank one."""
+    first = exc.errors()[0] if isinstance(exc, ValidationError) and exc.errors() else None
+    if first is not None and first["type"] == "json_invalid":
+        line = first.get("input")
+        if isinstance(line, str) and line.isspace():
+            return None
+        code, message, why = types.PARSE_ERROR, "Parse error", first["msg"]
+    else:
+        code, message, why = types.INVALID_REQUEST, "Invalid Request", "not a JSON-RPC message"
+    logger.warning("answered a line on stdin with %s (%d): %s", message, code, why)
+    error = types.ErrorData(code=code, message=message)
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
