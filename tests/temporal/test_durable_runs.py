@@ -833,31 +833,6 @@ class TestFailures:
         assert len(read_journal(ledger.journal)) == 1
         assert count(events, EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED) == 0
 
-    async def test_a_tool_no_activity_worker_has_gets_an_error_result(
-        self, client: Client, task_queue: str, tmp_path: Path
-    ):
-        """A tool left out of activities(tools=...) fails its call at once; the run goes on."""
-        ledger = Ledger(tmp_path)
-        activities = LEDGER.activities(model=PlanModel(), tools=[ledger.credit.definition()])
-        async with temporal_worker(
-            client, task_queue, workflows=[LedgerWorkflow], activities=activities
-        ):
-            conversation = await Conversation.start(
-                client,
-                LedgerWorkflow,
-                plan([call("audit", "x", account="ada")]),
-                id=workflow_id(),
-                task_queue=task_queue,
-                deps=Deps("ada"),
-            )
-            result = await finished(conversation)
-        message = result.state.history[2]
-        assert isinstance(message, ToolResult)
-        assert message.is_error
-        # The model reads that the tool is not there; how the deployment is wrong is the
-        # log's (and the activity failure's), not the model's.
-        assert message.content == "Execution failed: tool 'audit' is not available"
-
     async def test_an_aborted_run_fails_the_workflow_with_a_valid_state(
         self, client: Client, task_queue: str, tmp_path: Path
     ):

@@ -1,4 +1,4 @@
-"""The loop's answers to review r1 (``_run.py``, ``_session.py``, ``_worker.py``): a resume
+"""Edges of the run stream (``_run.py``, ``_session.py``, ``_worker.py``): a resume
 stream bound to its pause, progress after its call's start, ``worker.output`` and a run's
 own ``output_type``, resume inside the paused stream, request numbers, and the Unicode of
 a held call's arguments."""
