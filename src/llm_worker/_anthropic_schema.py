@@ -46,13 +46,8 @@ def anthropic_schema(schema: Mapping[str, Any]) -> JsonSchema:
         root = one_object_root(schema)
     except SchemaProblem as exc:
         raise AnthropicSchemaError([str(exc)]) from None
-    bad = argument_names_refused(root, _ARGUMENT_NAME)
-    if bad:
-        names = ", ".join(repr(name) for name in bad[:20])
-        raise AnthropicSchemaError(
-            [
-                f"argument names the Messages API refuses (1 to 64 letters, digits, '_', "
-                f"'.' or '-'): {names}"
-            ]
-        )
+    refusing = "the Messages API refuses (1 to 64 letters, digits, '_', '.' or '-')"
+    problem = argument_names_refused(root, _ARGUMENT_NAME, refusing)
+    if problem is not None:
+        raise AnthropicSchemaError([problem])
     return root

@@ -160,15 +160,10 @@ def gemini_schema(schema: Mapping[str, Any]) -> JsonSchema:
         raise GeminiSchemaError([str(exc)]) from None
     except RecursionError:
         raise GeminiSchemaError([f"the schema nests deeper than {MAX_DEPTH} levels"]) from None
-    bad = argument_names_refused(root, _ARGUMENT_NAME)
-    if bad:
-        names = ", ".join(repr(name) for name in bad[:20])
-        raise GeminiSchemaError(
-            [
-                f"argument names Gemini refuses (1 to 64 letters, digits or '_', the first "
-                f"a letter or '_'): {names}"
-            ]
-        )
+    refusing = "Gemini refuses (1 to 64 letters, digits or '_', the first a letter or '_')"
+    problem = argument_names_refused(root, _ARGUMENT_NAME, refusing)
+    if problem is not None:
+        raise GeminiSchemaError([problem])
     return root
 
 

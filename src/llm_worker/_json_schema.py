@@ -272,12 +272,16 @@ def written_types(kind: object) -> list[str]:
     return kinds
 
 
-def argument_names_refused(root: JsonSchema, rule: re.Pattern[str]) -> list[str]:
-    """The names of ``root``'s properties (a tool's arguments) that ``rule`` does not match
-    in full: a provider refuses the whole request for one of them."""
+def argument_names_refused(root: JsonSchema, rule: re.Pattern[str], refuser: str) -> str | None:
+    """The problem naming ``root``'s properties (a tool's arguments) that ``rule`` does not
+    match in full, the first 20 of them (``refuser`` says who refuses them, and its rule), or
+    ``None``: a provider refuses the whole request for one of them."""
     properties = root.get("properties")
     names = properties if is_schema(properties) else ()
-    return [name for name in names if rule.fullmatch(name) is None]
+    bad = [name for name in names if rule.fullmatch(name) is None]
+    if not bad:
+        return None
+    return f"argument names {refuser}: " + ", ".join(repr(name) for name in bad[:20])
 
 
 def allows_type(types: set[str] | None, kind: str) -> bool:
