@@ -131,13 +131,16 @@ class TestResumeInsideThePausedStream:
                         with pytest.raises(WorkerStateError) as caught:
                             await worker.resume(Approve())
                         messages.append(str(caught.value))
+                        with pytest.raises(WorkerStateError) as caught:
+                            worker.resume_stream(Approve())  # the same check, the same words
+                        messages.append(str(caught.value))
             assert (
                 messages
                 == [
-                    "Cannot call resume(): the run is paused, but its stream is still open (a "
-                    "run is in progress until its `async with` ends); resume after leaving it"
+                    "Cannot resume: the run is paused, but its stream is still open (a run is "
+                    "in progress until its `async with` ends); resume after leaving it"
                 ]
-                * 2
+                * 4
             )
             assert await worker.resume(Approve()) is WorkerResult.FINISHED
         assert files.deleted == ["a"]

@@ -228,8 +228,8 @@ class Session:
             raise WorkerStateError("Nothing to resume: the worker is not paused")
         if self.phase is Phase.RUNNING and self.paused is not None:
             raise WorkerStateError(
-                "Cannot call resume(): the run is paused, but its stream is still open (a run "
-                "is in progress until its `async with` ends); resume after leaving it"
+                "Cannot resume: the run is paused, but its stream is still open (a run is "
+                "in progress until its `async with` ends); resume after leaving it"
             )
         self.require_phase(Phase.PAUSED, "resume()")
         assert self.paused is not None

@@ -8,11 +8,13 @@ tool outlasts the client's read timeout.
 from __future__ import annotations
 
 import logging
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import anyio
+import anyio.abc
 import httpx2
 import pytest
 from mcp import ClientSession, MCPError
@@ -112,3 +114,37 @@ class TestUnansweredPosts:
             "timeout (1 s); the request was sent, so it may have run on the server"
         )
         assert after == "quick done"
+
+
+class TestTlsFailures:
+    async def test_a_tls_handshake_that_fails_says_so(self):
+        """``https://`` to a server that speaks no TLS: the reason is the TLS error's, not
+        the OS errno an ``ssl.SSLError`` carries (1, "Operation not permitted")."""
+
+        async def plain_http(stream: anyio.abc.SocketStream) -> None:
+            async with stream:
+                await stream.send(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+
+        with anyio.fail_after(GUARD):
+            listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+            port = listener.extra(anyio.abc.SocketAttribute.local_port)
+            async with listener, anyio.create_task_group() as group:
+                group.start_soon(listener.serve, plain_http)
+                async with mcp_http_client() as http:
+                    response = await http.post(
+                        f"https://127.0.0.1:{port}/mcp", json={"jsonrpc": "2.0", "id": 1}
+                    )
+                group.cancel_scope.cancel()
+        message = response.json()["error"]["message"]
+        assert message.startswith("cannot connect to the MCP server: TLS error: "), message
+        assert "Operation not permitted" not in message
+
+    def test_a_certificate_that_does_not_verify_says_why(self):
+        """``SSLCertVerificationError`` is an ``OSError`` with errno 1 too."""
+        from llm_worker.mcp._http_client import _os_reason
+
+        failure = ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] ...")
+        failure.verify_message = "self-signed certificate"
+        error = httpx2.ConnectError("handshake")
+        error.__cause__ = failure
+        assert _os_reason(error) == "certificate verify failed: self-signed certificate"

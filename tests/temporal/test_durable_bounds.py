@@ -115,10 +115,13 @@ class TestHistoryLimit:
         assert 2 <= len(done) < 25
         assert done == [f"r{i}" for i in range(len(done))]
 
-    async def test_calls_of_a_batch_past_the_bound_are_not_called(
+    async def test_calls_of_a_batch_wait_for_the_room_calls_under_way_keep(
         self, client: Client, task_queue: str
     ):
-        """Room is kept for each scheduled call's result: the batch's last calls get none."""
+        """Room is kept for each scheduled call's result, the most one may be: six calls'
+        (300 000 bytes) are more than the bound leaves. The later calls wait until the
+        earlier ones are recorded (with what they really returned), and every call runs;
+        refusing them left the history a third full."""
         batch = [call("report", f"r{i}", size=10) for i in range(6)]
         activities = CRAMPED.activities(model=PlanModel(), tools=tool_definitions(Reports()))
         async with temporal_worker(
@@ -129,15 +132,36 @@ class TestHistoryLimit:
             )
             result = await finished(conversation)
         results = [m for m in result.state.history if isinstance(m, ToolResult)]
-        refused = [m.call_id for m in results if m.is_error]
-        assert refused  # six results' room (300 000 bytes) is more than the bound leaves
-        assert [m.call_id for m in results if not m.is_error] == [
-            f"r{i}" for i in range(6 - len(refused))
-        ]
-        assert {m.content for m in results if m.is_error} == {
+        assert [(m.call_id, m.is_error) for m in results] == [(f"r{i}", False) for i in range(6)]
+
+    async def test_a_call_with_no_room_and_none_under_way_is_not_called(
+        self, client: Client, task_queue: str
+    ):
+        """Each call carries the run's 40 000 bytes of deps (as the start does): once the
+        history holds the first call's, the next call's input and the room for its
+        result no longer fit, and with no call under way to wait for, it is refused (the
+        model reads why) while the model's answer still fits."""
+        deps = {"blob": "d" * 40_000}
+        turns = [[call("report", f"r{i}", size=10)] for i in range(2)]
+        activities = CRAMPED.activities(model=PlanModel(), tools=tool_definitions(Reports()))
+        async with temporal_worker(
+            client, task_queue, workflows=[CrampedWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                CrampedWorkflow,
+                plan(*turns),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=deps,
+            )
+            result = await finished(conversation)
+        results = [m for m in result.state.history if isinstance(m, ToolResult)]
+        assert [(m.call_id, m.is_error) for m in results] == [("r0", False), ("r1", True)]
+        assert results[1].content == (
             "Execution failed: tool 'report' was not called: this durable run has no room left "
             "to record more calls"
-        }
+        )
 
 
 class TestTaskLimit:

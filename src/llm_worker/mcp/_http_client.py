@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import ssl
 
 import httpx2
 import mcp.types as types
@@ -135,6 +136,10 @@ def _os_reason(exc: BaseException) -> str | None:
     httpx's own text says only "All connection attempts failed"."""
     cause: BaseException | None = exc
     while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):  # an OSError whose errno says 1
+            return f"certificate verify failed: {cause.verify_message}"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS error: {cause.reason or cause.strerror or cause}"
         if isinstance(cause, OSError) and cause.errno:
             # The errno's own words: the loop's text differs between asyncio and trio.
             return os.strerror(cause.errno) if cause.errno > 0 else cause.strerror or str(cause)

@@ -71,23 +71,34 @@ class Sends:
         self._unrecorded = 0  # the room kept for the results of the activities under way
 
     async def room(self, size: int) -> int | None:
-        """Wait until an input of ``size`` bytes fits in a workflow task's commands, then
-        ``None`` if it may be scheduled (with room kept for its result until
-        ``recorded``), or the bytes the history has, room kept, when it has no room."""
+        """Wait until an input of ``size`` bytes fits in a workflow task's commands and in
+        the history, then ``None`` if it may be scheduled (with room kept for its result
+        until ``recorded``), or the bytes the history has when it has no room.
+
+        The room kept for a result is the most one may be (``max_payload_bytes``): while
+        activities under way hold room that keeps this one out, it waits for them to be
+        recorded (as they are, not as they might have been), and has no room only when
+        none is under way.
+        """
         info = workflow.info()
-        while (
-            self._task == info.get_current_history_length()
-            and self._task_bytes + size > TASK_INPUT_BYTES
-            and workflow.patched(HISTORY_LIMIT_PATCH)
-        ):
-            # The calls already scheduled complete in a later workflow task: this one
-            # goes in that task's commands.
-            await workflow.wait_condition(partial(_moved_on, info, self._task))
-        history = info.get_current_history_size() + self._unrecorded
-        if history + size + self.max_payload_bytes > self.max_history_bytes and workflow.patched(
-            HISTORY_LIMIT_PATCH
-        ):
-            return history
+        while True:
+            if (
+                self._task == info.get_current_history_length()
+                and self._task_bytes + size > TASK_INPUT_BYTES
+                and workflow.patched(HISTORY_LIMIT_PATCH)
+            ):
+                # The calls already scheduled complete in a later workflow task: this one
+                # goes in that task's commands.
+                await workflow.wait_condition(partial(_moved_on, info, self._task))
+                continue
+            history = info.get_current_history_size() + self._unrecorded
+            if history + size + self.max_payload_bytes <= self.max_history_bytes:
+                break
+            if not workflow.patched(HISTORY_LIMIT_PATCH):
+                break
+            if not self._unrecorded:
+                return history
+            await workflow.wait_condition(partial(_less_kept, self, self._unrecorded))
         task = info.get_current_history_length()
         if task != self._task:
             self._task, self._task_bytes = task, 0
@@ -95,9 +106,19 @@ class Sends:
         self._unrecorded += size + self.max_payload_bytes
         return None
 
+    @property
+    def unrecorded(self) -> int:
+        """The room kept for the results of the activities under way."""
+        return self._unrecorded
+
     def recorded(self, size: int) -> None:
         """The activity of an input of ``size`` bytes has ended: its room is the history's."""
         self._unrecorded -= size + self.max_payload_bytes
+
+
+def _less_kept(sends: Sends, kept: int) -> bool:
+    """Whether an activity under way has been recorded since ``kept`` bytes were kept."""
+    return sends.unrecorded < kept
 
 
 def _moved_on(info: workflow.Info, task: int) -> bool:
