@@ -42,6 +42,12 @@ def make_client(server: ProviderServer) -> AnthropicClient:
     )
 
 
+async def failure(client: AnthropicClient) -> ProviderError:
+    with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+        await Worker(client).run("hi")
+    return info.value
+
+
 class TestForeignCallIds:
     @pytest.mark.anyio
     async def test_ids_anthropic_refuses_are_rewritten_alike(
@@ -99,6 +105,38 @@ class TestBodiesThatAreNoStream:
             401,
             False,
         )
+
+    @pytest.mark.anyio
+    async def test_a_200_error_body_of_a_retryable_type_is_retryable(
+        self, server: ProviderServer
+    ) -> None:
+        """A 200 JSON error that names its kind by type only (``overloaded_error``): the
+        status Anthropic documents for it (529), retryable, as for an ``error`` event."""
+        server.add(Reply(body=wire.anthropic_error("overloaded_error", "Overloaded")))
+        async with make_client(server) as client:
+            raised = await failure(client)
+        assert (raised.message, raised.status, raised.retryable) == ("Overloaded", 529, True)
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "frames",
+        [
+            (": keep-alive\n\n",) * 3,
+            ("event: ping\nid: 1\nretry: 10\n\n",),
+            ("event: ping\n\n",) * 100,  # past the kept head, which ends inside a name
+        ],
+        ids=["comments", "fields", "long"],
+    )
+    async def test_a_stream_of_no_data_still_ended_early(
+        self, server: ProviderServer, frames: tuple[str, ...]
+    ) -> None:
+        """A stream of SSE comments or fields without ``data:`` that then ends: one that
+        ended early (retryable), not a body that is no stream."""
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            raised = await failure(client)
+        assert raised.message == "the response stream ended before the response was complete"
+        assert raised.retryable is True
 
 
 class TestBlocksThatNeverStarted:

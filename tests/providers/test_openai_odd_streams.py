@@ -8,6 +8,7 @@ The real ``openai`` SDK against the local scripted server of ``server.py``.
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from collections.abc import Iterator
@@ -252,13 +253,53 @@ class TestBodiesThatAreNoStream:
         assert raised.retryable is False
 
     @pytest.mark.anyio
-    async def test_an_empty_stream_still_ended_early(self, server: ProviderServer) -> None:
-        """A stream that sends nothing at all is still one that ended early (retryable)."""
-        server.add(stream())
-        async with chat_client(server.base_url) as client:
+    @pytest.mark.parametrize(
+        "frames", [(), (": OPENROUTER PROCESSING\n\n",) * 3], ids=["nothing", "comments"]
+    )
+    async def test_a_stream_of_no_data_still_ended_early(
+        self, server: ProviderServer, frames: tuple[str, ...]
+    ) -> None:
+        """A stream that sends nothing, or only SSE comments (OpenRouter's keep-alives), then
+        ends: one that ended early (retryable)."""
+        server.add(stream(*frames))
+        async with responses_client(server.base_url) as client:
             raised = await failure(client)
         assert raised.message == "the response stream ended before the response was complete"
         assert raised.retryable is True
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("make", [chat_client, responses_client], ids=["chat", "responses"])
+    async def test_a_200_error_body_with_a_retryable_code_is_retryable(
+        self, server: ProviderServer, make: Any
+    ) -> None:
+        """A 200 JSON error whose ``code`` is ``rate_limit_exceeded`` (no status): retryable,
+        as a failed response of that code is."""
+        body = wire.openai_error("Rate limit reached", "requests", "rate_limit_exceeded")
+        server.add(Reply(body=body))
+        async with make(server.base_url) as client:
+            raised = await failure(client)
+        assert (raised.message, raised.status, raised.retryable) == (
+            "Rate limit reached",
+            None,
+            True,
+        )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("make", [chat_client, responses_client], ids=["chat", "responses"])
+    async def test_a_compressed_200_error_body_gives_its_message(
+        self, raw_server: tuple[str, list[tuple[dict[str, str], bytes]]], make: Any
+    ) -> None:
+        """A gzip-compressed 200 JSON error: its message and status, read decompressed."""
+        base_url, replies = raw_server
+        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        replies.append((headers, gzip.compress(json.dumps(INVALID_KEY).encode())))
+        async with make(base_url) as client:
+            raised = await failure(client)
+        assert (raised.message, raised.status, raised.retryable) == (
+            "Invalid API key provided",
+            401,
+            False,
+        )
 
 
 class TestErrors:
@@ -295,19 +336,20 @@ class TestErrors:
 
 
 @pytest.fixture
-def raw_server() -> Iterator[tuple[str, list[bytes]]]:
-    """A server that answers each POST with the next scripted raw SSE body, bytes as they
-    are (``server.py`` sends text only): its base URL and the bodies to send."""
-    bodies: list[bytes] = []
+def raw_server() -> Iterator[tuple[str, list[tuple[dict[str, str], bytes]]]]:
+    """A server that answers each POST with a 200 of the next scripted headers and body,
+    bytes as they are (``server.py`` sends text only): its base URL and the replies."""
+    replies: list[tuple[dict[str, str], bytes]] = []
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            body = bodies.pop(0)
+            headers, body = replies.pop(0)
             self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
+            for name, value in headers.items():
+                self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Connection", "close")
             self.end_headers()
@@ -322,7 +364,7 @@ def raw_server() -> Iterator[tuple[str, list[bytes]]]:
     thread.start()
     try:
         host, port = httpd.server_address[:2]
-        yield f"http://{host!s}:{port}", bodies
+        yield f"http://{host!s}:{port}", replies
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -332,12 +374,13 @@ def raw_server() -> Iterator[tuple[str, list[bytes]]]:
 class TestBytes:
     @pytest.mark.anyio
     async def test_invalid_utf8_is_a_malformed_stream(
-        self, raw_server: tuple[str, list[bytes]]
+        self, raw_server: tuple[str, list[tuple[dict[str, str], bytes]]]
     ) -> None:
         """Bytes that are not UTF-8 in a data line: a malformed stream, not retryable (not
         "the connection failed")."""
-        base_url, bodies = raw_server
-        bodies.append(wire.chat_text("a")[1].encode().replace(b'"a"', b'"\xff\xfe"'))
+        base_url, replies = raw_server
+        body = wire.chat_text("a")[1].encode().replace(b'"a"', b'"\xff\xfe"')
+        replies.append(({"Content-Type": "text/event-stream"}, body))
         async with chat_client(base_url) as client:
             raised = await failure(client)
         assert raised.message.startswith(
@@ -425,3 +468,24 @@ class TestResponsesCallsGivenLate:
         [call] = worker.history[1].tool_calls
         assert call.input_json == '{"title": "from-done"}'
         assert notes.notes == {"from-done": ""}
+
+    @pytest.mark.anyio
+    async def test_a_streamed_call_numbered_otherwise_in_the_final_output_runs_once(
+        self, server: ProviderServer, notes: Notes
+    ) -> None:
+        """A call streamed at output_index 0 that ``response.completed`` lists second
+        (after an empty message the stream never announced): one call, run once."""
+        events = wire.ResponseEvents().start()
+        events.call("call_A", "add_note", '{"title":"x"}')
+        message = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed"}
+        events.output.insert(
+            0, {**message, "content": [{"type": "output_text", "text": "", "annotations": []}]}
+        )
+        server.add(stream(*events.completed()), stream(*wire.responses_text("ok")))
+        async with responses_client(server.base_url) as client:
+            worker = notes_worker(client, notes)
+            with anyio.fail_after(10):
+                assert await worker.run("go") is WorkerResult.FINISHED
+        [call] = worker.history[1].tool_calls
+        assert (call.id, call.input_json) == ("call_A", '{"title":"x"}')
+        assert notes.notes == {"x": ""}

@@ -13,8 +13,10 @@ import datetime
 import email.utils
 import json
 import math
+import re
+import zlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import httpx2
@@ -31,6 +33,7 @@ __all__ = [
     "MALFORMED_STREAM",
     "STREAM_ENDED",
     "TIMED_OUT",
+    "ErrorKind",
     "HistoryPrefix",
     "ProviderClient",
     "SdkClient",
@@ -187,35 +190,51 @@ def _reading_events(provider: str) -> Generator[None]:
         raise malformed_stream(provider, exc) from exc
 
 
-def not_a_stream(provider: str, body: str) -> ProviderError:
+ErrorKind = Callable[[object], "tuple[int | None, bool] | None"]
+"""The status and retryability an error body gets from the kind of error it names (an
+Anthropic error type, an OpenAI error code); ``None`` for a body that names none."""
+
+
+def not_a_stream(provider: str, body: str, error_kind: ErrorKind) -> ProviderError:
     """A 200 response whose body held no event: a JSON error (some proxies and servers
-    answer so), or a server that ignored ``stream: true``. Its message is the body's own
-    (its status too, if it names one); not retryable unless that status is."""
+    answer so), or a server that ignored ``stream: true``. Its message is the body's own;
+    its status and retryability those of the status it names, else of the kind of error it
+    names (``error_kind``, as the provider's in-stream errors get them); else not retryable."""
     parsed: object
     try:
         parsed = json.loads(body)
     except ValueError:
         parsed = None
     status = body_status(parsed)
+    if status is not None:
+        retryable = is_retryable_status(status)
+    else:
+        status, retryable = error_kind(parsed) or (None, False)
     said = proxied_message(parsed) or error_field(parsed, "message") or detail_text(parsed)
     if said is None and isinstance(parsed, Mapping):
         said = body_text(cast("Mapping[str, object]", parsed).get("error"))  # {"error": "..."}
     message = said or f"the response held no stream events ({body_text(body)})"
-    retryable = status is not None and is_retryable_status(status)
     return ProviderError(provider, message, status=status, retryable=retryable)
+
+
+# A line of server-sent events: a comment, a field the SDKs read, or blank (one that ends
+# an event). A body of such lines only (keep-alive comments, `event: ping`) is a stream.
+_SSE_LINE = re.compile(rb"(?::.*|(?:data|event|id|retry)(?::.*)?)?")
 
 
 class _BodyHead(httpx2.AsyncByteStream):
     """A streamed HTTP body that keeps its first bytes as the SDK reads them: what a body
     that held no event said (``not_a_stream``), which the SDK's SSE parser drops unread."""
 
-    __slots__ = ("_stream", "head")
+    __slots__ = ("_encoding", "_stream", "cut", "head")
 
     _KEEP = 4 * _MAX_BODY_TEXT
 
-    def __init__(self, stream: httpx2.AsyncByteStream) -> None:
+    def __init__(self, stream: httpx2.AsyncByteStream, encoding: str) -> None:
         self._stream = stream
+        self._encoding = encoding  # the response's Content-Encoding: the head is as sent
         self.head = b""
+        self.cut = False  # whether the body went on past the head
 
     @classmethod
     def tap(cls, response: object) -> _BodyHead | None:
@@ -226,25 +245,47 @@ class _BodyHead(httpx2.AsyncByteStream):
             http.stream, httpx2.AsyncByteStream
         ):
             return None
-        body = cls(http.stream)
+        body = cls(http.stream, http.headers.get("content-encoding", "").strip().lower())
         http.stream = body  # the SDK has not read from it yet
         return body
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for part in self._stream:
-            if len(self.head) < self._KEEP:
-                self.head += part[: self._KEEP - len(self.head)]
+            room = self._KEEP - len(self.head)
+            self.head += part[:room]
+            self.cut = self.cut or len(part) > room
             yield part
 
     async def aclose(self) -> None:
         await self._stream.aclose()
 
     def holds_no_event(self) -> bool:
-        """Whether the body said something, but not as server-sent events (no ``data:``)."""
-        return bool(self.head.strip()) and b"data:" not in self.head
+        """Whether the body said something, but not as server-sent events (JSON, HTML,
+        text). One of comments and ``event:`` lines only is a stream that ended early; so is
+        one whose encoding the head cannot be decoded from (brotli, zstd) here."""
+        head = self._decoded()
+        if head is None:
+            return False
+        lines = head.splitlines()
+        if self.cut and len(lines) > 1:
+            lines.pop()  # cut short, maybe inside a field's name
+        return any(not _SSE_LINE.fullmatch(line.strip()) for line in lines)
 
     def text(self) -> str:
-        return self.head.decode("utf-8", "replace")
+        """The head of the body, decoded, as text."""
+        return (self._decoded() or b"").decode("utf-8", "replace")
+
+    def _decoded(self) -> bytes | None:
+        # The head as the SDK read it, decoded from its Content-Encoding (no more than
+        # _KEEP bytes of it: a small compressed head can stand for a huge body).
+        if self._encoding in ("", "identity"):
+            return self.head
+        if self._encoding not in ("gzip", "deflate"):
+            return None
+        try:  # 32 + MAX_WBITS: zlib reads either header, gzip's or deflate's
+            return zlib.decompressobj(32 + zlib.MAX_WBITS).decompress(self.head, self._KEEP)
+        except zlib.error:
+            return None
 
 
 def stream_ended(provider: str) -> ProviderError:
@@ -484,6 +525,12 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
     def _provider_error(self, exc: Exception) -> ProviderError:
         """The SDK's exception ``exc`` as a ``ProviderError``."""
 
+    def _error_kind(self, body: object) -> tuple[int | None, bool] | None:
+        """The status and retryability of an error body (a 200 that is no stream) from the
+        kind of error it names, as this provider's in-stream errors get them (``ErrorKind``);
+        none by default."""
+        return None
+
     @property
     def client(self) -> _SdkT:
         """The SDK client requests go through."""
@@ -528,7 +575,7 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
                     if not chunks and body is not None and body.holds_no_event():
-                        raise not_a_stream(self._provider, body.text()) from None
+                        raise not_a_stream(self._provider, body.text(), self._error_kind) from None
                     break
                 except self._sdk_error as exc:
                     raise self._provider_error(exc) from exc

@@ -153,7 +153,8 @@ ERROR_STATUS: Mapping[str, int] = {
     "timeout_error": 504,
     "overloaded_error": 529,
 }
-"""The HTTP status Anthropic documents for each error type (used for ``error`` events)."""
+"""The HTTP status Anthropic documents for each error type (used for ``error`` events, and
+a 200 whose body is an error: see ``type_status``)."""
 
 PARAGRAPH = "\n\n"
 """What goes between two text blocks that a block of another kind separates."""
@@ -266,6 +267,10 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
 
     def _provider_error(self, exc: Exception) -> ProviderError:
         return provider_error(cast(anthropic.AnthropicError, exc))
+
+    def _error_kind(self, body: object) -> tuple[int | None, bool] | None:
+        typed = type_status(body)
+        return None if typed is None else (typed, is_retryable_status(typed))
 
 
 def claude_output_config(output_format: OutputFormat) -> OutputConfigParam:
@@ -684,6 +689,11 @@ def _merge(data: dict[str, Any], delta: dict[str, Any]) -> None:
         data[key] = before + value if isinstance(before, str) and isinstance(value, str) else value
 
 
+def type_status(body: object) -> int | None:
+    """The HTTP status Anthropic documents for the error type ``body`` names, if it names one."""
+    return ERROR_STATUS.get(error_field(body, "type") or "")
+
+
 def provider_error(exc: anthropic.AnthropicError) -> ProviderError:
     """The SDK's exception as a ``ProviderError`` (see docs/providers.md, "Errors")."""
     if isinstance(exc, anthropic.APIStatusError):
@@ -698,7 +708,7 @@ def provider_error(exc: anthropic.AnthropicError) -> ProviderError:
                 retry_after=retry_after(exc.response.headers),
             )
         # An `error` event inside a 200 stream: the status its error type stands for.
-        typed = ERROR_STATUS.get(error_field(exc.body, "type") or "")
+        typed = type_status(exc.body)
         retryable = typed is None or is_retryable_status(typed)
         return ProviderError(PROVIDER, message, status=typed, retryable=retryable)
     if isinstance(exc, anthropic.APITimeoutError):

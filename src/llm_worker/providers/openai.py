@@ -61,8 +61,9 @@ of a ``reasoning`` item → ``ProviderItem("openai", "reasoning", <the item as J
 call_id, name)``; ``response.function_call_arguments.delta`` → ``ToolInputDelta`` (the
 arguments of ``.done``, or of the finished item, when no delta came);
 ``response.output_item.done`` → ``ToolUseStop``; ``response.completed`` → the calls of
-its ``output`` that no ``output_item`` event started (start, arguments, stop), then
-``Completion("tool_use")`` if the model called tools, else ``"end_turn"``;
+its ``output`` that no ``output_item`` event started, told by ``call_id`` or item id
+(start, arguments, stop), then ``Completion("tool_use")`` if the model called tools, else
+``"end_turn"``;
 ``response.incomplete`` → ``Completion("max_tokens")`` for ``max_output_tokens``, else
 its reason; ``response.failed`` and ``error`` events → ``ProviderError``.
 
@@ -180,6 +181,7 @@ if TYPE_CHECKING:
         FunctionToolParam,
         Response,
         ResponseFunctionCallOutputItemParam,
+        ResponseFunctionToolCall,
         ResponseInputFileContentParam,
         ResponseInputItemParam,
         ResponseStreamEvent,
@@ -216,7 +218,8 @@ INCOMPLETE_REASONS: Mapping[str, str] = {"max_output_tokens": "max_tokens"}
 """Responses ``incomplete_details.reason`` → our stop reason; others pass through."""
 
 RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
-"""Error codes of a failed response (or an ``error`` event) that a retry may fix."""
+"""Error codes of a failed response (or an ``error`` event, or a 200 whose body is an
+error) that a retry may fix."""
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 """The image types both APIs take (as a data URL or a URL)."""
@@ -315,6 +318,10 @@ class _OpenAIClient(ProviderClient[openai.AsyncOpenAI, _ChunkT], Generic[_ChunkT
 
     def _provider_error(self, exc: Exception) -> ProviderError:
         return provider_error(cast(openai.OpenAIError, exc))
+
+    def _error_kind(self, body: object) -> tuple[int | None, bool] | None:
+        # As for a failed response: its code says whether a retry may fix it.
+        return (None, True) if error_field(body, "code") in RETRYABLE_CODES else None
 
 
 class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk", "ChatCompletionMessageParam"]):
@@ -986,6 +993,9 @@ class _ResponseEventReader:
         # Open function calls: output_index -> whether argument deltas came.
         self.open_calls: dict[int, bool] = {}
         self.started: set[int] = set()  # the output_index of every call started
+        # The call_id and item id of every call started: what tells a call of the final
+        # output that was streamed (servers number the final output their own way).
+        self.started_ids: set[str] = set()
         self.held: dict[int, list[str]] = {}  # strict mode: output_index -> fragments
         self.nulls = nulls
         self.called = False
@@ -1015,6 +1025,7 @@ class _ResponseEventReader:
                 return []
             self.open_calls[event.output_index] = False
             self.started.add(event.output_index)
+            self.started_ids.update(_call_item_ids(item))
             self.called = True
             call_id = item.call_id or f"call_{secrets.token_hex(12)}"  # a server left it out
             return [ToolUseStart(event.output_index, call_id, item.name)]
@@ -1066,11 +1077,13 @@ class _ResponseEventReader:
 
     def calls_only_in(self, response: Response) -> list[LlmEvent]:
         """The events of the function calls that only the finished ``response`` has (a
-        server that sent no ``output_item`` events for them)."""
+        server that sent no ``output_item`` events for them), numbered after every call
+        streamed; a call whose ``call_id`` or item id was streamed is not made again."""
         events: list[LlmEvent] = []
-        for index, item in enumerate(response.output or ()):
-            if item.type != "function_call" or index in self.started:
+        for item in response.output or ():
+            if item.type != "function_call" or self.started_ids.intersection(_call_item_ids(item)):
                 continue
+            index = max(self.started, default=-1) + 1
             self.started.add(index)
             self.called = True
             call_id = item.call_id or f"call_{secrets.token_hex(12)}"
@@ -1087,6 +1100,11 @@ class _ResponseEventReader:
         if self.result is None:
             raise stream_ended(PROVIDER)
         return [self.result]
+
+
+def _call_item_ids(item: ResponseFunctionToolCall) -> list[str]:
+    """The ids a function call item was given: its ``call_id`` and its item ``id``."""
+    return [given for given in (given_text(item.call_id), given_text(item.id)) if given]
 
 
 def _completion(response: Response, stop_reason: str) -> Completion:
