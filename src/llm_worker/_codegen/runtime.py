@@ -309,6 +309,13 @@ async def _result_text(result: object, tool_name: str) -> str | ToolReturn:
 
 def _text_of(result: object, tool_name: str) -> str | ToolReturn | None:
     """What ``_result_text`` gives, short of ``repr()``: ``None`` if only that can tell."""
+    kind = type(result)
+    # The usual results, JSON at once: a dict or number is never rich nor unfinished, and a
+    # list or tuple is rich only if it begins with a part.
+    if kind in _NEVER_RICH or (
+        (kind is list or kind is tuple) and not (result and isinstance(result[0], _PARTS))  # type: ignore[index]
+    ):
+        return _json_text(result)
     if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
         return str.__str__(result)
     rich = rich_return(result, tool_name)
@@ -403,8 +410,15 @@ def _refuse_unfinished(result: object, tool_name: str) -> None:
         raise InternalToolError(AN_ITERATOR.format(name=tool_name, kind=type(result).__name__))
 
 
+_BYTES_MODES: tuple[Literal["utf8", "base64"], ...] = ("utf8", "base64")
+
+
 def _json_text(result: object) -> str | None:
-    text = _pydantic_json(result)
+    try:  # _pydantic_json's first try, inline: every JSON result's path
+        return to_json(result, inf_nan_mode="strings").decode()
+    except Exception:
+        pass
+    text = _pydantic_json(result, _BYTES_MODES[1:])
     if text is not None:
         return text
     # A lone surrogate (a file name os.listdir gave) has no UTF-8, so pydantic refuses a
@@ -425,9 +439,11 @@ def _json_text(result: object) -> str | None:
     return None
 
 
-def _pydantic_json(value: object) -> str | None:
+def _pydantic_json(
+    value: object, bytes_modes: tuple[Literal["utf8", "base64"], ...] = _BYTES_MODES
+) -> str | None:
     # Bytes that are not UTF-8 text go as base64, still the string the schema says.
-    for bytes_mode in _BYTES_MODES:
+    for bytes_mode in bytes_modes:
         try:
             # NaN and infinities are not JSON; "NaN" as a string still tells the model.
             return to_json(value, inf_nan_mode="strings", bytes_mode=bytes_mode).decode()
@@ -436,7 +452,6 @@ def _pydantic_json(value: object) -> str | None:
     return None
 
 
-_BYTES_MODES: tuple[Literal["utf8", "base64"], ...] = ("utf8", "base64")
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # pydantic's spelling
 
 
