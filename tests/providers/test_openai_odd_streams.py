@@ -65,6 +65,14 @@ def notes_worker(client: OpenAIChatClient | OpenAIResponsesClient, notes: Notes)
     return worker
 
 
+async def finished_run(client: OpenAIChatClient | OpenAIResponsesClient, notes: Notes) -> Worker:
+    """A worker with the notes tools that ran "go" through ``client`` to its end."""
+    worker = notes_worker(client, notes)
+    with anyio.fail_after(10):
+        assert await worker.run("go") is WorkerResult.FINISHED
+    return worker
+
+
 def calls_frame(*calls: dict[str, Any]) -> str:
     return wire.chunk({"tool_calls": list(calls)})
 
@@ -129,9 +137,7 @@ class TestToolCallNames:
             stream(*wire.chat_text("ok")),
         )
         async with chat_client(server.base_url) as client:
-            worker = notes_worker(client, notes)
-            with anyio.fail_after(10):
-                assert await worker.run("go") is WorkerResult.FINISHED
+            worker = await finished_run(client, notes)
         [call] = worker.history[1].tool_calls
         assert (call.id, call.name, call.input_json) == ("c0", "add_note", '{"title":"x"}')
         assert notes.notes == {"x": ""}
@@ -208,9 +214,7 @@ class TestMadeUpIds:
         turn = finished(calls_frame(call), calls_frame(arguments))
         server.add(turn, turn, stream(*wire.chat_text("ok")))
         async with chat_client(server.base_url) as client:
-            worker = notes_worker(client, notes)
-            with anyio.fail_after(10):
-                assert await worker.run("go") is WorkerResult.FINISHED
+            worker = await finished_run(client, notes)
         [first], [second] = worker.history[1].tool_calls, worker.history[3].tool_calls
         assert first.id != second.id
         assert first.id.startswith("call_")
@@ -428,9 +432,7 @@ class TestResponsesCallsGivenLate:
         )
         server.add(stream(*events.completed()), stream(*wire.responses_text("ok")))
         async with responses_client(server.base_url) as client:
-            worker = notes_worker(client, notes)
-            with anyio.fail_after(10):
-                assert await worker.run("go") is WorkerResult.FINISHED
+            worker = await finished_run(client, notes)
         [call] = worker.history[1].tool_calls
         assert (call.id, call.name, call.input_json) == ("c1", "add_note", '{"title":"late"}')
         assert worker.history[1].stop_reason == "tool_use"
@@ -462,9 +464,7 @@ class TestResponsesCallsGivenLate:
         )
         server.add(stream(*events.completed()), stream(*wire.responses_text("ok")))
         async with responses_client(server.base_url) as client:
-            worker = notes_worker(client, notes)
-            with anyio.fail_after(10):
-                assert await worker.run("go") is WorkerResult.FINISHED
+            worker = await finished_run(client, notes)
         [call] = worker.history[1].tool_calls
         assert call.input_json == '{"title": "from-done"}'
         assert notes.notes == {"from-done": ""}
@@ -483,9 +483,7 @@ class TestResponsesCallsGivenLate:
         )
         server.add(stream(*events.completed()), stream(*wire.responses_text("ok")))
         async with responses_client(server.base_url) as client:
-            worker = notes_worker(client, notes)
-            with anyio.fail_after(10):
-                assert await worker.run("go") is WorkerResult.FINISHED
+            worker = await finished_run(client, notes)
         [call] = worker.history[1].tool_calls
         assert (call.id, call.input_json) == ("call_A", '{"title":"x"}')
         assert notes.notes == {"x": ""}
