@@ -19,6 +19,8 @@ from typing import Any, Generic, Protocol
 
 from typing_extensions import TypeVar, final, is_typeddict
 
+from ._safe_text import bounded_repr
+
 __all__ = ["ProgressReports", "ProgressSink", "ToolContext", "deps_fit", "deps_types_fit"]
 
 DepsT = TypeVar("DepsT", default=None)
@@ -76,17 +78,38 @@ class ToolContext(Generic[DepsT]):
 
         Safe from any thread, async or plain-``def``. Reports are coalesced: a
         watcher that reads slowly sees the latest one. Outside a run, or once
-        the call's result is in, a report goes nowhere. Raises ``ValueError``
-        for a progress or total that is not a finite number.
+        the call's result is in, a report goes nowhere. Raises ``TypeError`` for a
+        progress or total that is not a number (a ``bool``, a ``str``), ``ValueError``
+        for one that is not finite (NaN, infinity, an int past a float's range).
         """
-        if not math.isfinite(progress) or (total is not None and not math.isfinite(total)):
-            raise ValueError(f"progress must be finite numbers, got {progress!r} of {total!r}")
+        done = _as_float("progress", progress)
+        of = None if total is None else _as_float("total", total)
+        if not math.isfinite(done) or (of is not None and not math.isfinite(of)):
+            raise ValueError(
+                f"progress must be finite numbers, got {bounded_repr(progress, 40)} of "
+                f"{bounded_repr(total, 40)}"
+            )
         sink = self._sink
         if sink is not None:
-            sink.report(self.call_id, float(progress), total, message)
+            sink.report(self.call_id, done, of, message)
 
     def __repr__(self) -> str:
         return f"<ToolContext call_id={self.call_id!r} tool={self.tool_name!r}>"
+
+
+def _as_float(name: str, value: float) -> float:
+    """``value`` as a float: ``math.inf`` for an int past a float's range (not finite).
+
+    ``True`` is not a progress of 1, nor ``"5"`` of 5: both raise ``TypeError``.
+    """
+    if isinstance(value, (bool, str, bytes, bytearray)):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    try:
+        return float(value)
+    except OverflowError:  # 10**400: refused as not finite, not raised as a crash
+        return math.inf
+    except TypeError:
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}") from None
 
 
 Report = tuple[str, float, "float | None", "str | None"]

@@ -8,6 +8,7 @@ a model by ``_safe_text``.)
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,17 +20,27 @@ __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "DEFAULT_MAX_INPUT_DEPTH",
     "DEFAULT_MAX_RESPONSE_CHARS",
+    "NO_LIMIT_PAST",
     "Limits",
     "cap_result",
     "cap_texts",
     "check_count",
     "input_limit_problem",
+    "timeout_seconds",
 ]
 
 DEFAULT_MAX_INPUT_BYTES = 1_000_000
 DEFAULT_MAX_INPUT_DEPTH = 64
 DEFAULT_MAX_RESPONSE_CHARS = 10_000_000
 MIN_RESULT_BYTES = 256  # the truncation note itself takes about 120
+NO_LIMIT_PAST = 1e9
+"""Seconds (about 31 years) past which a timeout means no limit: it is kept as ``math.inf``.
+
+No call lives that long, and some readers of a timeout need a bounded one: a
+durable tool call's activity timeout is a ``timedelta`` (at most about 8.6e13
+seconds), so ``1e15`` made none and failed every workflow task; ``math.inf``
+means none there too.
+"""
 
 
 @dataclass(frozen=True)
@@ -38,7 +49,8 @@ class Limits:
 
     - ``max_input_bytes`` / ``max_input_depth``: larger or deeper argument JSON
       is refused with ``Invalid argument: ...`` before it is parsed.
-    - ``tool_timeout``: seconds a call may take (``None``: no limit). ``@tool(timeout=)``
+    - ``tool_timeout``: seconds a call may take (``None`` or ``math.inf``: no limit; more
+      than ``1e9``, about 31 years, is kept as ``math.inf``). ``@tool(timeout=)``
       sets a tighter one per tool.
     - ``max_result_bytes``: longer results are cut at a UTF-8 boundary and the
       model is told how much was dropped.
@@ -88,7 +100,12 @@ class Limits:
         check_count("Limits.max_media_bytes", self.max_media_bytes, 0)
         check_count("Limits.max_concurrent_calls", self.max_concurrent_calls, 1)
         check_count("Limits.max_response_chars", self.max_response_chars, 1)
-        _check_timeout(self.tool_timeout)
+        if self.tool_timeout is not None:
+            _check_timeout(self.tool_timeout)
+            seconds = timeout_seconds(
+                "Limits.tool_timeout", self.tool_timeout, no_limit="None or math.inf"
+            )
+            object.__setattr__(self, "tool_timeout", seconds)  # frozen: set once, here
 
 
 def check_count(
@@ -105,13 +122,11 @@ def check_count(
 
 
 def _check_timeout(value: object) -> None:
-    """``Limits.tool_timeout`` is ``None`` or a positive number of seconds.
+    """``Limits.tool_timeout`` (not ``None``) is a positive number of seconds.
 
     Infinity is allowed (it means no limit, like ``None``); NaN is not (anyio refuses a
     NaN deadline, so every call would fail).
     """
-    if value is None:
-        return
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(
             f"Limits.tool_timeout must be a number of seconds (or None), got "
@@ -119,6 +134,24 @@ def _check_timeout(value: object) -> None:
         )
     if not value > 0:  # NaN too
         raise ValueError(f"Limits.tool_timeout must be positive, got {value}")
+
+
+def timeout_seconds(name: str, seconds: float, *, no_limit: str) -> float:
+    """``seconds`` (a positive number, checked already) as a timeout: ``math.inf`` past
+    ``NO_LIMIT_PAST``, else as it is.
+
+    Raises ``ValueError`` naming ``name`` for an int no float can hold (``10**400``):
+    every deadline is a float, so each call would fail with ``OverflowError``.
+    ``no_limit`` says what to give instead (``"math.inf"``).
+    """
+    try:
+        as_float = float(seconds)
+    except OverflowError:
+        raise ValueError(
+            f"{name} must be a number of seconds a float can hold, got an int past "
+            f"1.8e308 ({no_limit} means no limit)"
+        ) from None
+    return math.inf if as_float > NO_LIMIT_PAST else seconds
 
 
 # A JSON string literal, escapes included (the unrolled form). The closing quote is

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
+from ._limits import timeout_seconds
 from ._meta import ToolAnnotations
 
 if TYPE_CHECKING:
@@ -87,6 +88,9 @@ class ToolOptions:
                 )
             if not timeout > 0:  # NaN too
                 raise ValueError(f"timeout must be a positive number of seconds, got {timeout}")
+            # 10**400 refused (no deadline can hold it); past NO_LIMIT_PAST, math.inf.
+            seconds = timeout_seconds("timeout", timeout, no_limit="math.inf")
+            object.__setattr__(self, "timeout", seconds)  # frozen: set once, here
         for name in ("max_input_bytes", "max_input_depth"):
             value = getattr(self, name)
             if value is None:

@@ -14,6 +14,12 @@ An answer that does not validate goes back to the model with what was wrong
 (a user message, or the tool's error result), ``output_retries`` times at
 most; one more bad answer is told so too (the history keeps it, and
 ``retry()`` can ask again), and ends the run with ``OutputValidationError``.
+
+An answer holding ``NaN``, ``Infinity`` or a number past a float's range (``1e400``)
+is refused as a tool's arguments are (``_strict_json``): none is JSON, and an app
+reading ``nan`` gets a value every comparison calls false. pydantic reads them (a
+model's ``float`` allows them unless its config says ``allow_inf_nan=False``), so
+the validated answer is looked at, one step per value.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from ._model_texts import (
     describe_validation_error,
 )
 from ._output_schema import output_shape
+from ._strict_json import non_finite_problem
 
 __all__ = ["OUTPUT_TOOL_NAME", "RunOutput"]
 
@@ -91,10 +98,9 @@ class RunOutput:
         (then ``check_retries()``)."""
         if self.tool is not None:
             return self._reject(call_text(OUTPUT_NEEDS_TOOL, OUTPUT_TOOL_NAME))
-        try:
-            value = self._shape.validate_json(text)
-        except ValidationError as exc:
-            return self._reject(describe_validation_error(exc, self._fields))
+        value, problems = self._validated(text)
+        if problems is not None:
+            return self._reject(problems)
         self._accept(value)
         return None
 
@@ -103,10 +109,9 @@ class RunOutput:
         (then ``check_retries()``)."""
         if self.done:
             return OUTPUT_ACCEPTED, False  # the first answer of a response stands
-        try:
-            value = self._shape.validate_json(input_json or "{}")
-        except ValidationError as exc:
-            return self._reject(describe_validation_error(exc, self._fields)), True
+        value, problems = self._validated(input_json or "{}")
+        if problems is not None:
+            return self._reject(problems), True
         self._accept(value)
         return OUTPUT_ACCEPTED, False
 
@@ -117,6 +122,16 @@ class RunOutput:
         self.problems = ""
         self.done = False
         self.value = None
+
+    def _validated(self, text: str) -> tuple[Any, str | None]:
+        """The answer ``text`` holds, or what is wrong with it (then the value is ``None``)."""
+        try:
+            value = self._shape.validate_json(text)
+        except ValidationError as exc:
+            return None, describe_validation_error(exc, self._fields)
+        # Not JSON, though pydantic read it: NaN, Infinity, 1e400 (as a tool's arguments).
+        problem = non_finite_problem((value,))
+        return (None, problem) if problem is not None else (value, None)
 
     def _accept(self, value: Any) -> None:
         self.value = value
@@ -133,14 +148,12 @@ class RunOutput:
         for call in calls:
             if call.name != OUTPUT_TOOL_NAME:
                 continue
-            try:
-                value = self._shape.validate_json(call.input_json or "{}")
-            except ValidationError as exc:
-                problems = describe_validation_error(exc, self._fields)
+            value, problems = self._validated(call.input_json or "{}")
+            if problems is not None:
                 raise RunStateError(
                     f"the paused run's answer (its {OUTPUT_TOOL_NAME!r} call {call.id!r}) does "
                     f"not fit this worker's output_type: {problems}"
-                ) from None
+                )
             self._accept(value)
             return
 
