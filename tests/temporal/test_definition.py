@@ -198,7 +198,7 @@ class TestDurableWorker:
     def test_a_tool_call_activity_needs_some_timeout(self):
         """Without Limits.tool_timeout, an ActivityConfig must give Temporal a timeout."""
         with pytest.raises(
-            ValueError, match=re.escape("needs a timeout, and limits.tool_timeout is None")
+            ValueError, match=re.escape("limits.tool_timeout is None (or infinite)")
         ):
             DurableWorker("d", limits=Limits(tool_timeout=None))
         DurableWorker(

@@ -328,7 +328,7 @@ class DurableWorker(Generic[DepsT, OutputT]):
         ):
             raise ValueError(
                 f"DurableWorker {self.name!r}: a tool call activity needs a timeout, and "
-                f"limits.tool_timeout is None; give {where}=ActivityConfig("
+                f"limits.tool_timeout is None (or infinite); give {where}=ActivityConfig("
                 f"start_to_close_timeout=...)"
             )
 
