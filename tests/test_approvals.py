@@ -9,6 +9,7 @@ policies are asked once per call; ``resume`` takes one decision per call id.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import anyio
 import anyio.lowlevel
@@ -38,6 +39,37 @@ from llm_worker import (
     tool_definitions,
 )
 from llm_worker.testing import ScriptedClient
+
+
+class _CountingObserver:
+    """An ``Instrumentation`` that counts the runs it saw start and end."""
+
+    def __init__(self) -> None:
+        self.started = self.ended = 0
+
+    def run(self, **_: object) -> _CountingObserver:
+        self.started += 1
+        return self
+
+    def request(self, request: object, number: int) -> _CountingObserver:
+        return self
+
+    def tool_call(self, call: object, meta: object) -> _CountingObserver:
+        return self
+
+    def activate(self) -> None:
+        return None
+
+    def decided(self, call: object, outcome: str, reason: str | None) -> None:
+        return None
+
+    def link(self) -> None:
+        return None
+
+    def end(self, *outcome: object) -> None:
+        if len(outcome) == 3:  # the run's end (a span's end has two arguments)
+            self.ended += 1
+
 
 DENIED = "Tool call '{name}' was denied; it did not run: {reason}"
 
@@ -292,6 +324,31 @@ class TestDecisions:
         assert vault.opened == []
         assert await worker.resume(Approve()) is WorkerResult.FINISHED
         assert vault.opened == ["{}", '{"door": 2}']
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("arguments", ["[1]", {"door": math.nan}])
+    async def test_one_approve_for_all_is_checked_when_the_resume_is_made(self, arguments):
+        """One Approve for every call is checked as a mapping of them is: at once, when
+        the resume stream is made, so no run begins (an observer sees none start) and
+        the pause stays as it was."""
+        observer = _CountingObserver()
+        worker = Worker(ScriptedClient([calls(("vault", {})), "ok"]), instrumentation=observer)
+        vault = Vault()
+        worker.register_tool(lambda: (VAULT, vault))
+        await worker.run("go")
+        assert observer.started == observer.ended == 1
+        pending = worker.pending
+        with pytest.raises(TypeError, match=r"^the arguments Approve\(\) gives call 'call_0_0'"):
+            worker.resume_stream(Approve(arguments))
+        with pytest.raises(TypeError, match=r"^the arguments Approve\(\) gives call 'call_0_0'"):
+            await worker.resume(Approve(arguments))
+        assert observer.started == observer.ended == 1
+        assert worker.is_paused
+        assert worker.pending == pending
+        with anyio.fail_after(10):
+            assert await worker.resume(Approve()) is WorkerResult.FINISHED
+        assert observer.started == observer.ended == 2
+        assert vault.opened == ["{}"]
 
     @pytest.mark.anyio
     async def test_resume_when_not_paused_is_refused(self):

@@ -167,6 +167,17 @@ class TestReadyCallsOnLoad:
         assert second.history == first.history
 
 
+class TestPausedCounts:
+    @pytest.mark.anyio
+    async def test_a_paused_turn_count_below_zero_is_refused(self):
+        """The paused batch's turn count is a count, like every other in the format: a
+        negative one is refused, naming the field."""
+        with anyio.fail_after(10):
+            text = await paused_text()
+        with pytest.raises(RunStateError, match=r"paused\.turns"):
+            edited(text, lambda document: document["paused"].update(turns=-1))
+
+
 class TestMetadata:
     @pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
     def test_a_loaded_result_with_a_non_finite_number_is_refused(self, number):

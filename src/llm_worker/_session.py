@@ -235,6 +235,7 @@ class Session:
         assert self.paused is not None
         waiting = [slot.call.id for slot in self.paused.held()]
         if isinstance(decisions, (Approve, Deny)):
+            self._decided_calls(decisions)  # arguments that cannot be sent raise here
             return
         if decisions is None:
             raise WorkerStateError(
@@ -252,7 +253,8 @@ class Session:
                     f"the decision for call {call_id!r} must be Approve() or Deny(reason), "
                     f"not {decision!r}"
                 )
-        unknown = [call_id for call_id in decisions if call_id not in waiting]
+        waiting_ids = set(waiting)  # a response may hold many thousands of calls
+        unknown = [call_id for call_id in decisions if call_id not in waiting_ids]
         if unknown:
             raise WorkerStateError(
                 f"resume() got decisions for calls that are not pending: {_ids(unknown)} "

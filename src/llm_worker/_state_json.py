@@ -158,7 +158,7 @@ class _PausedCallJson(TypedDict):
 
 
 class _PausedJson(TypedDict):
-    turns: int
+    turns: _Count
     output_attempts: NotRequired[_Count]  # NotRequired: states written before it read
     calls: list[_PausedCallJson]
 
