@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from typing import Annotated
 
+import mcp
 from pydantic import BaseModel, Field
 from typing_extensions import assert_type
 
@@ -28,6 +29,7 @@ from llm_worker import (
     tool_metas,
     tool_registry,
 )
+from llm_worker.mcp import mcp_tool_definitions
 
 
 class Address(BaseModel):
@@ -149,3 +151,11 @@ async def main() -> list[str]:
     results += [str(len(handle)), bound.__name__]
     results.append(assert_type(Catalog().find("lamp"), str))
     return results
+
+
+async def mcp_names(session: mcp.ClientSession) -> list[tuple[str, str]]:
+    """The local and the server's name of each tool of an MCP server (docs/mcp.md)."""
+    definitions = await mcp_tool_definitions(session)
+    registered: list[ToolDefinition] = list(definitions)  # each is a ToolDefinition too
+    assert len(registered) == len(definitions)
+    return [(definition.meta.name, definition.remote_name) for definition in definitions]

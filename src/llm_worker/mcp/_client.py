@@ -83,7 +83,7 @@ from .._safe_text import model_safe_text, safe_text
 from .._strict_json import non_finite_problem
 from .._strict_schema import drop_introduced_nulls
 from .._tool_names import provider_safe_names
-from .._types import Tool, ToolDefinition
+from .._types import Tool
 from ._content import error_text, schema_mismatch, tool_return
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
@@ -104,8 +104,11 @@ _CONNECTION_ERRORS = (
 )
 
 
-async def mcp_tool_definitions(session: McpConnection, *, prefix: str = "") -> list[ToolDefinition]:
-    """One ``ToolDefinition`` per tool of the MCP server behind ``session``, in its order.
+async def mcp_tool_definitions(
+    session: McpConnection, *, prefix: str = ""
+) -> list[McpToolDefinition]:
+    """One ``McpToolDefinition`` (a ``ToolDefinition``) per tool of the MCP server behind
+    ``session``, in its order.
 
     ``session`` is an initialized ``mcp.ClientSession`` (or an entered
     ``mcp.Client``); it must stay open while the tools are used. Each tool
