@@ -135,6 +135,9 @@ class Session:
         self.max_turns = max_turns
         self.limits = limits
         self.deps_type = deps_type
+        # Each Deps type a registered tool's ToolContext[Deps] asks for, with the first tool
+        # asking: what a run without deps_type checks its deps against.
+        self.tool_deps: dict[type[Any], str] = {}
         self.history: list[Message] = []
         self.server = ToolServer()
         self.handle = self.server.handle()
@@ -326,11 +329,27 @@ class Session:
             )
         if entry_of(self.handle, tool_choice) is not None or tool_choice == output_tool:
             return
-        names = ", ".join(repr(d.name) for d in sorted_definitions(self.handle)[:20])
         raise ValueError(
             f"tool_choice={tool_choice!r} is neither 'auto', 'required', 'none' nor the name of "
-            f"a tool of this worker (its tools: {names or 'none'})"
+            f"a tool of this worker (its tools: {self._tool_names()})"
         )
+
+    def check_allowed_tools(self, names: Sequence[str], output_tool: str | None) -> None:
+        """Raise unless each of ``names`` is a tool of this worker or ``output_tool``: a typo
+        would otherwise be offered to the model as an available tool."""
+        unknown = [
+            name for name in names if name != output_tool and entry_of(self.handle, name) is None
+        ]
+        if unknown:
+            shown = ", ".join(repr(name) for name in unknown[:20])
+            raise ValueError(
+                f"allowed_tools names what is not a tool of this worker: {shown} "
+                f"(its tools: {self._tool_names()})"
+            )
+
+    def _tool_names(self) -> str:
+        names = ", ".join(repr(d.name) for d in sorted_definitions(self.handle)[:20])
+        return names or "none"
 
     def output_tool(self) -> str | None:
         """The tool the worker's own ``output_type`` is answered through, if it is one: a

@@ -38,6 +38,7 @@ from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
 from ._instrumentation import Instrumentation
 from ._limits import Limits, check_count
 from ._run import RunStream, Start
+from ._safe_text import bounded_repr
 from ._server import (
     ToolEntry,
     ToolServerHandle,
@@ -223,12 +224,15 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         self._check_deps(deps, "run")
         output = self._output_of(output_type, tool_choice)
         self._check_tool_choice(tool_choice, output)
+        allowed = _names(allowed_tools)
+        if allowed is not None:
+            self._session.check_allowed_tools(allowed, _output_tool(output))
         return RunStream(
             self._session,
             Start("run", user_input=user_input),
             deps=deps,
             tool_choice=tool_choice,
-            allowed_tools=_names(allowed_tools),
+            allowed_tools=allowed,
             output=output,
             own_output=self._is_own(output_type),
         )
@@ -381,21 +385,21 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         return output
 
     def _check_tool_choice(self, tool_choice: object, output: RunOutput | None) -> None:
-        output_tool = None if output is None or output.tool is None else output.tool.name
-        self._session.check_tool_choice(tool_choice, output_tool)
+        self._session.check_tool_choice(tool_choice, _output_tool(output))
 
     def _check_deps(self, deps: object, method: str) -> None:
-        deps_type = self._session.deps_type
-        if deps_type is not None and not deps_fit(deps, deps_type):
-            given = f"got {type(deps).__qualname__}"
-            if deps is None:
-                given = f"{method}() was given none: pass deps={deps_type.__qualname__}(...)"
-                if method != "run":
-                    given += " (deps are not kept from the run that paused or failed)"
-            raise TypeError(
-                f"this worker's runs take deps of type {deps_type.__qualname__} (deps_type=); "
-                f"{given}"
-            )
+        session = self._session
+        deps_type = session.deps_type
+        if deps_type is not None:
+            if not deps_fit(deps, deps_type):
+                _deps_refused(deps, deps_type, "deps_type=", method)
+            return
+        # Without deps_type, the deps must be what each ToolContext[Deps] of a tool asks
+        # for (one check per Deps type, usually none or one), or the tool fails on them.
+        for wanted, tool_name in session.tool_deps.items():
+            if not deps_fit(deps, wanted):
+                why = f"tool {tool_name!r} takes ToolContext[{wanted.__qualname__}]"
+                _deps_refused(deps, wanted, why, method)
 
     def _require_owner(self) -> None:
         if self._session.owner is not self:
@@ -424,13 +428,60 @@ def check_output_options(output_type: object, output_retries: object) -> None:
         output_shape(output_type)  # a type pydantic cannot validate fails here, not later
 
 
+def _deps_refused(deps: object, wanted: type[Any], why: str, method: str) -> NoReturn:
+    given = f"got {type(deps).__qualname__}"
+    if deps is None:
+        given = f"{method}() was given none: pass deps={wanted.__qualname__}(...)"
+        if method != "run":
+            given += " (deps are not kept from the run that paused or failed)"
+    raise TypeError(f"this worker's runs take deps of type {wanted.__qualname__} ({why}); {given}")
+
+
+def _output_tool(output: RunOutput | None) -> str | None:
+    """The tool a run's structured answer comes in, if it comes in one."""
+    return None if output is None or output.tool is None else output.tool.name
+
+
+def _wanted_deps(entry: ToolEntry) -> type[Any] | None:
+    """The Deps a generated tool's ``ToolContext[Deps]`` asks for, if a run can check it."""
+    wanted: object = getattr(entry.tool, "deps_type", None)
+    if not isinstance(wanted, type) or wanted is Any:  # typing.Any is a class on 3.11+
+        return None
+    try:
+        deps_fit(None, wanted)
+    except TypeError:  # isinstance() cannot check it (a Protocol not runtime_checkable)
+        return None
+    return wanted
+
+
 def _check_deps_type(entry: ToolEntry, deps_type: type[Any]) -> None:
     # A generated tool says which Deps its ToolContext[Deps] wants (deps_type).
-    wanted: object = getattr(entry.tool, "deps_type", None)
-    if isinstance(wanted, type) and not deps_types_fit(deps_type, wanted):
+    wanted = _wanted_deps(entry)
+    if wanted is not None and not deps_types_fit(deps_type, wanted):
         raise TypeError(
             f"tool {entry.meta.name!r} takes ToolContext[{wanted.__qualname__}], but this "
             f"worker's runs give deps of type {deps_type.__qualname__} (deps_type=)"
+        )
+
+
+def _check_client(client: object) -> None:
+    """Refuse what is not an ``LlmClient`` here, not at the first run (which would leave its
+    message in the history, and fail again at every run)."""
+    hint = 'Worker(OpenAIChatClient("gpt-4o")), or any LlmClient'
+    if isinstance(client, str):
+        raise TypeError(
+            f"Worker() takes a client, not the string {bounded_repr(client, 60)}; a model's "
+            f"name goes to its provider's client: {hint}"
+        )
+    if isinstance(client, type):
+        raise TypeError(
+            f"Worker() takes a client, not the class {client.__qualname__}; make one: "
+            f"Worker({client.__qualname__}(...)) (e.g. {hint})"
+        )
+    if not callable(getattr(client, "stream", None)):
+        raise TypeError(
+            f"Worker() takes a client (an LlmClient, with a stream(request) method), not "
+            f"{bounded_repr(client, 60)}: {hint}"
         )
 
 
@@ -513,6 +564,7 @@ class Worker(_WorkerBase[DepsT, OutputT]):
         output_retries: int = 1,
         instrumentation: Instrumentation | None = None,
     ) -> None:
+        _check_client(client)
         check_count("max_turns", max_turns, 1)  # a NaN would never end a tool loop
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
@@ -565,6 +617,10 @@ class Worker(_WorkerBase[DepsT, OutputT]):
             for entry in entries.values():
                 _check_deps_type(entry, session.deps_type)
         add_entries(session.server, entries)
+        for entry in entries.values():  # once registered: a refused batch asks for nothing
+            wanted = _wanted_deps(entry)
+            if wanted is not None:
+                session.tool_deps.setdefault(wanted, entry.meta.name)
 
     @property
     def system_prompt(self) -> str | None:
