@@ -14,14 +14,15 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias
+from typing import Any, Generic, NoReturn, TypeAlias, TypeGuard
 
 from typing_extensions import TypeVar
 
-from ._content import MediaPart, TextPart, check_metadata, text_of
+from ._content import DataPart, MediaPart, TextPart, check_metadata, text_of
 from ._conversation import ToolCall, ToolResult, valid_message
-from ._exceptions import HookError, passes_through
+from ._exceptions import HookError, RunStateError, passes_through
 from ._meta import ToolMeta
+from ._safe_text import bounded_repr, model_safe_text
 from ._types import Tool
 
 __all__ = [
@@ -205,24 +206,30 @@ async def run_pre_hooks(hooks: list[PreToolCallHook], ctx: ToolCallContext) -> P
 
 
 def _check_rewrite(hook: Callable[..., object], call: object, original: ToolCall) -> None:
-    if not isinstance(call, ToolCall) or not all(
-        isinstance(value, str) for value in (call.id, call.name, call.input_json)
-    ):
-        problem = f"set ctx.call to {call!r}; it must be a ToolCall of strings"
+    # Ids and names are the model's: shown bounded (a model can make one a megabyte long).
+    if not _is_call_of_strings(call):
+        problem = f"set ctx.call to {bounded_repr(call)}; it must be a ToolCall of strings"
     elif call.id != original.id:
         problem = (
-            f"changed the call id from {original.id!r} to {call.id!r}; a hook may change "
-            f"a call's arguments, not its id"
+            f"changed the call id from {bounded_repr(original.id)} to {bounded_repr(call.id)}; "
+            f"a hook may change a call's arguments, not its id"
         )
     elif call.name != original.name:
         problem = (
-            f"changed the tool of call {original.id!r} from {original.name!r} to "
-            f"{call.name!r}; a hook may change a call's arguments, not which tool it calls "
-            f"(return SyntheticResult(...) or Skip(reason) instead)"
+            f"changed the tool of call {bounded_repr(original.id)} from "
+            f"{bounded_repr(original.name)} to {bounded_repr(call.name)}; a hook may change "
+            f"a call's arguments, not which tool it calls (return SyntheticResult(...) or "
+            f"Skip(reason) instead)"
         )
     else:
         return
     raise HookError(_hook_name(hook), "pre_tool_call", problem)
+
+
+def _is_call_of_strings(call: object) -> TypeGuard[ToolCall]:
+    return isinstance(call, ToolCall) and all(
+        isinstance(value, str) for value in (call.id, call.name, call.input_json)
+    )
 
 
 async def run_post_hooks(
@@ -243,26 +250,52 @@ async def run_post_hooks(
             raise HookError(
                 _hook_name(hook),
                 "post_tool_call",
-                f"set ctx.result to {result!r}, not a ToolResult with text content",
+                f"set ctx.result to {bounded_repr(result)}, not a ToolResult with text content",
             )
         if result is not before:
-            if result.parts:
-                result = _text_agreeing(hook, before, result)
-            result = valid_message(result)
-            try:
-                check_metadata(result.metadata)
-            except (TypeError, ValueError) as exc:  # the run state could not be saved
-                raise HookError(
-                    _hook_name(hook),
-                    "post_tool_call",
-                    f"set ctx.result's metadata to what is not JSON ({exc})",
-                ) from None
-        if result.call_id != call_id:
-            result = dataclasses.replace(result, call_id=call_id)
+            result = _kept_result(hook, before, result, call_id)
         ctx.result = result
         if isinstance(decision, Abort):
             return decision
     return Continue()
+
+
+_PART_TYPES = (TextPart, MediaPart, DataPart)
+
+
+def _kept_result(
+    hook: Callable[..., object], before: ToolResult, after: ToolResult, call_id: str
+) -> ToolResult:
+    """A hook's new result as the history keeps it, checked as ``set_history`` checks a
+    message: a field no run state can keep (``is_error="yes"``, a part that is not one)
+    is the hook's ``HookError``, not a run that fails later or a state that does not load."""
+    if after.call_id != call_id:  # it answers the model's call, whatever the hook set
+        after = dataclasses.replace(after, call_id=call_id)
+    parts: object = after.parts
+    if not isinstance(parts, (tuple, list)) or not all(
+        isinstance(part, _PART_TYPES) for part in parts
+    ):
+        _refuse_result(
+            hook,
+            f"set ctx.result's parts to {bounded_repr(parts)}; each must be a "
+            f"TextPart, MediaPart or DataPart",
+        )
+    try:
+        check_metadata(after.metadata)
+    except (TypeError, ValueError) as exc:  # the run state could not be saved
+        _refuse_result(hook, f"set ctx.result's metadata to what is not JSON ({exc})")
+    from ._state_json import check_message  # builds the format's validator, once
+
+    try:
+        kept = check_message(valid_message(after), "ctx.result")
+    except RunStateError as exc:
+        _refuse_result(hook, f"set ctx.result to a result no run state can keep ({exc})")
+    assert isinstance(kept, ToolResult)
+    return _text_agreeing(hook, before, kept) if kept.parts else kept
+
+
+def _refuse_result(hook: Callable[..., object], problem: str) -> NoReturn:
+    raise HookError(_hook_name(hook), "post_tool_call", problem) from None
 
 
 def _text_agreeing(
@@ -289,9 +322,14 @@ def _text_agreeing(
 
 
 async def needs_approval(policy: ApprovalPolicy, ctx: ToolCallContext) -> bool:
-    """Ask a tool's approval policy about one call; a policy that fails is a ``HookError``."""
+    """Ask a tool's approval policy about one call; a policy that fails is a ``HookError``.
+
+    A policy decides; it does not change the call (a pre-hook rewrites arguments): one
+    that sets ``ctx.call`` to another call is a ``HookError`` too.
+    """
     if policy is True or policy is False:
         return policy
+    asked = ctx.call
     try:
         answer = policy(ctx)
         if inspect.isawaitable(answer):
@@ -302,11 +340,28 @@ async def needs_approval(policy: ApprovalPolicy, ctx: ToolCallContext) -> bool:
         if passes_through(exc):
             raise
         raise _failed(policy, "requires_approval", exc) from exc
+    _check_unchanged(policy, ctx.call, asked)
     if not isinstance(answer, bool):
         raise HookError(
-            _hook_name(policy), "requires_approval", f"returned {answer!r}; expected True or False"
+            _hook_name(policy),
+            "requires_approval",
+            f"returned {bounded_repr(answer)}; expected True or False",
         )
     return answer
+
+
+def _check_unchanged(policy: Callable[..., object], call: object, asked: ToolCall) -> None:
+    # The run would answer (or hold) a call the model did not make, or run another tool
+    # than the one whose policy was asked; an MCP server would ignore the change.
+    if call is asked or (_is_call_of_strings(call) and call == asked):
+        return
+    raise HookError(
+        _hook_name(policy),
+        "requires_approval",
+        f"set ctx.call to {bounded_repr(call)}; an approval policy decides whether a call "
+        f"needs approval, it may not change the call (a pre_tool_call hook may change its "
+        f"arguments)",
+    )
 
 
 async def _call(
@@ -327,7 +382,9 @@ async def _call(
     if not isinstance(decision, allowed):
         names = ", ".join(f"{t.__name__}()" for t in allowed)
         raise HookError(
-            _hook_name(hook), stage, f"returned {decision!r}; expected one of {names} or None"
+            _hook_name(hook),
+            stage,
+            f"returned {bounded_repr(decision)}; expected one of {names} or None",
         )
     return decision  # type: ignore[return-value]
 
@@ -336,8 +393,13 @@ def _failed(hook: Callable[..., object], stage: str, exc: BaseException) -> Hook
     # As for a tool: only a real cancellation, KeyboardInterrupt or SystemExit goes on;
     # anything else (an asyncio CancelledError while nothing cancels the run, a
     # BaseException of the hook's own) is the hook's failure.
-    return HookError(_hook_name(hook), stage, f"{type(exc).__name__}: {exc}")
+    # Its text guarded and bounded: a __str__ that raises, or one of 50 MB, must not
+    # replace the HookError (the exception itself is chained, whole).
+    kind = type(exc).__name__
+    text = model_safe_text(exc)  # the class name when it has no text of its own
+    return HookError(_hook_name(hook), stage, kind if text == kind else f"{kind}: {text}")
 
 
 def _hook_name(hook: Callable[..., object]) -> str:
-    return getattr(hook, "__qualname__", None) or repr(hook)
+    name = getattr(hook, "__qualname__", None)
+    return name if isinstance(name, str) and name else bounded_repr(hook)
