@@ -35,6 +35,7 @@ from ._registry import (
     own_tool_methods,
     qualified_name,
     registered_tools,
+    took_over_tools,
 )
 from ._types import ToolDefinition
 
@@ -170,24 +171,45 @@ def tool_registry(
     )
 
     def wrap(cls: _ClassT) -> _ClassT:
-        _process_class(cls, defaults, _defining_locals(sys._getframe(1)))
+        _process_class(cls, defaults, _defining_locals(cls, sys._getframe(1)))
         return cls
 
     if cls is None:
         return wrap
-    _process_class(cls, defaults, _defining_locals(sys._getframe(1)))
+    _process_class(cls, defaults, _defining_locals(cls, sys._getframe(1)))
     return cls
 
 
-def _defining_locals(frame: types.FrameType) -> dict[str, Any] | None:
-    """The names of the function a class is defined in (``None`` at module level).
+def _defining_locals(cls: type, frame: types.FrameType | None) -> dict[str, Any] | None:
+    """The names of the scope whose code defines ``cls`` (``None`` at module level).
 
     With ``from __future__ import annotations`` a method's annotations are text: a
     type defined in that function (a test's model) is only found there, as pydantic
-    finds it for a model's fields.
+    finds it for a model's fields. ``@tool_registry`` may be called from elsewhere
+    (a base's ``__init_subclass__``, a helper decorator): the scope is the frame, from
+    ``frame`` outwards, running the code ``cls.__qualname__`` names as its enclosing
+    scope, never the caller's own names.
     """
-    names = frame.f_locals
-    return None if names is frame.f_globals else dict(names)
+    if not isinstance(cls, type):
+        return None  # _process_class says what is wrong
+    scope = cls.__qualname__.rpartition(".")[0].removesuffix(".<locals>")
+    if not scope:
+        return None  # a module's class: its annotations see the module's names
+    while frame is not None:
+        if _runs_scope(frame, scope, cls.__module__):
+            return dict(frame.f_locals)
+        frame = frame.f_back
+    return None  # the defining function has returned: its names are gone
+
+
+def _runs_scope(frame: types.FrameType, scope: str, module: str) -> bool:
+    """Whether ``frame`` runs the function or class body ``scope`` (a qualname) of ``module``."""
+    code = frame.f_code
+    if sys.version_info >= (3, 11):
+        runs = code.co_qualname == scope
+    else:  # no co_qualname: the last part of the name
+        runs = code.co_name == scope.rpartition(".")[2]
+    return runs and frame.f_globals.get("__name__") == module
 
 
 def _process_class(
@@ -198,6 +220,8 @@ def _process_class(
 
     if not isinstance(cls, type):
         raise TypeError(f"@tool_registry decorates a class, not {type(cls).__name__}")
+    if took_over_tools(cls):
+        return  # attrs or dataclass(slots=True) rebuilt a registry class: its tools are its own
     if TOOLS_ATTR in cls.__dict__:
         # Its generated attributes would all clash with the ones already there.
         problem = (
@@ -209,6 +233,7 @@ def _process_class(
     own_names = {attr_name for attr_name, _ in own}
     kept = [b for b in registered_tools(cls) or () if b.attr_name not in own_names]
     problems += dropped_tool_methods(cls) + name_clashes(kept)
+    problems += _replaced_inherited_names([attr_name for attr_name, _ in own], kept)
     # Every problem at once: the methods' own (generate's) too.
     attrs, records = generate(
         cls,
@@ -218,6 +243,37 @@ def _process_class(
         defining_locals,
     )
     attach_tools(cls, attrs, [method for _, method in own], records)
+
+
+def _generated_names(attr_name: str) -> tuple[str, str, str]:
+    """``get_user`` -> ``GetUserArgs``, ``ToolGetUser``, ``get_user_definition``, as
+    ``_codegen``'s plan names them."""
+    from ._codegen.plan import pascal_case
+
+    pascal = pascal_case(attr_name)
+    return f"{pascal}Args", f"Tool{pascal}", f"{attr_name}_definition"
+
+
+def _replaced_inherited_names(own: list[str], kept: list[BuiltTool]) -> list[str]:
+    """The problems of new tools whose generated names are an inherited tool's.
+
+    ``get_user`` in a base and ``getUser`` in the subclass both make ``GetUserArgs``
+    and ``ToolGetUser``: the subclass's would hide the base tool's, and
+    ``Sub.ToolGetUser`` run the other method. In one class that is a declaration
+    error (``_codegen``'s plan); so it is here.
+    """
+    inherited = {
+        name: f"{record.owner.__qualname__}.{record.attr_name}"
+        for record in kept
+        for name in _generated_names(record.attr_name)
+    }
+    return [
+        f"{attr_name}: generated name {name!r} is also generated for the inherited tool "
+        f"{inherited[name]}, which it would hide (rename the method)"
+        for attr_name in own
+        for name in _generated_names(attr_name)
+        if name in inherited
+    ]
 
 
 def _built_tools(cls: type, caller: str) -> tuple[BuiltTool, ...]:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import types
+import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, TypeVar, cast, overload
 
@@ -40,6 +42,7 @@ __all__ = [
     "own_tool_methods",
     "qualified_name",
     "registered_tools",
+    "took_over_tools",
 ]
 
 _AppT_contra = TypeVar("_AppT_contra", contravariant=True)
@@ -160,6 +163,20 @@ class ToolMethod(Generic[_AppT_contra, _P, _R_co]):
     def __kwdefaults__(self) -> dict[str, Any] | None:
         return self.__func__.__kwdefaults__
 
+    @property
+    def __closure__(self) -> tuple[types.CellType, ...] | None:
+        # What attrs reads to point a method's ``__class__`` cell (no-argument
+        # ``super()``) at the class it makes in place of the decorated one.
+        closure: tuple[types.CellType, ...] | None = getattr(self.__func__, "__closure__", None)
+        return closure
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        # Called again when a decorator above @tool_registry builds a new class from
+        # the decorated one's namespace (@attrs.define, @dataclass(slots=True)).
+        built = self._built
+        if built is not None and built.owner is not owner:
+            _follow_replacement(built.owner, owner)
+
     def __reduce__(self) -> str | tuple[Any, ...]:
         # Pickled by where it is, as a function is by its name: MyApp.search is self.
         built = self._built
@@ -169,6 +186,43 @@ class ToolMethod(Generic[_AppT_contra, _P, _R_co]):
 
     def __repr__(self) -> str:
         return f"<tool method {self.__qualname__}>"
+
+
+_REPLACEMENTS: weakref.WeakSet[type] = weakref.WeakSet()
+"""Classes that took over the tools of the registry class they replace (``took_over_tools``)."""
+
+
+def _follow_replacement(old: type, new: type) -> None:
+    """Make ``new`` the owner of ``old``'s tools if ``new`` is ``old`` rebuilt by a decorator.
+
+    attrs and ``dataclass(slots=True)`` make a class of the same name, module and
+    bases from a copy of the old one's namespace (this very ``TOOLS_ATTR`` tuple
+    included) and return it in the old one's place. The tools then belong to it:
+    pickling finds a class by its name, a subclass's MRO holds only the new one.
+    Any other class the method is put in keeps it as it was (``own_tool_methods``
+    refuses a tool method of another registry).
+    """
+    tools = old.__dict__.get(TOOLS_ATTR)
+    if (
+        tools is None
+        or new.__dict__.get(TOOLS_ATTR) is not tools
+        or old in new.__mro__
+        or (new.__name__, new.__module__) != (old.__name__, old.__module__)
+    ):
+        return
+    for record in cast("tuple[BuiltTool, ...]", tools):
+        if record.owner is old:
+            record.owner = new
+    _REPLACEMENTS.add(new)
+
+
+def took_over_tools(cls: type) -> bool:
+    """Whether ``cls`` replaced a registry class and took over its tools (see ``ToolMethod``).
+
+    Such a class is already built: a base's ``__init_subclass__`` that registers its
+    subclasses sees it again, as the class attrs or ``dataclass(slots=True)`` made.
+    """
+    return cls in _REPLACEMENTS
 
 
 def _refuse_static_or_class_method(given: object) -> None:
@@ -379,14 +433,21 @@ class BuiltTool:
             except Exception as exc:
                 problem = f"{self.attr_name}: no JSON Schema for its arguments ({exc})"
                 raise declaration_error(qualified_name(self.owner), [problem]) from exc
-            meta = self._meta = ToolMeta(
-                name=self.name,
-                description=self.description,
-                input_schema=schema,
-                title=self.title,
-                annotations=self.annotations,
-                output_schema=self._output_schema(),
-            )
+            output_schema = self._output_schema()
+            try:
+                meta = ToolMeta(
+                    name=self.name,
+                    description=self.description,
+                    input_schema=schema,
+                    title=self.title,
+                    annotations=self.annotations,
+                    output_schema=output_schema,
+                )
+            except (TypeError, ValueError) as exc:
+                # Built here, on first use, as the schema is: name the tool it is for.
+                problem = _unsendable_schema(self.attr_name, schema, output_schema, exc)
+                raise declaration_error(qualified_name(self.owner), [problem]) from exc
+            self._meta = meta
         return meta
 
     def definition(self, app: object) -> ToolFactory:
@@ -395,6 +456,43 @@ class BuiltTool:
 
     def __repr__(self) -> str:
         return f"<BuiltTool {self.name!r} of {qualified_name(self.owner)}>"
+
+
+def _unsendable_schema(
+    attr_name: str, schema: object, output_schema: object, exc: Exception
+) -> str:
+    """Why ``ToolMeta`` refused a tool's schema, naming the number JSON cannot hold if any."""
+    for what, value in (("arguments", schema), ("result", output_schema)):
+        found = _non_finite(value, ())
+        if found is not None:
+            path, number = found
+            pointer = "".join(f"/{key}" for key in path) or "its root"  # a JSON Pointer
+            return (
+                f"{attr_name}: the JSON Schema of its {what} holds {number!r} at {pointer}, "
+                f"which JSON cannot represent (a default of math.inf or float('nan'), say); "
+                f"use a finite number or leave it out"
+            )
+    return f"{attr_name}: {exc}"
+
+
+def _non_finite(value: object, path: tuple[str, ...]) -> tuple[tuple[str, ...], float] | None:
+    """The path to the first NaN or infinity in JSON-like data, or ``None``.
+
+    A loop, not recursion: the schema may be the one refused for nesting too deeply.
+    """
+    todo: list[tuple[tuple[str, ...], object]] = [(path, value)]
+    while todo:
+        where, item = todo.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return where, item
+        if isinstance(item, dict):
+            pairs = [(str(k), v) for k, v in cast("dict[object, object]", item).items()]
+        elif isinstance(item, (list, tuple)):
+            pairs = [(str(k), v) for k, v in enumerate(cast("list[object]", item))]
+        else:
+            continue
+        todo.extend(((*where, key), inner) for key, inner in reversed(pairs))  # first on top
+    return None
 
 
 class ToolFactory:
@@ -453,12 +551,23 @@ def registered_tools(cls: type) -> tuple[BuiltTool, ...] | None:
             continue
         found = True
         for record in tools:
+            if record.owner not in order:
+                raise _replaced_owner_error(cls, base, record.owner)
             # A base's list holds what it inherited too: the record whose class comes
             # first in the MRO is the one attribute lookup finds (a diamond's override).
             kept = by_attr.get(record.attr_name)
             if kept is None or order[record.owner] < order[kept.owner]:
                 by_attr[record.attr_name] = record
     return tuple(by_attr.values()) if found else None
+
+
+def _replaced_owner_error(cls: type, base: type, owner: type) -> TypeError:
+    # A copy ToolMethod.__set_name__ did not take for the same class (another name).
+    return TypeError(
+        f"{qualified_name(cls)}: its base {qualified_name(base)} holds the tools built for "
+        f"{qualified_name(owner)}, a class a decorator applied above @tool_registry replaced; "
+        f"put @tool_registry outermost, above the decorator that makes a new class"
+    )
 
 
 def name_clashes(tools: Sequence[BuiltTool]) -> list[str]:
