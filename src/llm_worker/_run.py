@@ -437,8 +437,6 @@ class _Turns:
         # decided), then goes on as usual.
         batch, self.batch = self.batch, None
         message: AssistantMessage | None = None
-        if batch is not None:
-            self.trace_denied(batch)
         try:
             while True:
                 if batch is None:
@@ -480,8 +478,8 @@ class _Turns:
                         done = True
                         message = response.message()
                     except BaseException as exc:
-                        if span is not None:
-                            span.end(None, exc)
+                        if span is not None:  # the observer's error must not replace `exc`
+                            _while_stopping(span.end, None, exc)
                         raise
                     finally:
                         aclose = None if done else getattr(stream, "aclose", None)
@@ -527,6 +525,8 @@ class _Turns:
                             session.settled = True
                             yield RunPaused(pending)
                             return
+                    else:  # a resumed batch: in here, an observer's error still closes it
+                        self.trace_denied(batch)
                     for finished in batch.report():  # the calls decided without running
                         yield finished
                     ready = [slot for slot in batch if slot.state is SlotState.READY]
@@ -716,13 +716,26 @@ class _Turns:
                     raise _Aborted(decision, call)  # an abort stops everything: nothing runs
             decided_all = True
         finally:  # the observer hears of what was settled, even if a hook stopped the rest
-            trace = self.trace
-            if trace is not None:
-                for slot in batch:
-                    if slot.outcome not in (None, ToolCallOutcome.RAN):  # not run as asked
-                        trace.decided(slot.call, slot.outcome.value, slot.reason)
-                    elif decided_all and slot.state is SlotState.HELD:
-                        trace.decided(slot.call, "paused", slot.reason)
+            if self.trace is not None:
+                self.trace_decisions(batch, decided_all)
+
+    def trace_decisions(self, batch: ToolBatch, decided_all: bool) -> None:
+        """The observer hears of the calls settled without running, and (``decided_all``)
+        of those held. Unless ``decided_all``, a hook's abort or error is stopping the run:
+        an error of the observer's then is logged, and does not replace it."""
+        trace = self.trace
+        assert trace is not None
+        for slot in batch:
+            if slot.outcome not in (None, ToolCallOutcome.RAN):  # not run as asked
+                outcome = slot.outcome.value
+            elif decided_all and slot.state is SlotState.HELD:
+                outcome = "paused"
+            else:
+                continue
+            if decided_all:
+                trace.decided(slot.call, outcome, slot.reason)
+            else:
+                _while_stopping(trace.decided, slot.call, outcome, slot.reason)
 
     @staticmethod
     def answer(
@@ -767,7 +780,7 @@ class _Turns:
         except anyio.get_cancelled_exc_class():
             raise  # a timeout (the runner's) or a stop: whoever knows which ends the span
         except BaseException as exc:
-            self.end_span(slot, None, exc)
+            self.end_span_stopping(slot, exc)  # the observer's error must not replace `exc`
             raise
         self.end_span(slot, result, None)
         return result
@@ -799,6 +812,14 @@ class _Turns:
         span, slot.span = slot.span, None
         if span is not None:
             span.end(result, error)
+
+    @staticmethod
+    def end_span_stopping(slot: CallSlot, error: BaseException | None) -> None:
+        """``end_span`` with no result, for a run already stopping: an error of the
+        observer's is logged (``_while_stopping``), never raised."""
+        span, slot.span = slot.span, None
+        if span is not None:
+            _while_stopping(span.end, None, error)
 
     @staticmethod
     def final(batch: ToolBatch, slot: CallSlot) -> None:
@@ -961,7 +982,11 @@ class _Turns:
                 assert timeout is not None
                 assert slot is not None
                 result = timed_out(slot.run_call, timeout)
-                self.end_span(slot, result, None)
+                try:
+                    self.end_span(slot, result, None)
+                except Exception as exc:  # the observer's: the run's error, not the group's
+                    _send(send, (slot.index, exc))
+                    return
                 _send(send, (slot.index, result))
 
     def stop(
@@ -984,12 +1009,9 @@ class _Turns:
         for scope in list(self.scopes):
             scope.cancel()
         self.collect_arrived(batch)
-        # The observer hears of each call that never started, and of each result withheld.
         trace = self.trace
         unstarted = () if trace is None else [_never_started(slot) for slot in batch]
-        for slot in batch:
-            if slot.span is not None:  # it was running: it ends, cancelled, with the batch
-                self.end_span(slot, None, None)
+        running = [slot for slot in batch if slot.span is not None]
         for slot in batch:
             if slot.state is SlotState.RAN and slot.result is not None:
                 if self.session.post_hooks:
@@ -1000,11 +1022,17 @@ class _Turns:
                     batch.finalize(slot, slot.result, ToolCallOutcome.RAN)
         results = batch.close(template, outcome, why=why if stopped else None, **fields)
         self.session.history.extend(results)
+        # Only now the observer: every call has its result in the history whatever it
+        # does. A call still running ends, cancelled, with the batch; then the observer
+        # hears of each call that never started, and of each result withheld.
+        for slot in running:
+            self.end_span_stopping(slot, None)
         if trace is not None:
             withheld = ToolCallOutcome.WITHHELD
+            reason = fields.get("reason")
             for slot, never_ran in zip(batch, unstarted, strict=True):
                 if slot.outcome is not None and (never_ran or slot.outcome is withheld):
-                    trace.decided(slot.call, slot.outcome.value, fields.get("reason"))
+                    _while_stopping(trace.decided, slot.call, slot.outcome.value, reason)
 
     def collect_arrived(self, batch: ToolBatch) -> None:
         """Take in the results runners sent that the loop has not read."""
@@ -1065,6 +1093,21 @@ def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> Non
         send.send_nowait(message)
     except (anyio.BrokenResourceError, anyio.ClosedResourceError):
         pass  # the run is over: nobody reads it
+
+
+def _while_stopping(observe: Callable[..., object], *args: object) -> None:
+    """Tell the observer (``observe(*args)``) something while the run is already stopping
+    for another reason (an error, an abort, a cancellation): an exception of the
+    observer's is logged, and the run stops for its own reason, every span ended."""
+    try:
+        observe(*args)
+    except Exception:
+        name = getattr(observe, "__qualname__", repr(observe))
+        logger.exception(
+            "The instrumentation's %s failed while the run was stopping; the run stops "
+            "for its own reason",
+            name,
+        )
 
 
 def _never_started(slot: CallSlot) -> bool:

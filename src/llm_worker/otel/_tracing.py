@@ -58,7 +58,7 @@ from .._exceptions import (
     OutputValidationError,
     ProviderError,
 )
-from .._model_texts import TIMED_OUT, call_text
+from .._model_texts import TIMED_OUT, call_text, shown_name
 from . import _content
 from . import _semconv as sc
 from ._metrics import Instruments
@@ -83,6 +83,9 @@ _ERROR_PREFIXES = tuple(
     for error in (InvalidArgumentError, ExecutionFailedError, InternalToolError)
 )
 _TIMED_OUT_HEAD, _TIMED_OUT_TAIL = TIMED_OUT.split("{seconds:g}")
+
+# The longest call id a span shows: a model chooses ids, and can make one a megabyte long.
+_MAX_ID_SHOWN = 256
 
 # Errors whose message quotes what the model wrote (its answer, a hook's view of a call,
 # an event of the client's): content, so a span's status gives it only with
@@ -329,18 +332,19 @@ class _RunSpan:
     def _tool_call(self, call: ToolCall, meta: ToolMeta) -> _ToolTimer:
         owner = self._owner
         measured = owner._tool_measures.get(call.name)
-        if measured is None:
+        if measured is None:  # made once per tool: the name is shortened once
             measured = owner._tool_measures[call.name] = {
-                sc.TOOL_NAME: call.name,
+                sc.TOOL_NAME: shown_name(call.name),
                 sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
                 **owner._agent,
             }
         if self._span is None:  # the common case of a worker not traced: keep it lean
             return _ToolTimer(owner._instruments.tool_duration, measured)
+        name = measured[sc.TOOL_NAME]
         attributes: dict[str, Any] = {
             sc.OPERATION_NAME: sc.EXECUTE_TOOL,
-            sc.TOOL_NAME: call.name,
-            sc.TOOL_CALL_ID: call.id,
+            sc.TOOL_NAME: name,
+            sc.TOOL_CALL_ID: _shown_id(call.id),
             sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
             **owner._agent,
         }
@@ -351,7 +355,7 @@ class _RunSpan:
         span: Span | None = None
         with _Shield("start a tool call's span"):
             span = owner._tracer.start_span(
-                f"{sc.EXECUTE_TOOL} {call.name}", self._context, SpanKind.INTERNAL, attributes
+                f"{sc.EXECUTE_TOOL} {name}", self._context, SpanKind.INTERNAL, attributes
             )
         if span is None:
             return _ToolTimer(owner._instruments.tool_duration, measured)
@@ -362,10 +366,10 @@ class _RunSpan:
         span = self._span
         if span is None:
             return
-        attributes: dict[str, Any] = {
+        attributes: dict[str, Any] = {  # an unknown tool's name is the model's, at any length
             sc.DECISION: outcome,
-            sc.TOOL_NAME: call.name,
-            sc.TOOL_CALL_ID: call.id,
+            sc.TOOL_NAME: shown_name(call.name),
+            sc.TOOL_CALL_ID: _shown_id(call.id),
         }
         if reason is not None:
             attributes[sc.DECISION_REASON] = reason
@@ -648,6 +652,11 @@ class _Reading(_Attached):
         request = self._request
         if exc_type is None and request._first_chunk is None:  # an event came
             request._first_chunk = _now() - request._started
+
+
+def _shown_id(call_id: str) -> str:
+    """``call_id`` as a span shows it: cut short (ending in "…") when a model made it long."""
+    return call_id if len(call_id) <= _MAX_ID_SHOWN else call_id[: _MAX_ID_SHOWN - 1] + "…"
 
 
 def _client_attributes(client: object) -> dict[str, Any]:
