@@ -19,6 +19,7 @@ from llm_worker import (
     Limits,
     Pause,
     ProviderError,
+    RunFailed,
     Skip,
     ToolCallProgress,
     ToolContext,
@@ -327,3 +328,22 @@ async def test_a_pause_is_unchanged_by_a_quiet_observer() -> None:
         assert await worker.resume(Deny("no")) is WorkerResult.FINISHED
     assert_history_valid(worker.history)
     assert observer.outcomes == ["paused", "finished"]
+
+
+async def test_a_reader_leaving_at_run_failed_is_not_raised_the_observers_error() -> None:
+    """The observer raising at a parallel call's end fails the run (RunFailed carries it);
+    a reader that leaves at that event is not raised it again, as for an inline call: only
+    a tool's KeyboardInterrupt or SystemExit is kept to raise on leaving."""
+    client = ScriptedClient([calls(("quick", {}), ("quick", {})), "done"])
+    observer = Faulty("tool end ok")
+    worker, _ = observed(client, observer)
+    failed: list[BaseException] = []
+    with anyio.fail_after(5):
+        async with worker.run_stream("go") as stream:
+            async for event in stream:
+                if isinstance(event, RunFailed):
+                    failed.append(event.error)
+                    break
+    assert [type(error) for error in failed] == [RuntimeError]
+    assert_history_valid(worker.history)
+    assert len(results_of(worker.history)) == 2

@@ -968,8 +968,11 @@ class _Turns:
                                 result = await awaited_in(scope, call, timeout)
                         except anyio.get_cancelled_exc_class():
                             raise
-                        except BaseException as exc:  # not an Exception: execute_call turned those
-                            if self.escaped is None:
+                        except BaseException as exc:
+                            # execute_call turned a tool's Exceptions into results: this is a
+                            # KeyboardInterrupt or SystemExit (kept, to raise unchanged), or
+                            # the observer's error (the run's error, as an inline call's is).
+                            if self.escaped is None and not isinstance(exc, Exception):
                                 self.escaped = exc
                             _send(send, (slot.index, exc))
                             return
