@@ -139,6 +139,7 @@ class TestAllowedTools:
         with anyio.fail_after(5):
             await worker.run("q", output_type=Answer, allowed_tools=["final_result"])
         assert worker.output == Answer(1)
+        assert client.requests[0].allowed_tools == ("final_result",)  # named once
         with pytest.raises(ValueError, match="'final_result' "):
             worker.run_stream("q", allowed_tools=["final_result"])  # a text answer
 

@@ -1165,7 +1165,7 @@ def _asking_for(request: LlmRequest, output: RunOutput) -> LlmRequest:
         tools=(*request.tools, tool),
         # Only a tool call can answer; a forced tool, or "none", stays as asked.
         tool_choice="required" if request.tool_choice == "auto" else request.tool_choice,
-        allowed_tools=None if allowed is None else tuple(sorted((*allowed, tool.name))),
+        allowed_tools=None if allowed is None else tuple(sorted({*allowed, tool.name})),
     )
 
 
