@@ -68,6 +68,12 @@ class MediaPart:
             )
         if self.data is not None and not isinstance(self.data, bytes):
             raise TypeError(f"MediaPart data must be bytes, not {type(self.data).__name__}")
+        # A run state writes them as JSON strings: bytes could not be written, a number
+        # could not be read back.
+        if self.url is not None and not isinstance(self.url, str):
+            raise TypeError(f"MediaPart url must be a str, not {type(self.url).__name__}")
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"MediaPart name must be a str, not {type(self.name).__name__}")
 
     @property
     def kind(self) -> MediaKind:
@@ -92,16 +98,35 @@ class MediaPart:
 
 @dataclass(frozen=True)
 class DataPart:
-    """A JSON value: structured content (kept as JSON text, so the part stays immutable)."""
+    """A JSON value: structured content (kept as JSON text, so the part stays immutable).
+
+    ``json_text`` must be JSON a run state reads back (``ValueError`` if not): checked
+    here, where the part is made, not when a saved state fails to load.
+    """
 
     json_text: str
+
+    def __post_init__(self) -> None:
+        text = self.json_text
+        if not isinstance(text, str):
+            raise TypeError(f"DataPart json_text must be a str, not {type(text).__name__}")
+        try:
+            json.loads(text)  # as RunState.from_json and set_history read it
+        except ValueError as exc:
+            raise ValueError(f"DataPart json_text is not JSON ({exc})") from None
+        except RecursionError:  # deeper than json.loads reads (about 1 000 levels)
+            raise ValueError("DataPart json_text nests too deep to read as JSON") from None
 
     @classmethod
     def of(cls, value: Any) -> DataPart:
         """The part holding ``value`` (anything pydantic can make JSON of)."""
         from pydantic_core import to_json
 
-        return cls(to_json(value).decode())
+        # Not parsed again (which costs more than the writing): pydantic writes JSON that
+        # json.loads reads, at most 254 levels deep.
+        part = object.__new__(cls)
+        object.__setattr__(part, "json_text", to_json(value).decode())
+        return part
 
     @property
     def value(self) -> Any:

@@ -320,7 +320,11 @@ def error_text(name: str, exc: ToolError) -> str:
     """``str(exc)``, the text a model reads of tool ``name``'s error; if the error's own
     ``__str__`` fails, the "failed unexpectedly" text naming its class (the failure logged)."""
     try:
-        return str(exc)
+        text = str(exc)
+        # A __str__ may return a str subclass: made plain here, inside the guard, as its
+        # own methods (isascii, encode) would otherwise run, and raise, where nothing
+        # catches them, ending the run.
+        return text if type(text) is str else str.__str__(text)
     except BaseException as failure:  # an Exception, or a BaseException of the tool's own
         if passes_through(failure):
             raise
