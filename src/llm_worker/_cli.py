@@ -12,20 +12,24 @@ TARGET is ``package.module:Class`` (``Class`` may be dotted, ``Outer.Inner``) or
 that module; a subclass of one counts, as ``is_tool_registry`` says). The
 classes are imported, never instantiated: the schemas come from
 ``tool_metas(cls)``. The current directory is importable, as with
-``python -m``.
+``python -m``. A file path (``tools.py``, ``pkg/mod.py``) is refused before
+anything is imported, with the module name to give instead.
 
 Output: the tools of all targets sorted by name, in ``--format`` (see
 ``llm_worker._formats``), as ``json.dumps(sort_keys=True, indent=2,
 ensure_ascii=False)`` plus a newline, so the same tools give the same bytes.
 
 What the targets print while they are imported goes to stderr, at the file
-descriptor level too (``os.write(1, ...)``, a C extension's banner).
+descriptor level too (``os.write(1, ...)``, a C extension's banner); so does
+what they print at exit (``atexit``), after the output.
 
 Exit status: 0 done (or, with ``--check``, the file is up to date); 1 the
 ``--check`` file is out of date or missing (a unified diff and the command that
-regenerates it are printed), or the reader of stdout left early; 2 a bad target
-(one without tools included) or usage error, or stdout cannot be written,
-explained in one line on stderr.
+regenerates it, quoted for the system's shell, are printed), or the reader of
+stdout left early; 2 a bad target (one without tools included) or usage error,
+or stdout cannot be written, explained in one line on stderr; 2 also for an
+unexpected error (a bug in the target or in llm-worker): one line naming the
+exception, then its traceback.
 
 ``mcp serve``: FACTORY is ``package.module:function``, a function called with no
 arguments that returns a ``ToolServer`` (or ``ToolServerHandle``) with its tools
@@ -51,10 +55,12 @@ import json
 import logging
 import math
 import os
+import re
 import shlex
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -79,8 +85,21 @@ class _UsageError(Exception):
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
-    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Without ``argv`` it is the program (the console script, ``python -m``): once
+    the command is done, stdout points at stderr, so what the targets' code
+    prints at exit (an ``atexit`` handler) does not end up after the output.
+    """
     prog = prog or _DEFAULT_PROG
+    try:
+        return _main(argv, prog)
+    finally:
+        if argv is None:
+            _stdout_to_stderr_for_good()
+
+
+def _main(argv: Sequence[str] | None, prog: str) -> int:
     args = _parser(prog).parse_args(argv)
     # Targets are imported like `python -m` would: with the current directory importable.
     cwd = os.getcwd()
@@ -100,6 +119,14 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
         # traceback at exit; as Python's docs on SIGPIPE do it.
         _discard_stdout()
         return 1
+    except Exception as exc:  # a bug (the target's or ours): not the 1 of an out-of-date file
+        print(
+            f"{prog} {command}: error: unexpected {_describe(exc)} "
+            f"(a bug in llm-worker or in the target; the traceback follows)",
+            file=sys.stderr,
+        )
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        return 2
     finally:
         if add_cwd and cwd in sys.path:
             sys.path.remove(cwd)
@@ -314,6 +341,25 @@ def _stdout_to_stderr() -> Generator[None, None, None]:
             _flush(sys.__stdout__)  # what the code left in that buffer is stderr's too
             os.dup2(saved, 1)
             os.close(saved)
+
+
+def _stdout_to_stderr_for_good() -> None:
+    """Send what is printed from now on (at exit) to stderr: ``sys.stdout`` and descriptor 1.
+
+    What stdout's buffer still holds is written first, where it was going; if
+    that fails (a reader that left, a full disk), it goes nowhere instead.
+    """
+    try:
+        for stream in (sys.stdout, sys.__stdout__):
+            if stream is not None:
+                stream.flush()
+    except (OSError, ValueError):  # ValueError: closed
+        _discard_stdout()  # the flush at exit writes it there, without a traceback
+        return
+    saved = _redirect_descriptor(1, 2)
+    if saved is not None:
+        os.close(saved)  # never restored
+    sys.stdout = sys.stderr
 
 
 def _redirect_descriptor(fd: int, to: int) -> int | None:
@@ -653,6 +699,8 @@ def _resolve(target: str, kind: _TargetKind) -> object:
     ``:attr``, else the attribute, looked up one dotted part at a time.
     """
     module_name, colon, attr_path = target.partition(":")
+    if _is_file_path(module_name):  # refused before importing: its code is not to run
+        raise _UsageError(_file_path_given(target, module_name, colon + attr_path, kind))
     valid = _is_dotted_name(module_name) and (
         _is_dotted_name(attr_path) if colon else kind.module_alone
     )
@@ -669,6 +717,31 @@ def _resolve(target: str, kind: _TargetKind) -> object:
                 f"module {module_name!r} has no {kind.member} {attr_path!r}"
             ) from None
     return value
+
+
+def _is_file_path(text: str) -> bool:
+    """Whether a target's module part is a file's path (``tools.py``), not a module name."""
+    return text.endswith(".py") or (not _is_dotted_name(text) and os.path.isfile(text))
+
+
+def _file_path_given(target: str, path: str, rest: str, kind: _TargetKind) -> str:
+    """Say that ``target`` names a file, and the module name it may mean (``pkg.mod``)."""
+    if os.path.isabs(path):
+        path = _below_current_directory(path)
+    stem = path.removesuffix(".py")
+    module = ".".join(part for part in re.split(r"[\\/]", stem) if part not in ("", "."))
+    if not _is_dotted_name(module):
+        return f"{target!r} is a file path; a {kind.noun} is a module name ({kind.form})"
+    return f"{target!r} is a file path; a {kind.noun} is a module name: try {module + rest!r}"
+
+
+def _below_current_directory(path: str) -> str:
+    """``path`` from the current directory, where imports start; else the file's name alone."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # Windows: another drive
+        return os.path.basename(path)
+    return os.path.basename(path) if relative.split(os.sep)[0] == os.pardir else relative
 
 
 def _import(module_name: str) -> ModuleType:
@@ -750,14 +823,24 @@ def _eol_advice(path: str) -> str:
     )
 
 
-def _regenerate_command(args: argparse.Namespace, prog: str) -> str:
-    words = [*shlex.split(prog), "schema", *args.targets]
+def _regenerate_command(args: argparse.Namespace, prog: str, *, windows: bool | None = None) -> str:
+    """The command that writes the ``--check`` file, quoted for this system's shell.
+
+    ``windows`` (default: whether this is Windows) picks cmd.exe's quoting over
+    the POSIX shell's, in which ``'C:\\x y.json'`` is no path to cmd.exe.
+    """
+    words = ["schema", *args.targets]
     if args.format != "neutral":
         words += ["--format", args.format]
     if args.strict:
         words.append("--strict")
     words += ["-o", args.check]
-    return shlex.join(words)
+    on_windows = os.name == "nt" if windows is None else windows
+    if on_windows:
+        import subprocess  # only Windows pays for it
+
+        return f"{prog} {subprocess.list2cmdline(words)}"
+    return shlex.join([*shlex.split(prog), *words])
 
 
 def _is_dotted_name(text: str) -> bool:

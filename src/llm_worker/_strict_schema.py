@@ -24,6 +24,7 @@ Every rewrite is linear in the size of the schema: each ``$defs`` entry is
 rewritten once, and a ``$ref`` with keywords beside it is replaced by what it
 refers to only when that is small (``_INLINE_LIMIT`` nodes) and not itself
 being inlined, else it becomes ``{"anyOf": [{"$ref": ...}], ...keywords}``.
+The output's ``$defs`` holds only the entries a ``$ref`` of it points at.
 Nesting deeper than ``MAX_DEPTH`` levels is refused rather than recursed into.
 """
 
@@ -121,8 +122,9 @@ class _Rewriter:
             self.problems.append(f"the schema nests deeper than {MAX_DEPTH} levels")
         if self.problems:
             raise StrictSchemaError(self.problems)
-        if self.defs:
-            result["$defs"] = self.defs
+        defs = _used_defs(result, self.defs)
+        if defs:
+            result["$defs"] = defs
         return result
 
     # -- nodes ---------------------------------------------------------------------------
@@ -199,10 +201,11 @@ class _Rewriter:
         return self.typed(node, path, depth)
 
     def reference(self, schema: JsonSchema, ref: str, path: str, depth: int) -> JsonSchema:
-        name = self.name(ref)
+        # The definition is named (and queued) only where a $ref to it is written: an
+        # inlined reference needs none.
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
         if not any(k in siblings for k in ("title", "description", "default")):
-            return {"$ref": f"#/$defs/{name}"}
+            return {"$ref": f"#/$defs/{self.name(ref)}"}
         target = self.refs.resolve(ref)
         if is_schema(target) and not self.inlining and self.size(ref, target) <= _INLINE_LIMIT:
             # Small: the referenced schema with the siblings on top, as the openai SDK does
@@ -213,7 +216,8 @@ class _Rewriter:
             finally:
                 self.inlining.pop()
         # Strict mode refuses keywords beside $ref, but takes them beside anyOf.
-        return _annotated({"anyOf": [{"$ref": f"#/$defs/{name}"}]}, siblings, _notes(siblings))
+        wrapped = {"anyOf": [{"$ref": f"#/$defs/{self.name(ref)}"}]}
+        return _annotated(wrapped, siblings, _notes(siblings))
 
     def any_of(self, node: JsonSchema, branches: list[Any], path: str, depth: int) -> JsonSchema:
         own = {k: v for k, v in node.items() if k not in ("anyOf", "oneOf")}
@@ -444,6 +448,48 @@ class _Rewriter:
 
 class _OverBudget(Exception):
     pass
+
+
+def _used_defs(root: JsonSchema, defs: dict[str, JsonSchema]) -> dict[str, JsonSchema]:
+    """The entries of ``defs`` a ``$ref`` in ``root``, or in an entry used, refers to.
+
+    A rewrite that was dropped (an ``anyOf`` branch or an optional property
+    nothing satisfies) may have named a definition no ``$ref`` of the output
+    points at any more.
+    """
+    used: set[str] = set()
+    pending = [root]
+    while pending:
+        for name in _referenced_names(pending.pop()):
+            if name not in used and name in defs:
+                used.add(name)
+                pending.append(defs[name])
+    return {name: schema for name, schema in defs.items() if name in used}
+
+
+def _referenced_names(schema: JsonSchema) -> list[str]:
+    """The ``$defs`` names the ``$ref``s of a strict ``schema`` (not its ``$defs``) point at.
+
+    A strict schema nests schemas in ``properties``, ``items`` and ``anyOf`` only.
+    """
+    names: list[str] = []
+    stack: list[object] = [schema]
+    while stack:
+        found = stack.pop()
+        if not isinstance(found, dict):
+            continue
+        node = cast("dict[str, object]", found)
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            names.append(ref.removeprefix("#/$defs/"))
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            stack.extend(cast("dict[str, object]", properties).values())
+        stack.append(node.get("items"))
+        branches = node.get("anyOf")
+        if isinstance(branches, list):
+            stack.extend(cast("list[object]", branches))
+    return names
 
 
 class _Distinct(list[JsonSchema]):

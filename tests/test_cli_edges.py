@@ -1,0 +1,242 @@
+"""``llm-worker schema`` at its edges: output after it is done, unexpected errors, Windows
+command lines, and a file path given as a target.
+
+The targets are written into a temporary directory, which is the current
+directory of the command (importable, as with ``python -m``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llm_worker import _cli
+
+_TOOLS = '''
+from llm_worker import tool, tool_registry
+
+
+@tool_registry
+class Shop:
+    @tool
+    async def ping(self) -> str:
+        """Answer pong."""
+        return "pong"
+'''
+
+# At exit, after the command has written its output: print(), sys.__stdout__ and descriptor 1.
+_AT_EXIT = (
+    _TOOLS
+    + """
+import atexit, os, sys
+
+
+@atexit.register
+def _goodbye() -> None:
+    print("atexit print")
+    sys.__stdout__.write("atexit sys.__stdout__\\n")
+    sys.__stdout__.flush()
+    os.write(1, b"atexit descriptor 1\\n")
+"""
+)
+
+# A lazy module whose __getattr__ raises KeyError for a name it lacks (it must raise
+# AttributeError): looking up the target's class fails as no target error explains.
+_LOOKUP_FAILS = (
+    _TOOLS
+    + """
+_LAZY: dict[str, object] = {}
+
+
+def __getattr__(name: str) -> object:
+    return _LAZY[name]
+"""
+)
+
+
+def _write(directory: Path, name: str, text: str) -> None:
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``python -m llm_worker ARGV`` in a fresh process started in ``cwd``."""
+    return subprocess.run(
+        [sys.executable, "-m", "llm_worker", *argv],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        cwd=cwd,
+        check=False,
+        timeout=120,
+    )
+
+
+class TestOutputAfterTheCommand:
+    def test_what_an_atexit_handler_prints_goes_to_stderr(self, tmp_path):
+        """A target's atexit handler runs after the output is written: what it prints, to
+        sys.stdout, sys.__stdout__ or descriptor 1, goes to stderr, never after the JSON."""
+        _write(tmp_path, "leaves_late.py", _AT_EXIT)
+        result = _run(tmp_path, "schema", "leaves_late")
+        assert result.returncode == 0
+        assert [tool["name"] for tool in json.loads(result.stdout)] == ["ping"]
+        assert result.stderr == ("atexit print\natexit sys.__stdout__\natexit descriptor 1\n")
+
+    def test_after_a_failed_check_too(self, tmp_path):
+        """The diff of a failed --check is on stdout alone; the handler's output on stderr."""
+        _write(tmp_path, "leaves_late.py", _AT_EXIT)
+        _write(tmp_path, "stale.json", "[]\n")
+        result = _run(tmp_path, "schema", "leaves_late", "--check", "stale.json")
+        assert result.returncode == 1
+        assert result.stdout.startswith("--- stale.json\n+++ stale.json (regenerated)\n")
+        assert "atexit" not in result.stdout
+        assert result.stderr.endswith("atexit print\natexit sys.__stdout__\natexit descriptor 1\n")
+
+    def test_a_call_with_argv_leaves_stdout_alone(self, tmp_path, monkeypatch, capfd):
+        """main(argv) is a call from another program, not the program: stdout is its own after."""
+        monkeypatch.chdir(tmp_path)
+        _write(tmp_path, "plain_tools_for_edges.py", _TOOLS)
+        assert _cli.main(["schema", "plain_tools_for_edges", "-o", "out.json"]) == 0
+        print("still stdout")
+        os.write(1, b"descriptor 1 too\n")
+        assert capfd.readouterr().out == "still stdout\ndescriptor 1 too\n"
+
+
+class TestUnexpectedErrors:
+    def test_a_bug_exits_2_with_one_line_then_the_traceback(self, tmp_path):
+        """An exception no error of a target explains (a bug): exit 2, not the 1 of a stale
+        file; the first line names it, the traceback follows for a bug report."""
+        _write(tmp_path, "lookup_fails.py", _LOOKUP_FAILS)
+        result = _run(tmp_path, "schema", "lookup_fails:Missing")
+        assert (result.returncode, result.stdout) == (2, "")
+        first, *rest = result.stderr.splitlines()
+        assert first == (
+            "python -m llm_worker schema: error: unexpected KeyError: 'Missing' "
+            "(a bug in llm-worker or in the target; the traceback follows)"
+        )
+        assert rest[0] == "Traceback (most recent call last):"
+        assert rest[-1] == "KeyError: 'Missing'"
+
+    def test_a_bug_in_check_mode_is_not_an_out_of_date_file(self, tmp_path):
+        """With --check, CI must not read a crash as 'the file is out of date' (status 1)."""
+        _write(tmp_path, "lookup_fails.py", _LOOKUP_FAILS)
+        _write(tmp_path, "tools.json", "[]\n")
+        result = _run(tmp_path, "schema", "lookup_fails:Missing", "--check", "tools.json")
+        assert result.returncode == 2
+        assert "is out of date" not in result.stderr
+
+    def test_in_process(self, tmp_path, monkeypatch, capsys):
+        """main() returns 2 rather than raising, and writes nothing to stdout."""
+        monkeypatch.chdir(tmp_path)
+        _write(tmp_path, "lookup_fails_in_process.py", _LOOKUP_FAILS)
+        assert _cli.main(["schema", "lookup_fails_in_process:Missing"]) == 2
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.startswith("llm-worker schema: error: unexpected KeyError: 'Missing' (")
+        assert "Traceback (most recent call last):" in err
+
+
+def _check_args(path: str, fmt: str = "openai", strict: bool = True) -> argparse.Namespace:
+    return argparse.Namespace(targets=["shop.tools"], format=fmt, strict=strict, check=path)
+
+
+class TestRegenerateCommand:
+    def test_windows_quotes_for_cmd(self):
+        """On Windows the command is quoted as cmd.exe and the C runtime read it: a path
+        with a space in double quotes, its backslashes as they are."""
+        args = _check_args(r"C:\proj\schemas\openai tools.json")
+        assert _cli._regenerate_command(args, "llm-worker", windows=True) == (
+            r"llm-worker schema shop.tools --format openai --strict "
+            r'-o "C:\proj\schemas\openai tools.json"'
+        )
+
+    def test_windows_path_without_spaces_is_not_quoted(self):
+        """No quotes where none are needed (POSIX quoting put a backslash path in '...')."""
+        args = _check_args(r"schemas\openai-tools.json")
+        assert _cli._regenerate_command(args, "python -m llm_worker", windows=True) == (
+            r"python -m llm_worker schema shop.tools --format openai --strict "
+            r"-o schemas\openai-tools.json"
+        )
+
+    def test_posix_quotes_for_the_shell(self):
+        """Elsewhere the shell's quoting, which shlex.split reads back."""
+        args = _check_args("schemas/openai tools.json", fmt="neutral", strict=False)
+        command = _cli._regenerate_command(args, "llm-worker", windows=False)
+        assert command == "llm-worker schema shop.tools -o 'schemas/openai tools.json'"
+        assert shlex.split(command)[-1] == "schemas/openai tools.json"
+
+    def test_the_default_is_this_system(self):
+        """Without windows=, the quoting of the system the command runs on."""
+        args = _check_args("a b.json")
+        expected = '"a b.json"' if os.name == "nt" else "'a b.json'"
+        assert _cli._regenerate_command(args, "llm-worker").endswith(f" -o {expected}")
+
+
+class TestFilePathTargets:
+    @pytest.mark.parametrize(
+        ("target", "suggestion"),
+        [
+            ("good.py", "good"),
+            ("good.py:Shop", "good:Shop"),
+            ("pkg/mod.py", "pkg.mod"),
+            ("./pkg/mod.py:Shop", "pkg.mod:Shop"),
+            (r"pkg\mod.py", "pkg.mod"),
+        ],
+    )
+    def test_a_file_path_is_refused_before_any_import(self, tmp_path, target, suggestion):
+        """A .py path: exit 2, the module name to use instead, and the file is not imported
+        (its side effects do not run; it used to be, then 'no module named good.py')."""
+        side_effect = tmp_path / "imported.txt"
+        module = f"{_TOOLS}\nopen({str(side_effect)!r}, 'w').close()\n"
+        _write(tmp_path, "good.py", module)
+        _write(tmp_path, "pkg/__init__.py", "")
+        _write(tmp_path, "pkg/mod.py", module)
+        result = _run(tmp_path, "schema", target)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == (
+            f"python -m llm_worker schema: error: {target!r} is a file path; "
+            f"a target is a module name: try {suggestion!r}\n"
+        )
+        assert not side_effect.exists()
+
+    def test_an_absolute_path_below_the_current_directory(self, tmp_path, monkeypatch, capsys):
+        """An absolute path is named from the current directory, where imports start."""
+        monkeypatch.chdir(tmp_path)
+        assert _cli.main(["schema", str(tmp_path / "pkg" / "mod.py")]) == 2
+        assert capsys.readouterr().err.endswith(" a target is a module name: try 'pkg.mod'\n")
+
+    def test_an_existing_file_that_is_no_module_name(self, tmp_path, monkeypatch, capsys):
+        """A path to an existing file without .py is a path too, not an invalid name."""
+        monkeypatch.chdir(tmp_path)
+        _write(tmp_path, "scripts/tools", _TOOLS)
+        assert _cli.main(["schema", "scripts/tools"]) == 2
+        assert capsys.readouterr().err == (
+            "llm-worker schema: error: 'scripts/tools' is a file path; "
+            "a target is a module name: try 'scripts.tools'\n"
+        )
+
+    def test_a_path_with_no_module_name_to_suggest(self, capsys):
+        """A file whose name is no module name ('my-tools.py'): no suggestion to try."""
+        assert _cli.main(["schema", "my-tools.py"]) == 2
+        assert capsys.readouterr().err == (
+            "llm-worker schema: error: 'my-tools.py' is a file path; a target is a module "
+            "name (package.module or package.module:Class)\n"
+        )
+
+    def test_a_factory_path_for_mcp_serve(self, capsys):
+        """mcp serve's FACTORY the same: app.py:make is app:make."""
+        pytest.importorskip("mcp")
+        assert _cli.main(["mcp", "serve", "app.py:make"]) == 2
+        assert capsys.readouterr().err == (
+            "llm-worker mcp serve: error: 'app.py:make' is a file path; "
+            "a factory is a module name: try 'app:make'\n"
+        )
