@@ -26,6 +26,7 @@ from ._exceptions import (
 )
 from ._meta import LlmToolDefinition, ToolMeta
 from ._model_texts import NOT_TEXT, UNEXPECTED, UNSENDABLE_RETURN, call_text
+from ._registry import BoundToolMethod, ToolMethod, is_tool_registry
 from ._types import Tool, ToolDefinition
 
 if TYPE_CHECKING:
@@ -217,6 +218,11 @@ class ToolServerHandle:
         entry = self._map.tools.get(name)
         if entry is None:
             raise ToolNotFoundError(name)
+        if type(input_json) is not str and not isinstance(input_json, str):
+            raise TypeError(
+                f"call_tool() takes the arguments as JSON text (a str), not "
+                f"{type(input_json).__name__}: call_tool({name!r}, json.dumps(arguments))"
+            )
         try:
             result = await entry.execute(input_json)
         except ToolError as exc:
@@ -354,6 +360,7 @@ def json_metadata(metadata: object) -> object:
 
 
 def _call_factory(definition: ToolDefinition) -> tuple[ToolMeta, Tool]:
+    _refuse_tool_method(definition)
     if not callable(definition):
         raise TypeError(
             f"a tool definition must be a callable returning (ToolMeta, Tool), "
@@ -364,6 +371,28 @@ def _call_factory(definition: ToolDefinition) -> tuple[ToolMeta, Tool]:
     if problem is not None:
         raise TypeError(f"tool definition {definition!r} must return (ToolMeta, Tool), {problem}")
     return made
+
+
+def _refuse_tool_method(given: object) -> None:
+    """Refuse a tool method or a registry app given as a definition, before calling it:
+    called, a tool method would run the tool itself (``db.reset`` deleting the rows)."""
+    if isinstance(given, BoundToolMethod):
+        name = given.__name__
+        raise TypeError(
+            f"{given!r} is a tool method, not its definition: register "
+            f"app.{name}.definition(), or tool_definitions(app) for every tool of the app"
+        )
+    if isinstance(given, ToolMethod):
+        raise TypeError(
+            f"{given!r} is a tool method, not its definition: register "
+            f"{given.__qualname__}.definition(app), or tool_definitions(app) for every tool "
+            f"of the app"
+        )
+    if not isinstance(given, type) and is_tool_registry(type(given)):
+        raise TypeError(
+            f"a {type(given).__qualname__} app is not a tool definition: register "
+            f"tool_definitions(app), its tools' definitions"
+        )
 
 
 def _pair_problem(made: object) -> str | None:
