@@ -175,3 +175,28 @@ async def collect(stream: RunStream) -> list[RunEvent]:
     """Every event of ``stream`` (entered and read to its end)."""
     async with stream:
         return [event async for event in stream]
+
+
+def defs_referenced(value: object) -> set[str]:
+    """The names of the ``$defs`` entries the ``$ref``s in ``value`` point at."""
+    if isinstance(value, list):
+        return set().union(*map(defs_referenced, value))
+    if not isinstance(value, dict):
+        return set()
+    found = set().union(*map(defs_referenced, value.values()))
+    ref = value.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        found.add(ref.removeprefix("#/$defs/"))
+    return found
+
+
+def defs_used(schema: dict[str, Any]) -> set[str]:
+    """The ``$defs`` entries the schema's ``$ref``s reach, through other entries too."""
+    defs = schema.get("$defs", {})
+    used = defs_referenced({k: v for k, v in schema.items() if k != "$defs"})
+    pending = list(used)
+    while pending:
+        for name in defs_referenced(defs.get(pending.pop(), {})) - used:
+            used.add(name)
+            pending.append(name)
+    return used

@@ -37,6 +37,7 @@ from hypothesis_jsonschema import from_schema
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 from strategies import CountingDefinition
+from support import defs_used
 
 from llm_worker import (
     Description,
@@ -1192,25 +1193,8 @@ def _without_default_nulls(sdk: Any, input_schema: Any) -> Any:
 
 def _without_unreferenced_defs(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` with only the ``$defs`` entries its ``$ref``s reach (through each other too)."""
-    defs = schema.get("$defs", {})
-
-    def refs(value: Any) -> set[str]:
-        if isinstance(value, list):
-            return set().union(*map(refs, value))
-        if not isinstance(value, dict):
-            return set()
-        found = set().union(*map(refs, value.values()))
-        if isinstance(value.get("$ref"), str):
-            found.add(value["$ref"].removeprefix("#/$defs/"))
-        return found
-
-    used = refs({k: v for k, v in schema.items() if k != "$defs"})
-    pending = list(used)
-    while pending:
-        for name in refs(defs.get(pending.pop(), {})) - used:
-            used.add(name)
-            pending.append(name)
-    kept = {name: sub for name, sub in defs.items() if name in used}
+    used = defs_used(schema)
+    kept = {name: sub for name, sub in schema.get("$defs", {}).items() if name in used}
     rest = {k: v for k, v in schema.items() if k != "$defs"}
     return {**rest, "$defs": kept} if kept else rest
 

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from pydantic import BaseModel, Field
 from strategies import hand_written_schemas
+from support import defs_referenced, defs_used
 
 from llm_worker import ToolMeta, export_tools, tool, tool_metas, tool_registry
 from llm_worker._strict_schema import StrictSchemaError, strict_schema
@@ -157,29 +158,9 @@ class TestJsonSchemaExtra:
 # -- OpenAI strict mode: no $defs entry without a $ref to it -------------------------------
 
 
-def _refs(value: object) -> set[str]:
-    """The names of the $defs entries the $refs in ``value`` point at."""
-    if isinstance(value, list):
-        return set().union(*map(_refs, value))
-    if not isinstance(value, dict):
-        return set()
-    found = set().union(*map(_refs, value.values()))
-    ref = value.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        found.add(ref.removeprefix("#/$defs/"))
-    return found
-
-
 def _unreferenced(schema: dict[str, Any]) -> set[str]:
     """The $defs entries nothing outside them, nor another used entry, refers to."""
-    defs = schema.get("$defs", {})
-    used = _refs({k: v for k, v in schema.items() if k != "$defs"})
-    pending = list(used)
-    while pending:
-        for name in _refs(defs.get(pending.pop(), {})) - used:
-            used.add(name)
-            pending.append(name)
-    return set(defs) - used
+    return set(schema.get("$defs", {})) - defs_used(schema)
 
 
 class Addr(BaseModel):
@@ -308,5 +289,5 @@ class TestStrictDefs:
         )
         [exported] = export_tools([meta], "openai", strict=True)
         parameters = exported["function"]["parameters"]
-        assert _refs(parameters) == set()
+        assert defs_referenced(parameters) == set()
         assert "$defs" not in parameters
