@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import json
 import logging
 import threading
@@ -28,6 +29,7 @@ from llm_worker import (
     RunStateError,
     Skip,
     ToolMeta,
+    ToolResult,
     Worker,
     WorkerAbortedError,
     WorkerResult,
@@ -432,3 +434,87 @@ async def test_an_observer_failing_at_the_start_changes_nothing():
     assert len(worker.history) == 2
     recorder.fail = False
     assert await worker.resume({"call_0_0": Approve()}) is WorkerResult.FINISHED
+
+
+class ActivatingRecorder(Recorder):
+    """An observer whose run spans have the optional ``activate()``."""
+
+    fail = False
+
+    def run(self, *, kind, client, system_prompt, tools, continues):
+        recorder = super().run(
+            kind=kind, client=client, system_prompt=system_prompt, tools=tools, continues=continues
+        )
+        fail = self.fail
+
+        @contextlib.contextmanager
+        def activate() -> Iterator[None]:
+            if fail:
+                raise RuntimeError("observer broke")
+            token = ACTIVE.set("run")
+            try:
+                yield
+            finally:
+                ACTIVE.reset(token)
+
+        recorder.activate = activate  # type: ignore[attr-defined]
+        return recorder
+
+
+def hooked_worker(recorder: Recorder) -> tuple[Worker, list[tuple[str, str | None]]]:
+    """A worker whose pre-hook, approval policy and post-hook note the active span."""
+    seen: list[tuple[str, str | None]] = []
+
+    def policy(ctx) -> bool:
+        seen.append(("policy", ACTIVE.get()))
+        return False
+
+    worker = Worker(
+        ScriptedClient([calls(("where", {"key": "a"})), "done"]), instrumentation=recorder
+    )
+    worker.register_tools(tool_definitions(Probe()), requires_approval=policy)
+    worker.add_pre_tool_call_hook(lambda ctx: seen.append(("pre", ACTIVE.get())))
+    worker.add_post_tool_call_hook(lambda ctx: seen.append(("post", ACTIVE.get())))
+    return worker, seen
+
+
+@pytest.mark.anyio
+async def test_hooks_run_in_the_run_span_when_it_activates():
+    """A run span with ``activate()`` is active around every hook and approval policy,
+    and never while the reader has an event."""
+    worker, seen = hooked_worker(ActivatingRecorder())
+    with anyio.fail_after(5):
+        async with worker.run_stream("go") as stream:
+            async for _ in stream:
+                assert ACTIVE.get() is None
+    assert seen == [("pre", "run"), ("policy", "run"), ("post", "run")]
+
+
+@pytest.mark.anyio
+async def test_a_run_span_without_activate_runs_hooks_as_before():
+    """``RunSpan.activate()`` is optional: an observer written before it works unchanged."""
+    worker, seen = hooked_worker(Recorder())
+    with anyio.fail_after(5):
+        assert await worker.run("go") is WorkerResult.FINISHED
+    assert seen == [("pre", None), ("policy", None), ("post", None)]
+
+
+@pytest.mark.anyio
+async def test_a_run_activation_that_raises_is_the_runs_error():
+    """An ``activate()`` that raises fails the run, as a tool span's does: the hook never
+    runs, the call gets its result, and the worker runs again once the observer works."""
+    recorder = ActivatingRecorder()
+    recorder.fail = True
+    worker, seen = hooked_worker(recorder)
+    with anyio.fail_after(5), pytest.raises(RuntimeError, match="observer broke"):
+        await worker.run("go")
+    gc.collect()  # a hook's coroutine never awaited would warn here: an error in this suite
+    assert seen == []
+    last = worker.history[-1]
+    assert isinstance(last, ToolResult)
+    assert last.is_error
+    assert recorder.log[-1] == ("run end", "failed", "RuntimeError")
+    recorder.fail = False
+    worker.set_history(())
+    with anyio.fail_after(5):
+        assert await worker.run("go") is WorkerResult.FINISHED

@@ -6,6 +6,7 @@ logged while the run stops for its own reason; at any other time it is the run's
 
 from __future__ import annotations
 
+import gc
 import logging
 
 import anyio
@@ -45,8 +46,10 @@ class Span:
         self.kind = kind
         self.ended = 0
 
-    def activate(self) -> None:
-        return None
+    def activate(self) -> Broken | None:
+        return (
+            Broken(self.owner, self.kind) if f"{self.kind} activate" in self.owner.fails else None
+        )
 
     def end(self, result: object, error: BaseException | None) -> None:
         self.ended += 1
@@ -57,6 +60,20 @@ class Span:
         else:
             how = "error result" if getattr(result, "is_error", False) else "ok"
         self.owner.fail_at(f"{self.kind} end {how}")
+
+
+class Broken:
+    """An activation whose ``__enter__`` raises."""
+
+    def __init__(self, owner: Faulty, kind: str) -> None:
+        self.owner = owner
+        self.kind = kind
+
+    def __enter__(self) -> None:
+        self.owner.fail_at(f"{self.kind} activate")
+
+    def __exit__(self, *_: object) -> None:
+        return None
 
 
 class RunSpan:
@@ -347,3 +364,17 @@ async def test_a_reader_leaving_at_run_failed_is_not_raised_the_observers_error(
     assert [type(error) for error in failed] == [RuntimeError]
     assert_history_valid(worker.history)
     assert len(results_of(worker.history)) == 2
+
+
+async def test_a_tool_spans_activation_that_raises_leaves_no_call_unawaited():
+    """A call's activation whose ``__enter__`` raises: the run fails with the observer's
+    error, the call gets its result, and the call's coroutine is closed, not left for the
+    garbage collector to warn about."""
+    faulty = Faulty("tool activate")
+    worker = Worker(ScriptedClient([calls(("quick", {}))]), instrumentation=faulty)
+    worker.register_tools(tool_definitions(Tools()))
+    with anyio.fail_after(5), pytest.raises(RuntimeError, match="tool activate"):
+        await worker.run("go")
+    gc.collect()  # a coroutine never awaited would warn here: an error in this suite
+    assert_history_valid(worker.history)
+    assert faulty.all_ended_once()

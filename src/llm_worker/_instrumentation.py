@@ -8,8 +8,9 @@ per step.
 
 The spans' contexts are the observer's business: ``activate()`` is entered
 around work that should run "inside" a span (reading the model's stream, one
-event at a time; a tool call, in the task and thread that run it), and never
-around code of the application reading the run stream. An observer with
+event at a time; a tool call, in the task and thread that run it; the hooks, in
+the run's span if it has an ``activate()``), and never around code of the
+application reading the run stream. An observer with
 nothing to make active returns ``None``, and the loop enters nothing.
 """
 
@@ -67,7 +68,13 @@ class RequestSpan(Protocol):
 
 
 class RunSpan(Protocol):
-    """One run: ``run()`` (or its ``resume()`` / ``retry()``), from start to end."""
+    """One run: ``run()`` (or its ``resume()`` / ``retry()``), from start to end.
+
+    A run span may also have ``activate() -> AbstractContextManager[None] | None``
+    (optional, so observers written before it keep working): entered around the
+    application's pre-hooks, approval policies and post-hooks, so what they trace
+    belongs to the run.
+    """
 
     def request(self, request: LlmRequest, number: int) -> RequestSpan:
         """Model request ``number`` of the run is about to be sent."""

@@ -32,7 +32,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import aclosing
+from contextlib import AbstractContextManager, aclosing
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
@@ -119,6 +119,7 @@ logger = logging.getLogger("llm_worker")
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
+T = TypeVar("T")
 
 _CONTINUE = Continue()
 # The stop reason of a response the provider cut short to be continued (Anthropic's
@@ -360,6 +361,8 @@ class _Turns:
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
         self.trace: RunSpan | None = None  # the observer's, if the worker has one
+        # The run span's optional activate(): entered around the application's hooks.
+        self.activate_run: Callable[[], AbstractContextManager[None] | None] | None = None
         self.usage_before = _NOTHING_SPENT  # what the run cost before this part (a resume)
         self.error: BaseException | None = None  # what ended the run, if not a result
         self.ended = False  # whether events() ran to its end (or its error)
@@ -397,6 +400,7 @@ class _Turns:
         session.phase = Phase.RUNNING
         if trace is not None:
             self.trace = trace
+            self.activate_run = getattr(trace, "activate", None)
             self.usage_before = session.run_usage  # budgets count a run with its resumes
 
     def abandon(self) -> None:
@@ -693,9 +697,9 @@ class _Turns:
                     continue
                 ctx = ToolCallContext(call, entry.meta, entry.tool, self.deps)
                 slot.hook_context = ctx
-                decision = await run_pre_hooks(hooks, ctx) if hooks else _CONTINUE
+                decision = await self.in_run(run_pre_hooks(hooks, ctx)) if hooks else _CONTINUE
                 if isinstance(decision, Continue):
-                    if policy is not False and await needs_approval(policy, ctx):
+                    if policy is not False and await self.in_run(needs_approval(policy, ctx)):
                         batch.hold(slot, _as_decided(ctx, call), APPROVAL_NEEDED)
                     else:
                         batch.ready(slot, _as_decided(ctx, call))
@@ -743,6 +747,12 @@ class _Turns:
     ) -> None:
         batch.finalize(slot, ToolResult(slot.call.id, text, is_error), outcome)
 
+    def in_run(self, step: Coroutine[Any, Any, T]) -> Coroutine[Any, Any, T]:
+        """``step`` (the application's hooks) inside the run's span, if the observer makes
+        one current (``RunSpan.activate()``): what the hooks trace belongs to the run."""
+        activate = self.activate_run
+        return step if activate is None else _activated(step, activate)
+
     # -- running and reviewing ---------------------------------------------------------
 
     def execution(self, slot: CallSlot, *, timed: bool) -> Coroutine[Any, Any, ToolResult]:
@@ -780,6 +790,7 @@ class _Turns:
         except anyio.get_cancelled_exc_class():
             raise  # a timeout (the runner's) or a stop: whoever knows which ends the span
         except BaseException as exc:
+            call.close()  # if the activation's __enter__ raised, the call never ran
             self.end_span_stopping(slot, exc)  # the observer's error must not replace `exc`
             raise
         self.end_span(slot, result, None)
@@ -838,7 +849,7 @@ class _Turns:
             assert slot.result is not None
             assert entry is not None
             ctx = PostToolCallContext(slot.run_call, slot.result, entry.meta, entry.tool, self.deps)
-            decision = await run_post_hooks(hooks, ctx)
+            decision = await self.in_run(run_post_hooks(hooks, ctx))
             batch.finalize(slot, ctx.result, ToolCallOutcome.RAN)
             if isinstance(decision, Abort):
                 raise _Aborted(decision, slot.call)
@@ -1111,6 +1122,23 @@ def _while_stopping(observe: Callable[..., object], *args: object) -> None:
             "for its own reason",
             name,
         )
+
+
+async def _activated(
+    step: Coroutine[Any, Any, T], activate: Callable[[], AbstractContextManager[None] | None]
+) -> T:
+    try:
+        activation = activate()
+    except BaseException:
+        step.close()  # it never ran
+        raise
+    if activation is None:
+        return await step
+    try:
+        with activation:
+            return await step
+    finally:
+        step.close()  # if the activation's __enter__ raised, the step never ran
 
 
 def _never_started(slot: CallSlot) -> bool:

@@ -438,6 +438,45 @@ class TestDecisions:
         assert parent_id(telemetry.one("chat gpt-test")) == span_id(second)
 
 
+class TestHooksInTheRunSpan:
+    @pytest.mark.anyio
+    async def test_hooks_and_approval_policies_trace_inside_the_run(self, telemetry):
+        """A pre-hook, an approval policy and a post-hook run with the run's span current:
+        the spans they open are the run's children, and nothing stays current after."""
+        worker = Worker(
+            OpenAIScripted([calls(("where", {"key": "a"})), "done"]),
+            instrumentation=telemetry.instrumentation(),
+        )
+        probe = Probe()
+        tracer = telemetry.tracer_provider.get_tracer("app")
+        seen: list[str] = []
+
+        def before(ctx):
+            with tracer.start_as_current_span("pre-hook"):
+                seen.append("pre")
+
+        def policy(ctx):
+            with tracer.start_as_current_span("approval policy"):
+                seen.append("policy")
+            return False
+
+        def after(ctx):
+            with tracer.start_as_current_span("post-hook"):
+                seen.append("post")
+
+        worker.register_tools(tool_definitions(probe), requires_approval=policy)
+        worker.add_pre_tool_call_hook(before)
+        worker.add_post_tool_call_hook(after)
+        async with worker.run_stream("go") as stream:
+            async for _ in stream:
+                assert not trace.get_current_span().get_span_context().is_valid
+        assert seen == ["pre", "policy", "post"]
+        run = telemetry.one("invoke_agent")
+        for name in ("pre-hook", "approval policy", "post-hook"):
+            assert parent_id(telemetry.one(name)) == span_id(run), name
+        assert not trace.get_current_span().get_span_context().is_valid
+
+
 @tool_registry
 class Gated:
     """``step`` calls: "2" waits until "3" ran, so "3"'s result comes before "2"'s."""

@@ -286,6 +286,12 @@ class _RunSpan:
         self._started = _now()
         self.usage_reported = False  # whether a response of the run said what it cost
 
+    @_shielded("make a run's span current")
+    def activate(self) -> AbstractContextManager[None] | None:
+        """The run's span made current around the application's hooks."""
+        context = self._context
+        return None if context is None else _Attached(context)
+
     @_shielded(
         "start a model request's span",
         lambda self: _RequestSpan(self, None, self._common, self._context),
