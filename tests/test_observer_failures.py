@@ -378,3 +378,42 @@ async def test_a_tool_spans_activation_that_raises_leaves_no_call_unawaited():
     gc.collect()  # a coroutine never awaited would warn here: an error in this suite
     assert_history_valid(worker.history)
     assert faulty.all_ended_once()
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["inline", "parallel"])
+async def test_a_call_whose_span_end_fails_keeps_the_result_it_ran_to(parallel: bool) -> None:
+    """The observer raising at the end of a call that ran: the run fails with its error,
+    and the history keeps what the call returned (the model must not read that a call
+    which ran, and maybe changed something, was cancelled)."""
+    pairs = [("quick", {}), ("quick", {})] if parallel else [("quick", {})]
+    client = ScriptedClient([calls(*pairs), "done"])
+    observer = Faulty("tool end ok")
+    worker, _ = observed(client, observer)
+    with anyio.fail_after(5), pytest.raises(RuntimeError, match="observer bug at tool end ok"):
+        await worker.run("go")
+    assert_history_valid(worker.history)
+    first = results_of(worker.history)[0]
+    assert (first.content, first.is_error) == ("quick", False)
+
+
+async def test_a_call_whose_span_end_fails_with_post_hooks_is_withheld_not_cancelled() -> None:
+    """With a post-hook that never saw the result, the call that ran reads "withheld"."""
+    client = ScriptedClient([calls(("quick", {})), "done"])
+    worker, _ = observed(client, Faulty("tool end ok"))
+    worker.add_post_tool_call_hook(lambda ctx: None)
+    with anyio.fail_after(5), pytest.raises(RuntimeError, match="observer bug"):
+        await worker.run("go")
+    (result,) = results_of(worker.history)
+    assert "withheld" in result.content
+    assert "cancel" not in result.content
+
+
+async def test_a_timed_out_call_whose_span_end_fails_reads_timed_out() -> None:
+    """The observer raising at a timed-out call's end: the call reads its timeout."""
+    client = ScriptedClient([calls(("hang", {}), ("quick", {})), "done"])
+    worker, _ = observed(client, Faulty("tool end error result"), tool_timeout=0.05)
+    with anyio.fail_after(5), pytest.raises(RuntimeError, match="observer bug"):
+        await worker.run("go")
+    assert_history_valid(worker.history)
+    hung = results_of(worker.history)[0]
+    assert "timed out" in hung.content, hung.content

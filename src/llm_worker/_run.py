@@ -540,7 +540,7 @@ class _Turns:
                             slot = wave[0]
                             slot.state = SlotState.RUNNING
                             yield ToolCallRunning(slot.run_call)
-                            batch.ran(slot, await self.execution(slot, timed=True))
+                            batch.ran(slot, await self.execution(batch, slot, timed=True))
                             if not session.post_hooks:
                                 self.final(batch, slot)
                             else:
@@ -755,7 +755,9 @@ class _Turns:
 
     # -- running and reviewing ---------------------------------------------------------
 
-    def execution(self, slot: CallSlot, *, timed: bool) -> Coroutine[Any, Any, ToolResult]:
+    def execution(
+        self, batch: ToolBatch, slot: CallSlot, *, timed: bool
+    ) -> Coroutine[Any, Any, ToolResult]:
         """What runs one call; ``timed=False`` when the caller holds its timeout itself.
 
         The usual call is ``execute_call`` itself, in a context of its own, with no
@@ -768,9 +770,11 @@ class _Turns:
             call = execute_call(entry, slot.run_call, self.session.limits, None, timed=timed)
         else:
             call = self.with_context(slot, timed)
-        return isolated(call if self.trace is None else self.traced(slot, call))
+        return isolated(call if self.trace is None else self.traced(batch, slot, call))
 
-    async def traced(self, slot: CallSlot, call: Coroutine[Any, Any, ToolResult]) -> ToolResult:
+    async def traced(
+        self, batch: ToolBatch, slot: CallSlot, call: Coroutine[Any, Any, ToolResult]
+    ) -> ToolResult:
         """``call`` in the observer's span of it."""
         trace, entry = self.trace, slot.entry
         assert trace is not None
@@ -793,7 +797,11 @@ class _Turns:
             call.close()  # if the activation's __enter__ raised, the call never ran
             self.end_span_stopping(slot, exc)  # the observer's error must not replace `exc`
             raise
-        self.end_span(slot, result, None)
+        try:
+            self.end_span(slot, result, None)
+        except BaseException:
+            batch.ran(slot, result)  # the call ran: the observer's error ends the run, not that
+            raise
         return result
 
     async def with_context(self, slot: CallSlot, timed: bool) -> ToolResult:
@@ -872,7 +880,7 @@ class _Turns:
             announced.add(slot.call.id)
             yield ToolCallRunning(slot.run_call)
         self.stopping = False
-        calls = _Calls(wave)
+        calls = _Calls(batch, wave)
         await self.start_runners(calls, limit, send)
         outstanding = len(wave)
         while outstanding:
@@ -950,12 +958,13 @@ class _Turns:
     async def runner(self, calls: _Calls, send: MemoryObjectSendStream[Any]) -> None:
         calls.starting -= 1
         try:
-            await self.run_calls(calls.queue, send)
+            await self.run_calls(calls, send)
         finally:
             self.runners -= 1
 
-    async def run_calls(self, queue: deque[CallSlot], send: MemoryObjectSendStream[Any]) -> None:
-        """Run the calls of ``queue`` until none is left or the batch stops."""
+    async def run_calls(self, calls: _Calls, send: MemoryObjectSendStream[Any]) -> None:
+        """Run the calls of ``calls.queue`` until none is left or the batch stops."""
+        queue, batch = calls.queue, calls.batch
         timeout = self.session.limits.tool_timeout
         while queue and not self.stopping:
             # One scope for the calls this runner runs in a row (a scope costs more than a
@@ -971,7 +980,7 @@ class _Turns:
                         if slot.state is not SlotState.RUNNING:  # it waited for a free runner
                             slot.state = SlotState.RUNNING
                             _send(send, (slot.index, _STARTED))
-                        call = self.execution(slot, timed=False)
+                        call = self.execution(batch, slot, timed=False)
                         try:
                             if timeout is None:
                                 result = await call
@@ -999,6 +1008,7 @@ class _Turns:
                 try:
                     self.end_span(slot, result, None)
                 except Exception as exc:  # the observer's: the run's error, not the group's
+                    batch.ran(slot, result)
                     _send(send, (slot.index, exc))
                     return
                 _send(send, (slot.index, result))
@@ -1093,9 +1103,10 @@ class _Calls:
     Counted per wave: a runner of an earlier wave, not begun yet, takes none of these.
     """
 
-    __slots__ = ("queue", "runners", "starting")
+    __slots__ = ("batch", "queue", "runners", "starting")
 
-    def __init__(self, wave: list[CallSlot]) -> None:
+    def __init__(self, batch: ToolBatch, wave: list[CallSlot]) -> None:
+        self.batch = batch
         self.queue = deque(wave)
         self.runners = 0
         self.starting = 0
