@@ -190,7 +190,7 @@ BAD_RESULTS = {
         lambda r: dataclasses.replace(
             r, content="{", parts=(altered(DataPart("1"), json_text="{"),)
         ),
-        "the data part of the result of call 'call_0_0' is not JSON",
+        "the data part of the result of call 'call_0_0': DataPart json_text is not JSON",
     ),
     "part-a-str": (
         lambda r: dataclasses.replace(r, content="a", parts=("a",)),

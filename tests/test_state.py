@@ -351,9 +351,12 @@ class TestChecks:
     @pytest.mark.parametrize(
         ("part_json", "problem"),
         [
-            ("{oops", "the data part of the result of call 'a' is not JSON"),
+            ("{oops", "the data part of the result of call 'a': DataPart json_text is not JSON"),
             # Deeper than json.loads reads: its RecursionError must not escape from_json.
-            ("[" * 100_000 + "]" * 100_000, "the data part of the result of call 'a' nests too"),
+            (
+                "[" * 100_000 + "]" * 100_000,
+                "the data part of the result of call 'a': DataPart json_text nests too deep",
+            ),
         ],
         ids=["not-json", "nested-100k"],
     )

@@ -472,16 +472,9 @@ def _load_part(data: _TextPartJson | _MediaPartJson | _DataPartJson, call_id: st
         return TextPart(data["text"])
     if data["type"] == "data":
         try:
-            json.loads(data["json"])
-        except ValueError:
-            raise RunStateError(
-                f"the data part of the result of call {call_id!r} is not JSON"
-            ) from None
-        except RecursionError:  # deeper than json.loads reads (about 1 000 levels)
-            raise RunStateError(
-                f"the data part of the result of call {call_id!r} nests too deep to read"
-            ) from None
-        return DataPart(data["json"])
+            return DataPart(data["json"])  # which reads its JSON, once
+        except ValueError as exc:
+            raise RunStateError(f"the data part of the result of call {call_id!r}: {exc}") from None
     encoded = data["data"]
     try:
         raw = None if encoded is None else base64.b64decode(encoded, validate=True)
