@@ -245,15 +245,6 @@ def _process_class(
     attach_tools(cls, attrs, [method for _, method in own], records)
 
 
-def _generated_names(attr_name: str) -> tuple[str, str, str]:
-    """``get_user`` -> ``GetUserArgs``, ``ToolGetUser``, ``get_user_definition``, as
-    ``_codegen``'s plan names them."""
-    from ._codegen.plan import pascal_case
-
-    pascal = pascal_case(attr_name)
-    return f"{pascal}Args", f"Tool{pascal}", f"{attr_name}_definition"
-
-
 def _replaced_inherited_names(own: list[str], kept: list[BuiltTool]) -> list[str]:
     """The problems of new tools whose generated names are an inherited tool's.
 
@@ -262,16 +253,18 @@ def _replaced_inherited_names(own: list[str], kept: list[BuiltTool]) -> list[str
     ``Sub.ToolGetUser`` run the other method. In one class that is a declaration
     error (``_codegen``'s plan); so it is here.
     """
+    from ._codegen.plan import generated_names
+
     inherited = {
         name: f"{record.owner.__qualname__}.{record.attr_name}"
         for record in kept
-        for name in _generated_names(record.attr_name)
+        for name in generated_names(record.attr_name)
     }
     return [
         f"{attr_name}: generated name {name!r} is also generated for the inherited tool "
         f"{inherited[name]}, which it would hide (rename the method)"
         for attr_name in own
-        for name in _generated_names(attr_name)
+        for name in generated_names(attr_name)
         if name in inherited
     ]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .introspect import MethodSpec
 
-__all__ = ["RegistryPlan", "ToolPlan", "pascal_case", "plan_registry"]
+__all__ = ["RegistryPlan", "ToolPlan", "generated_names", "pascal_case", "plan_registry"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,12 @@ def pascal_case(snake: str) -> str:
     return "".join(segment[:1].upper() + segment[1:] for segment in snake.split("_"))
 
 
+def generated_names(attr_name: str) -> tuple[str, str, str]:
+    """``get_user`` → ``GetUserArgs``, ``ToolGetUser``, ``get_user_definition``."""
+    pascal = pascal_case(attr_name)
+    return f"{pascal}Args", f"Tool{pascal}", f"{attr_name}_definition"
+
+
 def plan_registry(
     cls: type,
     specs: list[MethodSpec],
@@ -56,13 +62,8 @@ def plan_registry(
     tool_owner = dict(inherited)
     generated_owner: dict[str, str] = {}
     for spec in specs:
-        pascal = pascal_case(spec.attr_name)
-        plan = ToolPlan(
-            spec=spec,
-            args_name=f"{pascal}Args",
-            tool_class_name=f"Tool{pascal}",
-            definition_name=f"{spec.attr_name}_definition",
-        )
+        args_name, tool_class_name, definition_name = generated_names(spec.attr_name)
+        plan = ToolPlan(spec, args_name, tool_class_name, definition_name)
         if spec.tool_name in tool_owner:
             errors.append(
                 f"{spec.attr_name}: tool name {spec.tool_name!r} is already used by "
