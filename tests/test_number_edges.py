@@ -14,10 +14,11 @@ import dataclasses
 import math
 import re
 from datetime import timedelta
+from typing import Annotated, Any
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 from support import collect, results_of
 
 from llm_worker import (
@@ -313,3 +314,51 @@ async def test_refused_progress_reaches_no_one_and_good_progress_arrives_as_floa
     reports = [e for e in events if isinstance(e, ToolCallProgress)]
     assert reports == [ToolCallProgress("c", 2.0, 4.0, "half")]
     assert all(type(value) is float for value in (reports[0].progress, reports[0].total))
+
+
+# -- where the answer is looked at -------------------------------------------------------
+
+
+class Person(BaseModel):
+    name: str
+    age: int
+    tags: list[str]
+
+
+@pytest.mark.parametrize(
+    ("output_type", "looked_at"),
+    [
+        (Person, False),  # str, int, list[str]: pydantic never makes a float of them
+        (list[int], False),
+        (Weather, True),  # a float (lax: allow_inf_nan)
+        (list[float], True),
+        (dict[str, Any], True),  # Any takes what was parsed
+    ],
+    ids=["no-floats", "ints", "a-float", "floats", "any"],
+)
+def test_the_answer_is_looked_at_only_where_its_type_lets_nan_through(
+    output_type: object, looked_at: bool
+) -> None:
+    from llm_worker._output_schema import output_shape
+
+    assert output_shape(output_type).admits_non_finite is looked_at
+
+
+async def test_a_validator_making_nan_is_still_refused() -> None:
+    """A validator of the application's may make a float of anything: looked at too."""
+
+    def as_float(value: object) -> object:
+        return float("nan") if value == "unknown" else value
+
+    Reading = Annotated[int | float, BeforeValidator(as_float)]
+
+    class Sensor(BaseModel):
+        reading: Reading
+
+    client = ScriptedClient(['{"reading": "unknown"}', '{"reading": 3}'])
+    worker: Worker = Worker(client, output_type=Sensor)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Sensor(reading=3)
+    message = client.requests[1].messages[-1]
+    assert isinstance(message, UserMessage)
+    assert message.text == told("NaN")

@@ -130,7 +130,8 @@ class RunOutput:
         except ValidationError as exc:
             return None, describe_validation_error(exc, self._fields)
         # Not JSON, though pydantic read it: NaN, Infinity, 1e400 (as a tool's arguments).
-        problem = non_finite_problem((value,))
+        # Looked for only where the type lets them through (a float, Any...).
+        problem = non_finite_problem((value,)) if self._shape.admits_non_finite else None
         return (None, problem) if problem is not None else (value, None)
 
     def _accept(self, value: Any) -> None:

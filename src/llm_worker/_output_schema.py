@@ -55,6 +55,13 @@ class OutputShape:
     def _screen(self) -> SchemaValidator | None:
         return screen_of(self._adapter.core_schema)
 
+    @functools.cached_property
+    def admits_non_finite(self) -> bool:
+        """Whether a value pydantic validated may hold NaN or infinity (JSON holds neither)."""
+        from ._codegen.non_finite import admits_non_finite
+
+        return admits_non_finite(self._adapter.core_schema)
+
 
 def output_shape(output_type: Any) -> OutputShape:
     """The ``OutputShape`` of ``output_type``; raises ``TypeError`` naming the type if pydantic
