@@ -104,6 +104,32 @@ class TestBuiltTool:
         assert [record.name for record in App.__llm_worker_tools__] == ["search", "ping"]
 
 
+class TestBoundToolMethod:
+    def test_names_and_model_as_the_class_attribute_gives_them(self):
+        """``app.search.tool_name`` / ``.args_model`` are the tool's, as on ``App.search``."""
+        app = App()
+        assert app.search.tool_name == App.search.tool_name == "search"
+        assert app.search.args_model is App.SearchArgs
+
+    def test_a_missing_attribute_names_the_tool_method(self):
+        """What neither it nor its function has is an AttributeError naming the method, not
+        the function's "'function' object has no attribute"."""
+        with pytest.raises(
+            AttributeError, match=r"bound tool method App\.search has no attribute 'nope'"
+        ):
+            App().search.nope  # noqa: B018
+
+    def test_the_functions_attributes_still_pass_through(self):
+        """As a bound method: ``__qualname__``, ``__code__``... are the function's."""
+        import inspect
+
+        app = App()
+        assert app.search.__qualname__ == "App.search"
+        assert inspect.iscoroutinefunction(app.search) is inspect.iscoroutinefunction(
+            App.search.__func__
+        )
+
+
 class TestToolFactory:
     def test_call_makes_meta_and_new_tool(self):
         """Each call gives the same meta and a new tool bound to the app."""

@@ -319,6 +319,16 @@ class BoundToolMethod(Generic[_P, _R_co]):
         return self._method.meta()
 
     @property
+    def tool_name(self) -> str:
+        """The name the model calls this tool by."""
+        return self._method.tool_name
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The generated ``<Pascal>Args`` model."""
+        return self._method.args_model
+
+    @property
     def __func__(self) -> Callable[..., _R_co]:
         return self._method.__func__
 
@@ -339,12 +349,19 @@ class BoundToolMethod(Generic[_P, _R_co]):
     __annotations__ = _FunctionAnnotations()
     __module__ = _FunctionModule(__module__)
 
-    def __getattr__(self, name: str) -> Any:
-        # As a bound method does: what it lacks is the function's (``__code__``, so that
-        # ``inspect.iscoroutinefunction`` answers; ``__annotations__``, ``__qualname__``...).
-        if name == "_method":
-            raise AttributeError(name)  # not set yet (unpickling, copying)
-        return getattr(self._method.__func__, name)
+    if not TYPE_CHECKING:  # to the checkers, a misspelt attribute is an error
+
+        def __getattr__(self, name: str) -> Any:
+            # As a bound method does: what it lacks is the function's (``__code__``, so
+            # ``inspect.iscoroutinefunction`` answers; ``__annotations__``, ``__qualname__``).
+            if name == "_method":
+                raise AttributeError(name)  # not set yet (unpickling, copying)
+            try:
+                return getattr(self._method.__func__, name)
+            except AttributeError:
+                raise AttributeError(
+                    f"bound tool method {self._method.__qualname__} has no attribute {name!r}"
+                ) from None
 
     def __reduce__(self) -> tuple[Any, ...]:
         built = self._method._built  # the attribute it is under (not always its function's name)

@@ -115,6 +115,8 @@ async def main() -> list[str]:
     by_class: ToolDefinition = Shop.add.definition(shop)
     meta: ToolMeta = shop.search.meta()
     name: str = Shop.enroll.tool_name
+    assert_type(shop.enroll.tool_name, str)  # the bound method's too
+    assert_type(shop.enroll.args_model, type[BaseModel])
     metas: list[ToolMeta] = tool_metas(Shop)
     method: ToolMethod[Shop, ..., object] = Shop.search
 

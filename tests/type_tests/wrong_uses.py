@@ -86,3 +86,10 @@ async def misuse_the_core() -> None:
     # expect: mypy[call-arg] pyright[reportCallIssue]
     meta = ToolMeta("search")
     print(meta)
+
+
+def misspell_a_bound_tool_attribute(shop: Shop) -> None:
+    # A bound tool method passes what it lacks on to the function at run time, but to the
+    # checkers only its own attributes exist.
+    # expect: mypy[attr-defined] pyright[reportAttributeAccessIssue]
+    shop.search.defintion()
