@@ -5,12 +5,15 @@ When a response holds calls that need approval (``@tool(requires_approval=...)``
 run pauses once for the whole response: ``worker.pending`` lists each held
 call as a ``PendingCall``, and ``resume(decisions)`` takes one decision per
 call id, ``Approve()`` (optionally with other arguments) or ``Deny(reason)``.
+Each pause has an id of its own (``worker.pause_id``), which ``resume(...,
+pause_id=...)`` checks.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -18,10 +21,33 @@ from typing import Any, TypeAlias
 from ._conversation import ToolCall
 from ._meta import ToolMeta
 
-__all__ = ["APPROVAL_NEEDED", "Approve", "Decision", "Deny", "PendingCall"]
+__all__ = [
+    "APPROVAL_NEEDED",
+    "MAX_PAUSE_ID_CHARS",
+    "PAUSE_ID_PATTERN",
+    "Approve",
+    "Decision",
+    "Deny",
+    "PendingCall",
+    "new_pause_id",
+]
 
 APPROVAL_NEEDED = "requires approval"
 """The ``reason`` of a call held because its tool's approval policy asks for a person."""
+
+MAX_PAUSE_ID_CHARS = 64
+"""The longest pause id a saved state may hold (a worker makes them 16 characters long)."""
+PAUSE_ID_PATTERN = r"^[!-~]+$"
+"""What a saved pause id may hold: printable ASCII without spaces, safe to show and log."""
+
+
+def new_pause_id() -> str:
+    """A fresh, unguessable id for a pause (``secrets.token_hex(8)``, without its import).
+
+    Model call ids repeat across responses; a pause id names one pause, so a decision
+    made for it (``resume(..., pause_id=...)``) can never decide a later one.
+    """
+    return os.urandom(8).hex()
 
 
 @dataclass(frozen=True)

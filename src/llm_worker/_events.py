@@ -137,9 +137,15 @@ class RunFinished:
 
 @dataclass(frozen=True)
 class RunPaused:
-    """The run waits for decisions on ``pending``; ``resume(decisions)`` goes on."""
+    """The run waits for decisions on ``pending``; ``resume(decisions)`` goes on.
+
+    ``pause_id`` is this pause's id (``worker.pause_id``): ``resume(decisions,
+    pause_id=...)`` refuses decisions meant for another pause. Always given by a run
+    (``None`` only in a ``RunPaused`` made without one).
+    """
 
     pending: tuple[PendingCall, ...]
+    pause_id: str | None = None
 
 
 @dataclass(frozen=True)

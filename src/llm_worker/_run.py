@@ -136,6 +136,7 @@ class Start:
     kind: str  # "run" | "resume" | "retry"
     user_input: str = ""
     decisions: Mapping[str, Decision] | Decision | None = None
+    pause_id: str | None = None  # the pause a resume's decisions are for, if it says
 
 
 @final
@@ -219,6 +220,10 @@ class RunStream(Generic[DepsT, OutputT]):
                 "This stream's worker was locked or unlocked after the stream was made; "
                 "make it again from the worker lock() or unlock() returned"
             )
+        if self._start.kind == "resume":
+            # The pause may have ended since the stream was made: a decision that names
+            # its pause is refused by id (and any decision by the pause it was made in).
+            self._session.check_pause_id(self._start.pause_id)
         if self._start.kind == "resume" and self._session.paused is not self._pause:
             raise WorkerStateError(
                 "This resume was made for a pause that has ended (the run was resumed, or "
@@ -323,7 +328,7 @@ def _check_start(session: Session, start: Start) -> None:
         if not isinstance(start.user_input, str):
             raise TypeError(f"run() takes the user's message as a str, not {start.user_input!r}")
     elif start.kind == "resume":
-        session.check_decisions(start.decisions)
+        session.check_decisions(start.decisions, start.pause_id)
     else:
         session.require_retryable()
 
@@ -527,7 +532,7 @@ class _Turns:
                             for waiting in pending:
                                 yield ApprovalRequested(waiting)
                             session.settled = True
-                            yield RunPaused(pending)
+                            yield RunPaused(pending, session.pause_id)
                             return
                     else:  # a resumed batch: in here, an observer's error still closes it
                         self.trace_denied(batch)
@@ -649,7 +654,7 @@ class _Turns:
     def pause(self, batch: ToolBatch) -> tuple[PendingCall, ...]:
         """Keep ``batch`` waiting for decisions: from here on, leaving keeps the pause."""
         held = batch.held()
-        self.session.paused = batch
+        self.session.pause(batch)
         # A saved state keeps how many answers failed: a loaded run has no more retries left.
         batch.output_attempts = 0 if self.output is None else self.output.attempts
         self.result = WorkerResult.PAUSED

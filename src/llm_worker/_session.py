@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._approvals import APPROVAL_NEEDED, Approve, Decision, Deny, PendingCall
+from ._approvals import APPROVAL_NEEDED, Approve, Decision, Deny, PendingCall, new_pause_id
 from ._batch import CallSlot, SlotState, ToolBatch
 from ._client import LlmClient, ToolChoice
 from ._conversation import (
@@ -32,7 +32,7 @@ from ._hooks import PostToolCallHook, PreToolCallHook
 from ._instrumentation import Instrumentation
 from ._limits import Limits
 from ._model_texts import DENIED, call_text
-from ._safe_text import valid_unicode
+from ._safe_text import bounded_repr, valid_unicode
 from ._server import ToolServer, entry_of, sorted_definitions
 from ._state import PausedCall, RunState, check_history, fingerprint_of
 
@@ -148,6 +148,9 @@ class Session:
         # only its stream's exit is left. worker.state may be read then.
         self.settled = False
         self.paused: ToolBatch | None = None
+        # The id of the pause `paused` is (None when not paused): what ties a decision to
+        # the pause a person was shown, when the model reuses call ids in a later one.
+        self.pause_id: str | None = None
         self.tally = UsageTally()  # the whole conversation
         self.run_tally = UsageTally()  # the current run, which the budgets count
         # The requests the current run started, failed ones too: what numbers ResponseStarted.
@@ -225,8 +228,41 @@ class Session:
             if slot.entry is not None
         )
 
-    def check_decisions(self, decisions: Mapping[str, Decision] | Decision | None) -> None:
-        """Raise ``WorkerStateError`` unless ``decisions`` decides every pending call."""
+    def pause(self, batch: ToolBatch) -> None:
+        """Keep ``batch`` waiting for decisions, as a new pause with an id of its own."""
+        self.paused = batch
+        self.pause_id = new_pause_id()
+
+    def check_pause_id(self, pause_id: str | None) -> None:
+        """Raise ``WorkerStateError`` unless ``pause_id`` is ``None`` or the current pause's
+        id: a decision made for an earlier pause never decides a later one."""
+        if pause_id is None:
+            return
+        if not isinstance(pause_id, str):
+            raise TypeError(
+                f"pause_id must be a str (the worker.pause_id the decision is for), not "
+                f"{type(pause_id).__name__}"
+            )
+        current = self.pause_id
+        if pause_id == current:
+            return
+        if current is not None:
+            now = f"the run is now paused at {current!r}"
+        elif self.phase is Phase.RUNNING:
+            now = "a run is in progress"
+        else:
+            now = "the worker is not paused"
+        raise WorkerStateError(
+            f"This decision is for pause {bounded_repr(pause_id, 80)}, which has ended; {now} "
+            f"(read worker.pending and decide again)"
+        )
+
+    def check_decisions(
+        self, decisions: Mapping[str, Decision] | Decision | None, pause_id: str | None = None
+    ) -> None:
+        """Raise ``WorkerStateError`` unless ``decisions`` decides every pending call (of the
+        pause ``pause_id`` names, if given)."""
+        self.check_pause_id(pause_id)
         if self.phase is Phase.IDLE:
             raise WorkerStateError("Nothing to resume: the worker is not paused")
         if self.phase is Phase.RUNNING and self.paused is not None:
@@ -306,6 +342,7 @@ class Session:
         assert batch is not None
         decided = self._decided_calls(decisions)  # before anything changes
         self.paused = None
+        self.pause_id = None
         for slot, decision in decided:
             if isinstance(decision, Deny):
                 text = call_text(DENIED, slot.call.name, reason=decision.reason)
@@ -390,6 +427,7 @@ class Session:
             allowed_tools=self.allowed_tools,
             fingerprint=self.fingerprint(),
             trace_link=self.trace_link,
+            pause_id=None if batch is None else self.pause_id,
         )
 
     def restore(self, state: RunState) -> None:
@@ -419,6 +457,7 @@ class Session:
             )
         self.history = [valid_message(message) for message in state.history]
         self.paused = batch
+        self.pause_id = state.pause_id if batch is not None else None
         self.phase = Phase.PAUSED if batch is not None else Phase.IDLE
         self.tally = UsageTally(state.usage)
         self.run_tally = UsageTally(state.run_usage)

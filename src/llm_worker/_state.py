@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from typing_extensions import Self, final
 
+from ._approvals import MAX_PAUSE_ID_CHARS, new_pause_id
 from ._conversation import AssistantMessage, Message, RunUsage, ToolCall, ToolResult, UserMessage
 from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
@@ -51,8 +52,8 @@ class RunState:
     """A conversation at rest: history, the paused response if any, counters and usage.
 
     Immutable; compare two with ``==``. Read ``history``, ``pending_call_ids``,
-    ``usage`` (the whole conversation's), ``run_usage`` (the current run's,
-    which budgets count) and ``trace_link``; write it with ``to_json()``.
+    ``pause_id``, ``usage`` (the whole conversation's), ``run_usage`` (the current
+    run's, which budgets count) and ``trace_link``; write it with ``to_json()``.
     """
 
     __slots__ = (
@@ -60,6 +61,7 @@ class RunState:
         "_fingerprint",
         "_history",
         "_output_attempts",
+        "_pause_id",
         "_paused",
         "_run_usage",
         "_tool_choice",
@@ -81,9 +83,12 @@ class RunState:
         fingerprint: str,
         output_attempts: int = 0,
         trace_link: Mapping[str, str] | None = None,
+        pause_id: str | None = None,
     ) -> None:
         self._history = tuple(history)
         self._paused = None if paused is None else tuple(paused)
+        # Only a paused state has a pause; one saved without an id (before ids) gets one.
+        self._pause_id = None if paused is None else _pause_id_of(pause_id)
         # Only a paused run goes on counting.
         self._turns = turns if paused is not None else 0
         self._output_attempts = output_attempts if paused is not None else 0
@@ -123,6 +128,12 @@ class RunState:
         state also holds its ready calls to tools that need approval: read
         ``worker.pending`` after ``load_state()``)."""
         return tuple(p.call.id for p in self.paused_calls if p.status == "held")
+
+    @property
+    def pause_id(self) -> str | None:
+        """The id of the pause (``worker.pause_id`` after loading), or ``None`` when not
+        paused: ``resume(..., pause_id=...)`` takes it."""
+        return self._pause_id
 
     @property
     def turns(self) -> int:
@@ -183,6 +194,7 @@ class RunState:
             allowed_tools=self._allowed_tools,
             fingerprint=self._fingerprint,
             trace_link=self._trace_link,
+            pause_id=self._pause_id,
         )
 
     @classmethod
@@ -208,6 +220,7 @@ class RunState:
             self._allowed_tools,
             self._fingerprint,
             self._trace_link,
+            self._pause_id,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -235,6 +248,22 @@ def fingerprint_of(system_prompt: str | None, tools: Sequence[LlmToolDefinition]
 
 
 # -- the checks --------------------------------------------------------------------------
+
+
+def _pause_id_of(pause_id: object) -> str:
+    """``pause_id`` if a state may hold it (what from_json reads, checked as strictly), or
+    a fresh id for ``None``."""
+    if pause_id is None:
+        return new_pause_id()
+    if not isinstance(pause_id, str):
+        raise RunStateError(f"the pause_id must be a str, not {type(pause_id).__name__}")
+    fits = 0 < len(pause_id) <= MAX_PAUSE_ID_CHARS
+    if not (fits and pause_id.isascii() and pause_id.isprintable() and " " not in pause_id):
+        raise RunStateError(
+            f"the pause_id must be 1 to {MAX_PAUSE_ID_CHARS} printable ASCII characters "
+            f"without spaces"
+        )
+    return pause_id
 
 
 def check_history(history: Sequence[Message], paused: Sequence[PausedCall] | None) -> None:

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, TypeAdapter, ValidationError
 from typing_extensions import NotRequired, TypedDict
 
+from ._approvals import MAX_PAUSE_ID_CHARS, PAUSE_ID_PATTERN
 from ._content import ContentPart, DataPart, MediaPart, TextPart, check_metadata
 from ._conversation import (
     AssistantMessage,
@@ -157,9 +158,16 @@ class _PausedCallJson(TypedDict):
     )
 
 
+_PauseId = Annotated[
+    str, Field(min_length=1, max_length=MAX_PAUSE_ID_CHARS, pattern=PAUSE_ID_PATTERN)
+]
+
+
 class _PausedJson(TypedDict):
     turns: _Count
     output_attempts: NotRequired[_Count]  # NotRequired: states written before it read
+    # NotRequired: a state written before pause ids reads with a fresh one.
+    pause_id: NotRequired[_PauseId]
     calls: list[_PausedCallJson]
 
 
@@ -225,6 +233,7 @@ def load_state(text: str | bytes) -> dict[str, Any]:
         "allowed_tools": None if allowed is None else tuple(allowed),
         "fingerprint": data["fingerprint"],
         "trace_link": run.get("trace_link"),
+        "pause_id": None if paused is None else paused.get("pause_id"),
     }
 
 
@@ -240,6 +249,7 @@ def dump_state(
     allowed_tools: tuple[str, ...] | None,
     fingerprint: str,
     trace_link: Mapping[str, str] | None,
+    pause_id: str | None,
 ) -> str:
     """The JSON text of a state given as ``RunState``'s fields."""
     document = {
@@ -252,6 +262,7 @@ def dump_state(
         else {
             "turns": turns,
             "output_attempts": output_attempts,
+            **({} if pause_id is None else {"pause_id": pause_id}),
             "calls": [_dump_paused(*call) for call in paused],
         },
         "run": {

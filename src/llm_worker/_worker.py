@@ -116,6 +116,12 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         return self._session.pending
 
     @property
+    def pause_id(self) -> str | None:
+        """The id of the current pause (``None`` unless paused), new at each pause: pass it
+        to ``resume(decisions, pause_id=...)`` to refuse decisions meant for another pause."""
+        return self._session.pause_id
+
+    @property
     def usage(self) -> RunUsage:
         """What the whole conversation has cost: requests, tool calls and tokens."""
         return self._session.usage
@@ -241,6 +247,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         self,
         decisions: Mapping[str, Decision] | Decision | None = None,
         *,
+        pause_id: str | None = None,
         deps: DepsT | None = None,
     ) -> RunStream[DepsT, OutputT]:
         """``resume()``, as a stream of events."""
@@ -248,7 +255,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         self._check_deps(deps, "resume")
         return RunStream(
             self._session,
-            Start("resume", decisions=decisions),
+            Start("resume", decisions=decisions, pause_id=pause_id),
             deps=deps,
             tool_choice=None,
             allowed_tools=None,
@@ -313,6 +320,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         self,
         decisions: Mapping[str, Decision] | Decision | None = None,
         *,
+        pause_id: str | None = None,
         deps: DepsT | None = None,
     ) -> WorkerResult:
         """Continue a paused run with a decision for every pending call.
@@ -321,10 +329,13 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         with other arguments) or ``Deny(reason)``; a single decision applies
         to every pending call. Approved calls run (their pre-hooks are not
         asked again), denied ones get the reason as their result; then the run
-        goes on as ``run()`` does. Raises ``WorkerStateError`` if the worker is
-        not paused or a pending call has no decision (nothing changes then).
+        goes on as ``run()`` does. ``pause_id`` (the ``worker.pause_id`` the
+        decisions were made for) ties them to that pause: call ids may repeat
+        in a later response, pause ids do not. Raises ``WorkerStateError`` if
+        the worker is not paused, ``pause_id`` is not the current pause's, or a
+        pending call has no decision (nothing changes then).
         """
-        return await _drain(self.resume_stream(decisions, deps=deps))
+        return await _drain(self.resume_stream(decisions, pause_id=pause_id, deps=deps))
 
     async def retry(self, *, deps: DepsT | None = None) -> WorkerResult:
         """Ask the model again for the answer it still owes, without a new message.
