@@ -249,8 +249,9 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         *,
         pause_id: str | None = None,
         deps: DepsT | None = None,
-    ) -> RunStream[DepsT, OutputT]:
-        """``resume()``, as a stream of events."""
+    ) -> RunStream[DepsT, Any]:
+        """``resume()``, as a stream of events. Its ``output`` is of the paused run's
+        ``output_type`` (maybe not the worker's: typed ``Any``)."""
         self._require_owner()
         self._check_deps(deps, "resume")
         return RunStream(
@@ -262,8 +263,9 @@ class _WorkerBase(Generic[DepsT, OutputT]):
             output=self._continued_output(),
         )
 
-    def retry_stream(self, *, deps: DepsT | None = None) -> RunStream[DepsT, OutputT]:
-        """``retry()``, as a stream of events."""
+    def retry_stream(self, *, deps: DepsT | None = None) -> RunStream[DepsT, Any]:
+        """``retry()``, as a stream of events. Its ``output`` is of the failed run's
+        ``output_type`` (maybe not the worker's: typed ``Any``)."""
         self._require_owner()
         self._check_deps(deps, "retry")
         return RunStream(

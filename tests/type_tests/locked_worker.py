@@ -118,6 +118,13 @@ async def typed_output() -> list[str]:
     return [forecast.city, str(sum(numbers))]
 
 
+def continued_runs_keep_their_own_output_type(worker: Worker[None, Forecast]) -> None:
+    """Never called: a paused or failed run may have been given another output_type, so
+    what its resume or retry stream answers is typed Any, not the worker's Forecast."""
+    assert_type(worker.resume_stream(), RunStream[None, Any])
+    assert_type(worker.retry_stream(), RunStream[None, Any])
+
+
 async def any_output_and_typed_hooks() -> list[str]:
     """Output types that are not classes (a union, a Literal) are Any; hooks used as
     decorators keep their own type, and ToolCallContext[Deps] types ctx.deps."""
