@@ -740,6 +740,81 @@ class TestErrors:
         assert isinstance(info.value.__cause__, httpx2.ConnectError)
 
     @pytest.mark.anyio
+    async def test_an_empty_history_is_a_request_that_could_not_be_built(self, server):
+        """The SDK refuses to build a request without contents (its ``ValueError``, raised
+        on the stream's first read): a ProviderError saying so, not retryable, and no
+        request reached the server; not a connection that failed."""
+        server.add(stream(*wire.gemini_text("Never sent.")))
+        async with make_client(server) as client:
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                async for _ in client.stream(LlmRequest(None, (), ())):
+                    pass
+        err = info.value
+        assert err.message == (
+            "the request could not be built, so it was not sent "
+            "(ValueError: contents are required.)"
+        )
+        assert (err.status, err.retryable) == (None, False)
+        assert isinstance(err.__cause__, ValueError)
+        assert server.requests == []
+
+    @pytest.mark.anyio
+    async def test_a_config_the_sdk_refuses_is_a_request_that_could_not_be_built(self, server):
+        """A ``config`` value the SDK's types refuse (here a temperature that is no number)
+        fails the same way, before anything is sent; set right, ``retry()`` sends the
+        history as it was and the run finishes."""
+        server.add(stream(*wire.gemini_text("Warm.")))
+        async with make_client(server, config={"temperature": "hot"}) as client:
+            worker = Worker(client)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+            assert server.requests == []
+            assert info.value.message.startswith(
+                "the request could not be built, so it was not sent (ValidationError: "
+            )
+            assert "temperature" in info.value.message
+            assert (info.value.status, info.value.retryable) == (None, False)
+            assert worker.history == (UserMessage("hi"),)
+            client.config = {"temperature": 0.5}
+            with anyio.fail_after(10):
+                assert await worker.retry() is WorkerResult.FINISHED
+        assert server.requests[0].json["generationConfig"] == {"temperature": 0.5}
+        assert worker.final_text == "Warm."
+
+    @pytest.mark.anyio
+    async def test_a_request_not_built_on_a_client_you_pass_in(self, server):
+        """With your own ``genai.Client`` (whose HTTP client this module does not watch),
+        an error before the first chunk is a request that could not be built as well."""
+        async with httpx2.AsyncClient() as http:
+            options = types.HttpOptions(base_url=server.base_url, httpx_async_client=http)
+            sdk = genai.Client(api_key="k", http_options=options)
+            async with GeminiClient(MODEL, client=sdk) as client:
+                with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                    async for _ in client.stream(LlmRequest(None, (), ())):
+                        pass
+        assert info.value.message.startswith("the request could not be built")
+        assert info.value.retryable is False
+        assert server.requests == []
+
+    @pytest.mark.anyio
+    async def test_an_sdk_error_reading_a_sent_requests_answer_is_a_malformed_stream(self, server):
+        """Once the request went out, a TypeError the SDK raises reading the answer (a
+        chunk that is JSON but not an object) is the provider's malformed stream, not a
+        request that could not be built nor a connection that failed."""
+        server.add(stream("data: 5\n\n"))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await worker.run("hi")
+        assert info.value.message.startswith(
+            "the provider sent a malformed stream event (TypeError: "
+        )
+        assert (info.value.status, info.value.retryable) == (None, False)
+        assert isinstance(info.value.__cause__, TypeError)
+        assert len(server.requests) == 1
+        assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.anyio
     async def test_timeout(self, server):
         """A server that does not answer within ``timeout`` gives a retryable ProviderError."""
         server.add(STALL)

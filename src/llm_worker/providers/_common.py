@@ -31,6 +31,7 @@ from .._meta import LlmToolDefinition
 
 __all__ = [
     "MALFORMED_STREAM",
+    "REQUEST_NOT_BUILT",
     "STREAM_ENDED",
     "TIMED_OUT",
     "ErrorKind",
@@ -52,6 +53,7 @@ __all__ = [
     "output_schema",
     "own_items",
     "proxied_message",
+    "request_not_built",
     "retry_after",
     "stream_ended",
 ]
@@ -60,6 +62,7 @@ __all__ = [
 STREAM_ENDED = "the response stream ended before the response was complete"
 TIMED_OUT = "the request timed out"
 MALFORMED_STREAM = "the provider sent a malformed stream event"
+REQUEST_NOT_BUILT = "the request could not be built, so it was not sent"
 
 _MAX_BODY_TEXT = 300
 
@@ -171,10 +174,21 @@ def connection_failed(provider: str, cause: BaseException | None, fallback: str)
 def malformed_stream(provider: str, cause: Exception) -> ProviderError:
     """A stream event that cannot be read (a field missing, or of another type). Not
     retryable: the server that sent it would send it again."""
+    return ProviderError(provider, f"{MALFORMED_STREAM} ({_detail(cause)})", retryable=False)
+
+
+def request_not_built(provider: str, cause: Exception) -> ProviderError:
+    """The SDK refused to build the request (an empty history, a setting of a type it does
+    not take), so nothing was sent. Not retryable: the same request would be refused
+    again, and no provider is at fault."""
+    return ProviderError(provider, f"{REQUEST_NOT_BUILT} ({_detail(cause)})", retryable=False)
+
+
+def _detail(cause: Exception) -> str:
+    # What an exception says, for a message: its class and its text, on one line, shortened.
     name = type(cause).__name__
-    said = body_text(str(cause)[: 2 * _MAX_BODY_TEXT])  # one line, shortened
-    detail = f"{name}: {said}" if said else name
-    return ProviderError(provider, f"{MALFORMED_STREAM} ({detail})", retryable=False)
+    said = body_text(str(cause)[: 2 * _MAX_BODY_TEXT])
+    return f"{name}: {said}" if said else name
 
 
 @contextlib.contextmanager
@@ -559,7 +573,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         fails, breaks or times out, an error inside the stream (an ``error`` event, a
         failed response), an event the reader cannot read (``malformed_stream``), a
         200 whose body holds no event (``not_a_stream``), a stream that ends before the
-        response is complete.
+        response is complete, a request the SDK could not build (``request_not_built``:
+        a subclass's stream may raise it on its first read, where its SDK builds it).
         """
         tools = self._tool_dicts(request.tools)
         try:
@@ -577,6 +592,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
                     if not chunks and body is not None and body.holds_no_event():
                         raise not_a_stream(self._provider, body.text(), self._error_kind) from None
                     break
+                except ProviderError:
+                    raise  # the stream's own (a request its SDK could not build), as it is
                 except self._sdk_error as exc:
                     raise self._provider_error(exc) from exc
                 except Exception as exc:  # what the SDK lets through unwrapped

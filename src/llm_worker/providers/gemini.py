@@ -32,8 +32,10 @@ How the conversation is sent (``contents``, and ``config``):
   gave the call one) and ``response`` ``{"output": content}``, or ``{"error":
   content}`` for a failed call. A result's images, PDFs and text files go in the
   response's ``parts`` (``FUNCTION_RESPONSE_TYPES``; bytes as ``inline_data``, a URL as
-  ``file_data``); its other media (audio, video...) in a user turn after the
-  responses (``add_media``).
+  ``file_data``); its other media Gemini documents (``USER_TURN_TYPES``: audio, video,
+  HEIC images, text documents) in a user turn after the responses (``add_media``); a
+  part of a type Gemini does not take (a Word document, SVG...) is a note in the
+  response's text instead.
 
 A run's structured answer (``request.output_format``) → ``config.response_mime_type``
 ``"application/json"`` and ``config.response_json_schema``.
@@ -77,6 +79,13 @@ connection that fails or breaks, or a timeout, is retryable. The SDK retries 408
 its exponential backoff from 1 s) before the stream starts; a failure after the first
 byte is never retried.
 
+The SDK builds the request when the stream is first read: a ``ValueError`` or
+``TypeError`` it raises before the request went out (an empty history, a ``config``
+value its types refuse) is a request that could not be built (``request_not_built``,
+not retryable), one it raises after, reading the answer, a malformed stream. The HTTP
+client this module makes tells whether the request went out; with a ``genai.Client``
+you pass in, whether a chunk came does.
+
 The SDK's own async HTTP client keeps one pool per asyncio event loop, which does not
 run on trio; the SDK client this module makes sends through an ``httpx2.AsyncClient``
 of its own instead, so it works on asyncio and trio. A ``genai.Client`` you pass in is
@@ -88,6 +97,7 @@ with Application Default Credentials refreshes its token with asyncio: on trio, 
 from __future__ import annotations
 
 import base64
+import contextvars
 import json
 import math
 import uuid
@@ -134,10 +144,11 @@ from ._common import (
     malformed_stream,
     output_schema,
     own_items,
+    request_not_built,
     retry_after,
     stream_ended,
 )
-from ._parts import attached_note, has_media, mime_type
+from ._parts import attached_note, has_media, mime_type, not_sent
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
@@ -161,6 +172,54 @@ FUNCTION_RESPONSE_TYPES = frozenset(
     {"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"}
 )
 """The media types Gemini takes in a function response's ``parts`` (Gemini 3 models)."""
+
+USER_TURN_TYPES = FUNCTION_RESPONSE_TYPES | {
+    # Images ("Image understanding", the Gemini API and Vertex AI).
+    "image/heic",
+    "image/heif",
+    # Audio ("Audio understanding": the Gemini API's list, then what Vertex AI adds).
+    "audio/wav",
+    "audio/mp3",
+    "audio/aiff",
+    "audio/aac",
+    "audio/ogg",
+    "audio/flac",
+    "audio/mpeg",
+    "audio/mpga",
+    "audio/x-aac",
+    "audio/m4a",
+    "audio/mp4",
+    "audio/pcm",
+    "audio/webm",
+    # Video ("Video understanding": the Gemini API's list, then what Vertex AI adds).
+    "video/mp4",
+    "video/mpeg",
+    "video/mov",
+    "video/avi",
+    "video/x-flv",
+    "video/mpg",
+    "video/webm",
+    "video/wmv",
+    "video/3gpp",
+    "video/quicktime",
+    "video/mpegs",
+    # Documents Gemini reads as text ("Document understanding").
+    "text/html",
+    "text/css",
+    "text/csv",
+    "text/xml",
+    "text/rtf",
+    "text/markdown",
+    "text/md",
+    "text/javascript",
+    "application/x-javascript",
+    "text/x-python",
+    "application/x-python",
+}
+"""The media types Gemini documents for the parts of a request (a user turn), as
+``mime_type()`` writes them. Gemini refuses any other with a 400 ("... mimeType parameter
+with value ..., which is not supported"), and every later request would carry it again:
+a part of another type is a note (``not_sent``) instead."""
 
 
 class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
@@ -248,8 +307,11 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
         timeout: float | None,
     ) -> genai.Client:
         vertexai, project, location, credentials = self._vertex
-        # An HTTP client of our own: the SDK's default one only runs on asyncio.
-        self._http = httpx2.AsyncClient(follow_redirects=True)
+        # An HTTP client of our own: the SDK's default one only runs on asyncio. Its hook
+        # tells a stream whether its request went out (see _Stream).
+        self._http = httpx2.AsyncClient(
+            follow_redirects=True, event_hooks={"request": [_request_going_out]}
+        )
         retries = DEFAULT_MAX_RETRIES if max_retries is None else max_retries
         options = types.HttpOptions(
             base_url=base_url,
@@ -268,14 +330,18 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
 
     async def _open_stream(self, request: LlmRequest, tools: list[dict[str, Any]]) -> _Stream:
         contents = gemini_contents(request.messages, self._history)
+        config = self._request_config(request, tools)
         # The SDK's types name PIL's Image, which is unknown without Pillow installed.
         stream_content = self._client.aio.models.generate_content_stream  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        chunks = await stream_content(
-            model=self.model,
-            contents=cast("types.ContentListUnionDict", contents),
-            config=self._request_config(request, tools),
-        )
-        return _Stream(chunks)
+        try:
+            chunks = await stream_content(
+                model=self.model,
+                contents=cast("types.ContentListUnionDict", contents),
+                config=config,
+            )
+        except (ValueError, TypeError) as exc:  # its types refused the config: nothing sent
+            raise request_not_built(PROVIDER, exc) from exc
+        return _Stream(chunks, watched=self._http is not None)
 
     def _request_config(
         self, request: LlmRequest, tools: list[dict[str, Any]]
@@ -340,14 +406,63 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
             await self._http.aclose()
 
 
-class _Stream:
-    """The SDK's stream of chunks (an async generator) as a ``SdkStream``."""
+class _Sending:
+    """Whether the request of the stream being read went out (``_request_going_out``)."""
 
-    def __init__(self, chunks: AsyncIterator[types.GenerateContentResponse]) -> None:
+    __slots__ = ("went_out",)
+
+    def __init__(self) -> None:
+        self.went_out = False
+
+
+_SENDING: contextvars.ContextVar[_Sending | None] = contextvars.ContextVar(
+    "llm_worker_gemini_sending", default=None
+)
+"""The ``_Sending`` of the stream this task is reading: the SDK sends from the task that
+reads the stream, so the HTTP client's hook finds it here."""
+
+
+async def _request_going_out(request: httpx2.Request) -> None:
+    """The request hook of the HTTP client a ``GeminiClient`` makes: the SDK built the
+    request of the stream being read, and sends it."""
+    sending = _SENDING.get()
+    if sending is not None:
+        sending.went_out = True
+
+
+class _Stream:
+    """The SDK's stream of chunks (an async generator) as a ``SdkStream``.
+
+    The SDK builds the request on the first read, so a ``ValueError`` or ``TypeError`` it
+    raises means one of two things: before the request went out, a request it could not
+    build (``request_not_built``); after, an answer it could not read
+    (``malformed_stream``). ``watched``: the HTTP client is the one this module made,
+    whose hook says when the request goes out; on another, a request went out once a
+    chunk came.
+    """
+
+    def __init__(
+        self, chunks: AsyncIterator[types.GenerateContentResponse], *, watched: bool
+    ) -> None:
         self._chunks = chunks
+        self._watched = watched
+        self._read = False  # a chunk came
 
     async def __anext__(self) -> types.GenerateContentResponse:
-        return await self._chunks.__anext__()
+        sending = _Sending()
+        token = _SENDING.set(sending)
+        try:
+            chunk = await self._chunks.__anext__()
+        except errors.UnknownApiResponseError:
+            raise  # a ValueError too, but the SDK's own: a chunk that is not JSON
+        except (ValueError, TypeError) as exc:
+            went_out = self._read or (self._watched and sending.went_out)
+            failed = malformed_stream if went_out else request_not_built
+            raise failed(PROVIDER, exc) from exc
+        finally:
+            _SENDING.reset(token)
+        self._read = True
+        return chunk
 
     async def close(self) -> None:
         chunks: object = self._chunks
@@ -507,38 +622,45 @@ def add_media(
     result: ToolResult, response: types.FunctionResponseDict, attachments: list[types.PartDict]
 ) -> None:
     """A rich result's media, in order: those of ``FUNCTION_RESPONSE_TYPES`` in the function
-    response's ``parts``; the others (audio, video, other documents) in ``attachments``,
-    the parts of a user turn after the turn's responses, headed by a line naming the call,
-    with a note in the response's text saying where they went.
+    response's ``parts``; the other types Gemini documents (``USER_TURN_TYPES``: audio,
+    video, text documents) in ``attachments``, the parts of a user turn after the turn's
+    responses, headed by a line naming the call. The response's text ends with a note in
+    place of each part of a type Gemini does not take (``not_sent``), then one naming the
+    parts attached.
 
     Bytes go as ``inline_data``, a URL as ``file_data`` (``file_uri``).
     """
     parts: list[types.FunctionResponsePartDict] = []
     later: list[MediaPart] = []
+    notes: list[str] = []
     for part in result.parts:
         if not isinstance(part, MediaPart):
             continue
         media_type = mime_type(part)
         if media_type in FUNCTION_RESPONSE_TYPES:
-            if part.data is not None:
-                parts.append({"inline_data": {"mime_type": media_type, "data": part.data}})
-            else:
-                parts.append({"file_data": {"file_uri": part.url, "mime_type": media_type}})
-        else:
+            parts.append(cast("types.FunctionResponsePartDict", media_data(part)))
+        elif media_type in USER_TURN_TYPES:
             later.append(part)
+        else:
+            notes.append(not_sent(part))
     if parts:
         response["parts"] = parts
-    if not later:
-        return
-    attachments.append({"text": MEDIA_OF_RESULT.format(call_id=result.call_id)})
-    for part in later:
-        if part.data is not None:
-            attachments.append({"inline_data": {"mime_type": mime_type(part), "data": part.data}})
-        else:
-            attachments.append({"file_data": {"file_uri": part.url, "mime_type": mime_type(part)}})
-    note = attached_note(later)
-    text = f"{result.content}\n{note}" if result.content else note
-    response["response"] = {"error" if result.is_error else "output": text}
+    if later:
+        attachments.append({"text": MEDIA_OF_RESULT.format(call_id=result.call_id)})
+        attachments.extend(cast("types.PartDict", media_data(part)) for part in later)
+        notes.append(attached_note(later))
+    if notes:
+        text = "\n".join([result.content, *notes] if result.content else notes)
+        response["response"] = {"error" if result.is_error else "output": text}
+
+
+def media_data(part: MediaPart) -> dict[str, object]:
+    """A media part as Gemini sends it: its bytes as ``inline_data``, a URL as ``file_data``
+    (a part of a function response and of a request alike)."""
+    media_type = mime_type(part)
+    if part.data is not None:
+        return {"inline_data": {"mime_type": media_type, "data": part.data}}
+    return {"file_data": {"file_uri": part.url, "mime_type": media_type}}
 
 
 @dataclass
