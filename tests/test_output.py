@@ -198,8 +198,8 @@ async def test_plain_text_instead_of_the_tool_is_sent_back() -> None:
     assert await run(worker) is WorkerResult.FINISHED
     told = client.requests[1].messages[-1]
     assert told == UserMessage(
-        "Your final answer does not match the required format: Give your final answer by "
-        "calling the tool 'final_result', not as text.. Answer again, with only the "
+        "Your final answer does not match the required format: give your final answer by "
+        "calling the tool 'final_result', not as text. Answer again, with only the "
         "corrected answer."
     )
 

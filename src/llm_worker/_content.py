@@ -171,12 +171,17 @@ class ToolReturn:
 
 def text_of(parts: Sequence[ContentPart]) -> str:
     """The text a model that reads only text gets of ``parts``: its text and data parts, in
-    order, one per line (media parts are the provider client's to send)."""
-    return "\n".join(
+    order, one per line (media parts are the provider client's to send).
+
+    An empty text part adds no line: the clients that send parts leave it out (their APIs
+    refuse empty text), and a text-only API would read an empty line there.
+    """
+    texts = (
         part.text if isinstance(part, TextPart) else part.json_text
         for part in parts
         if not isinstance(part, MediaPart)
     )
+    return "\n".join(text for text in texts if text)  # a data part's JSON is never empty
 
 
 def check_metadata(metadata: object) -> None:

@@ -14,6 +14,7 @@ tool's name.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, get_args
 
 from ._safe_text import safe_text
@@ -32,6 +33,7 @@ __all__ = [
     "APPROVAL_POLICY_FAILED",
     "APPROVAL_UNAVAILABLE",
     "CANCELLED",
+    "CUT_OFF_LIMITS",
     "DENIED",
     "DURABLE_CALL_FAILED",
     "DURABLE_HISTORY_FULL",
@@ -47,6 +49,7 @@ __all__ = [
     "MCP_NO_MESSAGE",
     "MCP_UNEXPECTED",
     "MEDIA_ATTACHED",
+    "MEDIA_DOCUMENT_TEXT",
     "MEDIA_DROPPED",
     "MEDIA_NOT_SENT",
     "MEDIA_OF_RESULT",
@@ -59,12 +62,17 @@ __all__ = [
     "NOT_STRUCTURED",
     "NOT_TEXT",
     "OUTPUT_ACCEPTED",
+    "OUTPUT_CUT_OFF",
     "OUTPUT_INVALID",
     "OUTPUT_NEEDS_TOOL",
     "OUTPUT_TOOL",
     "SKIPPED",
     "SKIPPED_BECAUSE",
     "STOPPED",
+    "STOP_BLOCKED",
+    "STOP_CUT_OFF",
+    "STOP_OTHER",
+    "STOP_REFUSED",
     "STRUCTURED_TOO_LARGE",
     "TIMED_OUT",
     "UNEXPECTED",
@@ -163,7 +171,25 @@ OUTPUT_INVALID = (
     "Your final answer does not match the required format: {problems}. "
     "Answer again, with only the corrected answer."
 )
-OUTPUT_NEEDS_TOOL = "Give your final answer by calling the tool '{name}', not as text."
+# The answer's whole problem when it came as text (read after OUTPUT_INVALID's colon).
+OUTPUT_NEEDS_TOOL = "give your final answer by calling the tool '{name}', not as text"
+# Sent back in place of OUTPUT_INVALID for an answer its response's token limit cut off:
+# the same answer would be cut again.
+OUTPUT_CUT_OFF = (
+    "Your final answer does not match the required format: {problems}. "
+    "Answer again, shorter, with only the answer."
+)
+# Why the response of an answer that failed ended as it did, put before its problems (so
+# the model and OutputValidationError.problems read it): {reason} is the stop reason.
+STOP_CUT_OFF = "the response was cut off at {limit} (stop reason '{reason}')"
+# STOP_CUT_OFF's {limit}, by stop reason.
+CUT_OFF_LIMITS: Mapping[str, str] = {
+    "max_tokens": "the output token limit",
+    "model_context_window_exceeded": "the model's context window",
+}
+STOP_REFUSED = "the response was a refusal (stop reason '{reason}')"
+STOP_BLOCKED = "the provider blocked the response (stop reason '{reason}')"
+STOP_OTHER = "the response ended with stop reason '{reason}'"
 
 _MAX_NAME_SHOWN = 100  # a model-chosen name can be a megabyte long
 
@@ -187,6 +213,8 @@ MEDIA_NOT_SENT = "[{media} not shown: this API cannot take {media_type} in a too
 MEDIA_ATTACHED = "[attached in the next user message: {media}]"
 # Heads those media in that user message.
 MEDIA_OF_RESULT = "[attachments of the result of tool call {call_id}:]"
+# Heads a text document sent there as text, which would otherwise read as bare text.
+MEDIA_DOCUMENT_TEXT = "[file {media}:]"
 
 
 def media_label(part: MediaPart) -> str:

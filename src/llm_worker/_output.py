@@ -14,6 +14,13 @@ An answer that does not validate goes back to the model with what was wrong
 (a user message, or the tool's error result), ``output_retries`` times at
 most; one more bad answer is told so too (the history keeps it, and
 ``retry()`` can ask again), and ends the run with ``OutputValidationError``.
+When its response did not end as an answer does (cut off at the token limit, a
+refusal, blocked by the provider: any stop reason but ``end_turn`` and
+``tool_use``), what was wrong begins with that: JSON cut short is no format
+mistake, and an answer cut off is asked for again shorter. A refusal is retried
+as any bad answer (``output_retries=0`` does not retry): a filter's false
+positive or a sampled refusal may pass the next time, and the stop reason is in
+the history and the error for an application that decides otherwise.
 
 An answer holding ``NaN``, ``Infinity`` or a number past a float's range (``1e400``)
 is refused as a tool's arguments are (``_strict_json``): none is JSON, and an app
@@ -36,12 +43,19 @@ from ._conversation import ToolCall
 from ._exceptions import OutputValidationError, RunStateError
 from ._meta import LlmToolDefinition
 from ._model_texts import (
+    CUT_OFF_LIMITS,
     OUTPUT_ACCEPTED,
+    OUTPUT_CUT_OFF,
     OUTPUT_INVALID,
     OUTPUT_NEEDS_TOOL,
     OUTPUT_TOOL,
+    STOP_BLOCKED,
+    STOP_CUT_OFF,
+    STOP_OTHER,
+    STOP_REFUSED,
     call_text,
     describe_validation_error,
+    shown_name,
 )
 from ._output_schema import output_shape
 from ._strict_json import non_finite_problem
@@ -52,6 +66,30 @@ OUTPUT_TOOL_NAME = "final_result"
 """The tool a client without native structured output gives its final answer through."""
 
 _FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+# Stop reasons of a response that ended as an answer does: nothing to say of them.
+_ANSWER_ENDS = frozenset({"end_turn", "tool_use"})
+_REFUSALS = frozenset({"refusal"})  # Anthropic's; the OpenAI clients' for a refusal
+# A provider's filter or policy stopped the response: Chat Completions' and Responses'
+# `content_filter`; Gemini's finish and prompt block reasons, lower-cased.
+_BLOCKS = frozenset(
+    {
+        "content_filter",
+        "safety",
+        "recitation",
+        "language",
+        "blocklist",
+        "prohibited_content",
+        "spii",
+        "image_safety",
+        "image_prohibited_content",
+        "image_recitation",
+        "jailbreak",
+        "model_armor",
+        "escalation",
+        "pup_limited_disabled",
+    }
+)
 
 
 class RunOutput:
@@ -93,25 +131,25 @@ class RunOutput:
                 name=OUTPUT_TOOL_NAME, description=OUTPUT_TOOL, input_schema=shape.schema
             )
 
-    def answer_text(self, text: str) -> str | None:
-        """Take a final text: ``None`` if it is the answer, else what to tell the model
-        (then ``check_retries()``)."""
+    def answer_text(self, text: str, *, stop_reason: str | None = None) -> str | None:
+        """Take a final text and its response's stop reason: ``None`` if it is the
+        answer, else what to tell the model (then ``check_retries()``)."""
         if self.tool is not None:
-            return self._reject(call_text(OUTPUT_NEEDS_TOOL, OUTPUT_TOOL_NAME))
+            return self._reject(call_text(OUTPUT_NEEDS_TOOL, OUTPUT_TOOL_NAME), stop_reason)
         value, problems = self._validated(text)
         if problems is not None:
-            return self._reject(problems)
+            return self._reject(problems, stop_reason)
         self._accept(value)
         return None
 
-    def answer_call(self, input_json: str) -> tuple[str, bool]:
-        """Take a call of the output tool: its result text and whether it is an error
-        (then ``check_retries()``)."""
+    def answer_call(self, input_json: str, *, stop_reason: str | None = None) -> tuple[str, bool]:
+        """Take a call of the output tool (and its response's stop reason): its result text
+        and whether it is an error (then ``check_retries()``)."""
         if self.done:
             return OUTPUT_ACCEPTED, False  # the first answer of a response stands
         value, problems = self._validated(input_json or "{}")
         if problems is not None:
-            return self._reject(problems), True
+            return self._reject(problems, stop_reason), True
         self._accept(value)
         return OUTPUT_ACCEPTED, False
 
@@ -163,10 +201,28 @@ class RunOutput:
         if self.attempts > self.retries:
             raise OutputValidationError(self.problems, self.attempts)
 
-    def _reject(self, problems: str) -> str:
+    def _reject(self, problems: str, stop_reason: str | None) -> str:
         self.attempts += 1
-        self.problems = problems
-        return OUTPUT_INVALID.format(problems=problems)
+        why = _why_stopped(stop_reason)
+        self.problems = problems if why is None else f"{why}; {problems}"
+        told = OUTPUT_CUT_OFF if stop_reason in CUT_OFF_LIMITS else OUTPUT_INVALID
+        return told.format(problems=self.problems)
+
+
+def _why_stopped(stop_reason: str | None) -> str | None:
+    """What the stop reason of a failed answer's response says of it; ``None`` if nothing
+    (it ended as an answer does)."""
+    if stop_reason is None or stop_reason in _ANSWER_ENDS:
+        return None
+    reason = shown_name(stop_reason)  # a server's text: kept short
+    limit = CUT_OFF_LIMITS.get(stop_reason)
+    if limit is not None:
+        return STOP_CUT_OFF.format(limit=limit, reason=reason)
+    if stop_reason in _REFUSALS:
+        return STOP_REFUSED.format(reason=reason)
+    if stop_reason in _BLOCKS:
+        return STOP_BLOCKED.format(reason=reason)
+    return STOP_OTHER.format(reason=reason)
 
 
 def _format_name(output_type: Any) -> str:

@@ -506,7 +506,7 @@ class _Turns:
                         if output is None:
                             yield self.finish(message.text, message.text)
                             return
-                        problem = output.answer_text(message.text)
+                        problem = output.answer_text(message.text, stop_reason=message.stop_reason)
                         if problem is None:
                             yield self.finish(message.text, output.value)
                             return
@@ -524,7 +524,7 @@ class _Turns:
                         if session.tool_choice not in ("auto", "none"):
                             # A forced call has been made; forcing it again would loop.
                             session.tool_choice = "auto"
-                        await self.decide(batch)
+                        await self.decide(batch, message.stop_reason)
                         if batch.held():
                             pending = self.pause(batch)
                             for finished in batch.report():
@@ -664,8 +664,9 @@ class _Turns:
             if slot.entry is not None
         )
 
-    async def decide(self, batch: ToolBatch) -> None:
+    async def decide(self, batch: ToolBatch, stop_reason: str | None) -> None:
         """Resolve each call and ask its pre-hooks and approval policy, in call order, once.
+        (``stop_reason``, the response's, explains a structured answer cut short.)
 
         Settles the calls that do not run (unknown, not allowed, skipped, answered);
         raises ``_Aborted`` when a hook aborts.
@@ -682,7 +683,7 @@ class _Turns:
                 if call.name == output_tool:
                     # The final answer: the loop's own, not a tool of the application's.
                     assert output is not None
-                    text, is_error = output.answer_call(call.input_json)
+                    text, is_error = output.answer_call(call.input_json, stop_reason=stop_reason)
                     self.answer(batch, slot, text, is_error, ToolCallOutcome.RAN)
                     output.check_retries()  # the answer keeps its result; the calls after it stop
                     continue

@@ -334,6 +334,32 @@ class TestStream:
             await worker.run("hi")
         assert worker.final_text == "I can't help with that."
 
+    @pytest.mark.parametrize(
+        ("finish", "stop_reason"),
+        [
+            ("stop", "refusal"),  # as Anthropic's: a refusal is told from an answer
+            (None, "refusal"),  # no finish_reason, the usage chunk (OpenRouter, Kimi)
+            ("length", "max_tokens"),  # a more telling reason stays
+            ("content_filter", "content_filter"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_refusal_ends_with_stop_reason_refusal(self, server, finish, stop_reason):
+        """A response with ``refusal`` text keeps it as its text, and its stop reason is
+        ``refusal`` where the API's would read as an answer's (``stop``)."""
+        frames = [
+            wire.chunk({"role": "assistant", "content": None, "refusal": ""}),
+            wire.chunk({"refusal": "I can't help with that."}),
+        ]
+        if finish is not None:
+            frames.append(wire.chunk({}, finish))
+        frames += [wire.chunk(choices=False, usage=wire.chat_usage(9, 6)), wire.DONE]
+        server.add(stream(*frames))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.history[-1] == AssistantMessage("I can't help with that.", (), stop_reason)
+
 
 class TestConversation:
     @pytest.mark.anyio

@@ -210,6 +210,51 @@ class TestStream:
             await worker.run("hi")
         assert worker.history[-1] == AssistantMessage("Half", (), "max_tokens")
 
+    @pytest.mark.anyio
+    async def test_a_refusal_is_text_that_ends_with_stop_reason_refusal(self, server):
+        """``response.refusal.delta`` text is the answer's text, and the response's stop
+        reason is ``refusal`` (as Anthropic's), not ``end_turn``: a refusal can be told
+        from an answer."""
+        server.add(stream(*responses_refusal("I can't ", "help with that.")))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.history[-1] == AssistantMessage("I can't help with that.", (), "refusal")
+
+    @pytest.mark.anyio
+    async def test_a_refusal_only_in_the_finished_output_is_one_too(self, server):
+        """A server that sends no refusal events but the message's ``refusal`` part in
+        ``response.completed``: still ``refusal``."""
+        events = wire.ResponseEvents().start()
+        part = {"type": "refusal", "refusal": "No."}
+        item = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant"}
+        events.output.append({**item, "content": [part]})
+        server.add(stream(*events.completed()))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            await worker.run("hi")
+        assert worker.history[-1].stop_reason == "refusal"
+
+
+def responses_refusal(*pieces: str) -> tuple[str, ...]:
+    """A message item holding a ``refusal`` part, streamed as ``response.refusal.*`` events
+    (API reference, "Streaming events")."""
+    events = wire.ResponseEvents().start()
+    item = {"id": "msg_refused0", "type": "message", "status": "in_progress", "role": "assistant"}
+    events.add("response.output_item.added", output_index=0, item={**item, "content": []})
+    where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+    events.add("response.content_part.added", **where, part={"type": "refusal", "refusal": ""})
+    for piece in pieces:
+        events.add("response.refusal.delta", **where, delta=piece)
+    text = "".join(pieces)
+    events.add("response.refusal.done", **where, refusal=text)
+    part = {"type": "refusal", "refusal": text}
+    events.add("response.content_part.done", **where, part=part)
+    done = {**item, "status": "completed", "content": [part]}
+    events.add("response.output_item.done", output_index=0, item=done)
+    events.output.append(done)
+    return events.completed()
+
 
 class TestConversation:
     @pytest.mark.anyio

@@ -407,9 +407,69 @@ class TestChat:
             {"type": "text", "text": "[attachments of the result of tool call call_1:]"},
             {"type": "input_audio", "input_audio": {"data": b64(WAV), "format": "wav"}},
             {"type": "input_audio", "input_audio": {"data": b64(b"ID3-mp3"), "format": "mp3"}},
-            {"type": "text", "text": NOTES.decode()},
+            {
+                "type": "text",
+                "text": f"[file 'notes.txt' (text/plain, {len(NOTES)} bytes):]\n{NOTES.decode()}",
+            },
             {"type": "image_url", "image_url": {"url": CHART_URL}},
         ]
+
+    async def test_a_text_document_is_sent_after_a_line_naming_it(self, server):
+        """A ``text/*`` document's text is headed by the line naming it that the tool
+        message's note uses (its name, as Anthropic's document title, if it has one): it
+        does not read as the user's own words."""
+        server.add(stream(*wire.chat_text("ok")))
+        parts = (
+            MediaPart("text/csv", data=b"a,b\n1,2", name="t.csv"),
+            MediaPart("text/markdown", data=b"# Notes"),
+        )
+        async with chat(server) as client:
+            await send(client, rich_history(*parts))
+        tool_message, user_message = server.requests[0].json["messages"][-2:]
+        assert tool_message["content"] == (
+            "[attached in the next user message: 't.csv' (text/csv, 7 bytes), text/markdown "
+            "(7 bytes)]"
+        )
+        assert user_message["content"][1:] == [
+            {"type": "text", "text": "[file 't.csv' (text/csv, 7 bytes):]\na,b\n1,2"},
+            {"type": "text", "text": "[file text/markdown (7 bytes):]\n# Notes"},
+        ]
+
+    async def test_an_empty_text_part_adds_no_line(self, server):
+        """A result's empty text part adds no empty line to its text (the other clients
+        leave it out as their APIs refuse empty text)."""
+
+        @tool_registry
+        class Chart:
+            @tool
+            async def chart(self) -> ToolReturn:
+                """A chart and its figures."""
+                return ToolReturn(
+                    [
+                        TextPart("chart follows"),
+                        TextPart(""),
+                        DataPart.of({"k": 1}),
+                        MediaPart("image/png", data=PNG),
+                        TextPart(""),
+                    ]
+                )
+
+        server.add(
+            stream(*wire.chat_tool_calls([("call_1", "chart", "{}")])),
+            stream(*wire.chat_text("Good year.")),
+        )
+        async with chat(server) as client:
+            worker = Worker(client)
+            worker.register_tools(tool_definitions(Chart()))
+            await worker.run("chart?")
+        result = worker.history[2]
+        assert isinstance(result, ToolResult)
+        assert result.content == 'chart follows\n{"k":1}'
+        tool_message = server.requests[1].json["messages"][2]
+        assert tool_message["content"] == (
+            f'chart follows\n{{"k":1}}\n[attached in the next user message: image/png '
+            f"({len(PNG)} bytes)]"
+        )
 
     async def test_media_it_cannot_take_at_all_need_no_user_message(self, server):
         """A result whose media all become notes adds no user message."""

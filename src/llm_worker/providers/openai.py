@@ -36,12 +36,13 @@ ends; a call without an id gets a random one), every ``arguments`` fragment →
 signature) → ``ProviderItem("openai", "extra_content", '{"id":...,"extra_content":...}')``,
 sent back on that call; ``finish_reason`` → ``ToolUseStop`` for every started call; the end
 of the stream → ``Completion`` with the mapped stop reason and the usage chunk
-(``stream_options.include_usage``). Stop reasons: ``stop`` → ``end_turn``, ``tool_calls``
-→ ``tool_use``, ``length`` → ``max_tokens``, anything else (``content_filter``...) as the
-server sent it. A stream that ends (``[DONE]``) with no ``finish_reason`` is complete
-when the usage chunk came or every tool call's arguments are a whole JSON object
-(OpenRouter and Kimi send such streams): ``tool_use`` if it called tools, else
-``end_turn``; otherwise it is a ``ProviderError`` (the answer may be cut short).
+(``stream_options.include_usage``). Stop reasons: ``stop`` → ``end_turn`` (``refusal``
+if ``delta.refusal`` text came: the model refused), ``tool_calls`` → ``tool_use``,
+``length`` → ``max_tokens``, anything else (``content_filter``...) as the server sent it.
+A stream that ends (``[DONE]``) with no ``finish_reason`` is complete when the usage
+chunk came or every tool call's arguments are a whole JSON object (OpenRouter and Kimi
+send such streams): ``tool_use`` if it called tools, else ``end_turn`` (or ``refusal``);
+otherwise it is a ``ProviderError`` (the answer may be cut short).
 
 ``OpenAIResponsesClient`` speaks the Responses API (``POST /responses``), statelessly:
 every request carries the whole conversation as ``input`` (``store: false``), so
@@ -54,16 +55,18 @@ then ``{"role": "assistant", "content": text}`` (if it has text), then one ``{"t
 ``{"type": "function_call_output", "call_id", "output"}``, whose ``output`` is the
 result's text, or for a result with media its parts as ``input_text`` /
 ``input_image`` / ``input_file`` items (``function_output``). Its stream:
-``response.output_text.delta`` → ``TextDelta``; ``response.reasoning_summary_text.delta``
-and ``response.reasoning_text.delta`` → ``ReasoningDelta``; ``response.output_item.done``
-of a ``reasoning`` item → ``ProviderItem("openai", "reasoning", <the item as JSON>)``;
+``response.output_text.delta`` and ``response.refusal.delta`` → ``TextDelta``;
+``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta`` →
+``ReasoningDelta``; ``response.output_item.done`` of a ``reasoning`` item →
+``ProviderItem("openai", "reasoning", <the item as JSON>)``;
 ``response.output_item.added`` of a ``function_call`` → ``ToolUseStart(output_index,
 call_id, name)``; ``response.function_call_arguments.delta`` → ``ToolInputDelta`` (the
 arguments of ``.done``, or of the finished item, when no delta came);
 ``response.output_item.done`` → ``ToolUseStop``; ``response.completed`` → the calls of
 its ``output`` that no ``output_item`` event started, told by ``call_id`` or item id
 (start, arguments, stop), then ``Completion("tool_use")`` if the model called tools, else
-``"end_turn"``;
+``"refusal"`` if it refused (a ``response.refusal.*`` event, or a ``refusal`` part in the
+output), else ``"end_turn"``;
 ``response.incomplete`` → ``Completion("max_tokens")`` for ``max_output_tokens``, else
 its reason; ``response.failed`` and ``error`` events → ``ProviderError``.
 
@@ -131,7 +134,7 @@ from .._conversation import (
 from .._exceptions import ProviderError
 from .._formats import export_tools
 from .._meta import LlmToolDefinition
-from .._model_texts import MEDIA_OF_RESULT
+from .._model_texts import MEDIA_DOCUMENT_TEXT, MEDIA_OF_RESULT, media_label
 from .._strict_schema import StrictSchemaError, drop_introduced_nulls, strict_schema
 from ._common import (
     TIMED_OUT,
@@ -216,6 +219,10 @@ STOP_REASONS: Mapping[str, str] = {
 
 INCOMPLETE_REASONS: Mapping[str, str] = {"max_output_tokens": "max_tokens"}
 """Responses ``incomplete_details.reason`` → our stop reason; others pass through."""
+
+REFUSAL = "refusal"
+"""The stop reason of a response that refused (Anthropic's word): both APIs give a
+refusal as text of its own kind, and end it as any answer."""
 
 RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
 """Error codes of a failed response (or an ``error`` event, or a 200 whose body is an
@@ -573,8 +580,9 @@ def chat_media_part(part: MediaPart) -> ChatCompletionContentPartParam | None:
 
     Images of ``IMAGE_TYPES`` → ``image_url`` (a data URL, or the URL); a PDF's bytes →
     ``file`` (``file_data`` as a data URL, ``filename``); a ``text/*`` document's bytes →
-    its text; WAV and MP3 bytes → ``input_audio``. Not: video, other documents and
-    audio, and documents or audio given by URL.
+    its text, after a line naming it (``[file 'notes.txt' (text/plain, 120 bytes):]``);
+    WAV and MP3 bytes → ``input_audio``. Not: video, other documents and audio, and
+    documents or audio given by URL.
     """
     media_type = mime_type(part)
     if media_type in IMAGE_TYPES:
@@ -587,7 +595,14 @@ def chat_media_part(part: MediaPart) -> ChatCompletionContentPartParam | None:
     if audio is not None:
         return {"type": "input_audio", "input_audio": {"data": base64_of(part), "format": audio}}
     text = plain_text(part)
-    return {"type": "text", "text": text} if text is not None else None
+    if text is None:
+        return None
+    # Without its name, a file's text reads as the user's own words (Anthropic sends the
+    # name as the document's title).
+    return {
+        "type": "text",
+        "text": f"{MEDIA_DOCUMENT_TEXT.format(media=media_label(part))}\n{text}",
+    }
 
 
 def assistant_input(
@@ -784,6 +799,7 @@ class _ChunkReader:
         self.reasoning_details: list[object] = []  # OpenRouter's, put together
         self.call_ids: dict[int, str] = {}  # started calls: index -> the id they went out with
         self.extra_contents: dict[int, object] = {}  # index -> the call's extra_content
+        self.refused = False  # a `refusal` delta came
 
     def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
         events: list[LlmEvent] = []
@@ -815,6 +831,7 @@ class _ChunkReader:
             if delta.content:
                 events.append(TextDelta(delta.content))
             if delta.refusal:
+                self.refused = True
                 events.append(TextDelta(delta.refusal))
             for call in delta.tool_calls or ():
                 function = call.function
@@ -936,6 +953,10 @@ class _ChunkReader:
         return [ProviderItemDone(item) for item in items]
 
     def completion(self, stop_reason: str) -> Completion:
+        # A refusal ends with `stop` as an answer does; a more telling reason (`length`,
+        # `content_filter`) stays.
+        if self.refused and stop_reason == "end_turn":
+            stop_reason = REFUSAL
         return Completion(stop_reason, self.usage, self.response_id, self.model)
 
     def _calls_whole(self) -> bool:
@@ -999,11 +1020,18 @@ class _ResponseEventReader:
         self.held: dict[int, list[str]] = {}  # strict mode: output_index -> fragments
         self.nulls = nulls
         self.called = False
+        self.refused = False  # a refusal came (its events, or a refusal part of the output)
         self.result: Completion | None = None
 
     def feed(self, event: ResponseStreamEvent) -> list[LlmEvent]:
-        if event.type == "response.output_text.delta" or event.type == "response.refusal.delta":
+        if event.type == "response.output_text.delta":
             return [TextDelta(event.delta)] if event.delta else []
+        if event.type == "response.refusal.delta":
+            self.refused = self.refused or bool(event.delta)
+            return [TextDelta(event.delta)] if event.delta else []
+        if event.type == "response.refusal.done":
+            self.refused = True
+            return []
         if event.type == "response.function_call_arguments.delta":
             return self.arguments(event.output_index, event.delta)
         if event.type == "response.function_call_arguments.done":
@@ -1049,7 +1077,7 @@ class _ResponseEventReader:
             return [*head, ToolUseStop(event.output_index)]
         if event.type == "response.completed":
             late = self.calls_only_in(event.response)
-            self.result = _completion(event.response, "tool_use" if self.called else "end_turn")
+            self.result = _completion(event.response, self.completed_reason(event.response))
             return late
         if event.type == "response.incomplete":
             details = event.response.incomplete_details
@@ -1096,10 +1124,27 @@ class _ResponseEventReader:
             events.append(ToolUseStop(index))
         return events
 
+    def completed_reason(self, response: Response) -> str:
+        """The stop reason of a completed ``response``: ``tool_use`` if it called tools,
+        ``refusal`` if it refused (a server may give the refusal only in its output)."""
+        if self.called:
+            return "tool_use"
+        if self.refused or _has_refusal(response):
+            return REFUSAL
+        return "end_turn"
+
     def end(self) -> list[LlmEvent]:
         if self.result is None:
             raise stream_ended(PROVIDER)
         return [self.result]
+
+
+def _has_refusal(response: Response) -> bool:
+    """Whether a message of ``response``'s output holds a ``refusal`` part."""
+    for item in response.output or ():
+        if item.type == "message" and any(part.type == "refusal" for part in item.content or ()):
+            return True
+    return False
 
 
 def _call_item_ids(item: ResponseFunctionToolCall) -> list[str]:
