@@ -1,6 +1,7 @@
 """How long ``llm-worker schema`` takes on a module of 200 tools, against importing it.
 
-    .venv/bin/python benchmarks/bench_cli.py [--rounds N] [--keep DIR]
+    .venv/bin/python benchmarks/bench_cli.py [--rounds N] [--keep DIR]   # ~1 min
+    .venv/bin/python benchmarks/bench_cli.py --quick   # smoke run (CI), a few seconds: 2 rounds
 
 Writes a module of 200 tools (10 ``@tool_registry`` classes of 20 tools: ``str``,
 ``int`` with a default, ``list[str]``, an optional nested model, ``Literal``,
@@ -141,9 +142,11 @@ def quantile(values: list[float], q: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="measured rounds (default 15)")
+    parser.add_argument("--quick", action="store_true", help="short smoke run (CI)")
+    parser.add_argument("--rounds", type=int, help="measured rounds (default 15; quick 2)")
     parser.add_argument("--keep", type=Path, help="write the module here and keep it")
     args = parser.parse_args()
+    rounds: int = args.rounds or (2 if args.quick else 15)
 
     with tempfile.TemporaryDirectory() as scratch:
         directory = args.keep or Path(scratch)
@@ -152,17 +155,20 @@ def main() -> int:
         env = {**os.environ, "PYTHONPATH": str(directory)}
         variants = commands()
         names = list(variants)
-        for name in names:  # warm up: .pyc files, the page cache
+        # Warm up: the page cache, and the modules' .pyc files (which the first import
+        # writes: a smoke run warms only that).
+        for name in ["import", "fields-import"] if args.quick else names:
             time_once(variants[name], directory, env)
 
         times: dict[str, list[float]] = {name: [] for name in names}
-        for round_ in range(args.rounds):
+        for round_ in range(rounds):
             order = names if round_ % 2 == 0 else list(reversed(names))
             for name in order:
                 times[name].append(time_once(variants[name], directory, env))
 
     print(
-        f"\n{CLASSES * TOOLS_PER_CLASS} tools, {args.rounds} interleaved rounds of fresh processes"
+        f"\n{CLASSES * TOOLS_PER_CLASS} tools, {rounds} interleaved rounds of fresh processes"
+        + (" (--quick: a smoke run, too few rounds to judge the target)" if args.quick else "")
     )
     print(f"python {sys.version.split()[0]} on {os.cpu_count()} cores\n")
     print("| case | median time | ratio to import (median) | p25-p75 | target |")

@@ -19,13 +19,16 @@ The model gets the tracker's tools (file_issues, search, close_issue); every too
 it makes runs for real on the in-memory tracker. The answer is printed as it streams in,
 and each tool call shows a status line while it runs and its result when it is done
 (read from ``worker.run_stream()``'s events).
+
+Ctrl-C ends it with "interrupted" and exit status 130; a closed stdout (``| head -1``)
+ends it quietly.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 
 import anyio
 from quickstart import IssueTracker, NewIssue  # the app of examples/quickstart.py
@@ -134,7 +137,7 @@ class Transcript:
         sys.stdout.flush()
 
 
-async def main() -> int:
+async def main(transcript: Transcript) -> int:
     question = " ".join(sys.argv[1:]) or QUESTION
     tracker = IssueTracker(project="llm-worker")
     await tracker.file_issues(
@@ -155,7 +158,6 @@ async def main() -> int:
         )
 
         locked = worker.lock()
-        transcript = Transcript()
         print(f"user      | {question}")
         try:
             async with locked.run_stream(question) as stream:
@@ -172,5 +174,29 @@ async def main() -> int:
     return 0
 
 
+def quiet_stdout() -> None:
+    """Point stdout at devnull: its reader is gone, and the flush at exit would fail too."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
+def cli() -> int:
+    """Run ``main``; Ctrl-C and a closed stdout end it with a status, not a traceback."""
+    transcript = Transcript()
+    try:
+        return anyio.run(main, transcript)
+    except KeyboardInterrupt:
+        with suppress(BrokenPipeError):  # stdout may be gone as well
+            transcript.end_line()  # the half-written "assistant | ..." line
+        print("interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
+    except BrokenPipeError:
+        # stdout was closed early (`| head -1`). Not SIGPIPE's default action instead:
+        # that would also end the program when the model's connection drops mid-write
+        # (Python docs, "Note on SIGPIPE").
+        quiet_stdout()
+        return 1
+
+
 if __name__ == "__main__":
-    sys.exit(anyio.run(main))
+    sys.exit(cli())

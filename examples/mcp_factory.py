@@ -9,12 +9,15 @@ directory (the current directory is importable):
 
 or, from anywhere, put this directory on PYTHONPATH. Running this file does the
 same through the Python API:  python examples/mcp_factory.py [--http]
+(it logs where it serves on stderr; Ctrl-C ends it with exit status 130, as the
+command does).
 
 Needs the mcp extra:  pip install 'llm-worker[mcp]'
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 
 from quickstart import Issue, IssueTracker  # the app of examples/quickstart.py
@@ -32,7 +35,20 @@ def factory() -> ToolServer:
     return server
 
 
-if __name__ == "__main__":
-    from llm_worker.mcp import serve
+def main() -> int:
+    """Serve ``factory()`` over stdio, or over HTTP with ``--http``, until Ctrl-C."""
+    # What `llm-worker mcp serve` sets up: llm_worker's records (such as the address it
+    # serves at) on stderr. Over stdio, stdout is the protocol.
+    logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("llm_worker").setLevel(logging.INFO)
+    try:
+        from llm_worker.mcp import serve
 
-    serve(factory(), transport="http" if "--http" in sys.argv[1:] else "stdio")
+        serve(factory(), transport="http" if "--http" in sys.argv[1:] else "stdio")
+    except KeyboardInterrupt:
+        return 130  # 128 + SIGINT, as the command exits
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
