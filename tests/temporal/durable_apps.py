@@ -415,6 +415,40 @@ class ChangedLedgerWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
+# LedgerWorkflow as two later deploys might have it, with another definition: transfer_out
+# no longer held for approval, or no longer there. A run that paused for a transfer_out
+# on LedgerWorkflow must not go on with either.
+UNGUARDED = DurableWorker(
+    "ledger", system_prompt="You keep the books.", deps_type=Deps, limits=Limits(tool_timeout=30)
+)
+UNGUARDED.register_tools(Ledger, requires_approval=False)
+
+
+@workflow.defn(name="LedgerWorkflow")
+class UnguardedLedgerWorkflow(ConversationWorkflow):
+    durable = UNGUARDED
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+KEPT_TOOLS = ("credit", "slow_credit", "reconcile", "audit", "refuse")  # not transfer_out
+TRIMMED = DurableWorker(
+    "ledger", system_prompt="You keep the books.", deps_type=Deps, limits=Limits(tool_timeout=30)
+)
+TRIMMED.register_tools([getattr(Ledger, name).meta() for name in KEPT_TOOLS])
+
+
+@workflow.defn(name="LedgerWorkflow")
+class TrimmedLedgerWorkflow(ConversationWorkflow):
+    durable = TRIMMED
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
 # A post-hook that aborts the run when a "refuse" result comes, while other calls run.
 STOPPING = DurableWorker(
     "stopping",

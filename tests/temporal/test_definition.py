@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
+import typing
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from temporalio.common import RetryPolicy
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from llm_worker import (
@@ -20,6 +23,7 @@ from llm_worker import (
     LlmRequest,
     LlmToolDefinition,
     PendingCall,
+    ProviderError,
     ProviderItem,
     ProviderItemDone,
     ReasoningDelta,
@@ -31,10 +35,20 @@ from llm_worker import (
     ToolUseStop,
     Usage,
     UserMessage,
+    Worker,
     tool_definitions,
     tool_metas,
 )
 from llm_worker.temporal import ActivityConfig, DurableWorker, LlmWorkerPlugin
+from llm_worker.temporal._activities import (
+    MAX_FAILURE_TEXT,
+    MAX_PROGRESS_MESSAGE,
+    _Progress,
+    _provider_failure,
+    _sendable,
+)
+from llm_worker.temporal._definition import definition_changes
+from llm_worker.temporal._payloads import payload_size
 from llm_worker.temporal._plugin import PASSED_THROUGH, _pass_through
 from llm_worker.temporal._wire import (
     coalesce,
@@ -207,6 +221,50 @@ class TestDurableWorker:
             tool_activity=ActivityConfig(start_to_close_timeout=timedelta(minutes=1)),
         )
 
+    def test_a_start_to_close_timeout_within_the_tool_timeout_is_refused(self):
+        """One attempt cut off before the tool's own timeout gives its "timed out" result
+        was retried without end, running the tool every time."""
+        limits = Limits(tool_timeout=30)
+        expected = re.escape(
+            "DurableWorker 'd': tool_activity's start_to_close_timeout (2 s) is not longer "
+            "than limits.tool_timeout (30 s): a call that takes that long would be cut off "
+            "and run again without end, never timing out; leave start_to_close_timeout out "
+            "(tool_timeout + 10 s), make it longer, or bound the attempts "
+            "(schedule_to_close_timeout, retry_policy.maximum_attempts)"
+        )
+        with pytest.raises(ValueError, match=expected):
+            DurableWorker(
+                "d",
+                limits=limits,
+                tool_activity=ActivityConfig(start_to_close_timeout=timedelta(seconds=2)),
+            )
+        at_the_timeout = ActivityConfig(start_to_close_timeout=timedelta(seconds=30))
+        with pytest.raises(ValueError, match=r"\(30 s\) is not longer"):
+            DurableWorker("d", limits=limits, tool_activity=at_the_timeout)
+        durable = DurableWorker("d", limits=limits)
+        with pytest.raises(ValueError, match=r"'d': activity's start_to_close_timeout \(5 s\)"):
+            durable.register_tools(
+                Ledger, activity=ActivityConfig(start_to_close_timeout=timedelta(seconds=5))
+            )
+        assert durable.tool_metas == ()
+        bounded = [
+            ActivityConfig(start_to_close_timeout=timedelta(seconds=31)),
+            dataclasses.replace(at_the_timeout, schedule_to_close_timeout=timedelta(minutes=2)),
+            dataclasses.replace(at_the_timeout, retry_policy=RetryPolicy(maximum_attempts=3)),
+        ]
+        for config in bounded:
+            DurableWorker("d", limits=limits, tool_activity=config)
+
+    def test_an_added_hook_keeps_its_own_type(self):
+        """As Worker's: the hook comes back as the type it was given (not the hooks' alias),
+        so a decorated function keeps its signature."""
+        for adder in ("add_pre_tool_call_hook", "add_post_tool_call_hook"):
+            hints = typing.get_type_hints(getattr(DurableWorker, adder))
+            worker_hints = typing.get_type_hints(getattr(Worker, adder))
+            assert isinstance(hints["return"], typing.TypeVar)
+            assert hints["return"] is hints["hook"]
+            assert hints["return"].__bound__ == worker_hints["return"].__bound__
+
     def test_deps_cross_as_json_and_come_back_as_the_deps_type(self):
         """With deps_type, dump gives JSON data and load the instance again."""
         durable = DurableWorker("d", deps_type=Deps)
@@ -221,6 +279,97 @@ class TestDurableWorker:
         made = durable.activities(model=object(), tools=tool_definitions(Ledger(tmp_path)))  # type: ignore[arg-type]
         names = [getattr(a, "__temporal_activity_definition").name for a in made]
         assert names == ["books.model_request", "books.tool_call"]
+
+
+class TestDefinition:
+    def test_the_fingerprint_is_of_what_a_run_is_bound_to(self):
+        """Equal definitions, equal fingerprints; each part that changes what a paused
+        run would do changes it; what is code (hooks, activity options) does not."""
+
+        def ledger(**options: object) -> DurableWorker:
+            durable = DurableWorker("d", **options)  # type: ignore[arg-type]
+            durable.register_tools(Ledger)
+            return durable
+
+        first = ledger(system_prompt="Keep the books.")
+        same = ledger(system_prompt="Keep the books.", tool_activity=ActivityConfig(task_queue="q"))
+        same.add_pre_tool_call_hook(lambda ctx: None)
+        assert first.definition() == same.definition()
+        assert first.definition()["tools"]["transfer_out"] == {
+            "definition": first.definition()["tools"]["transfer_out"]["definition"],
+            "requires_approval": True,
+            "sequential": False,
+        }
+        unguarded = DurableWorker("d", system_prompt="Keep the books.")
+        unguarded.register_tools([m for m in tool_metas(Ledger) if m.name != "transfer_out"])
+        unguarded.register_tools([Ledger.transfer_out.meta()], requires_approval=lambda ctx: False)
+        trimmed = DurableWorker("d", system_prompt="Keep the books.")
+        trimmed.register_tools([m for m in tool_metas(Ledger) if m.name != "refuse"])
+        # (its transfer_out, a bare meta, needs no approval: named after refuse's changes)
+        trimmed.register_tools([Ledger.refuse.meta().with_description("Fails.")], sequential=True)
+        others = {
+            "the system prompt changed": ledger(system_prompt="Keep them well."),
+            "max_turns was 10, is 3": ledger(system_prompt="Keep the books.", max_turns=3),
+            "tool 'transfer_out': requires_approval was True, is 'policy'": unguarded,
+            "tool 'refuse': its description or input schema changed; "
+            "tool 'refuse': sequential was False, is True": trimmed,
+        }
+        for change, other in others.items():
+            assert other.definition()["fingerprint"] != first.definition()["fingerprint"]
+            changes = definition_changes(first.definition(), other.definition())
+            assert "; ".join(changes).startswith(change), change
+
+    def test_added_and_removed_tools_are_named_and_junk_is_read_as_nothing(self):
+        durable = DurableWorker("d")
+        durable.register_tools([m for m in tool_metas(Ledger) if m.name != "transfer_out"])
+        fewer = DurableWorker("d")
+        fewer.register_tools(
+            [m for m in tool_metas(Ledger) if m.name not in ("audit", "transfer_out")]
+        )
+        assert definition_changes(durable.definition(), fewer.definition()) == [
+            "tool 'audit' was removed"
+        ]
+        assert definition_changes(fewer.definition(), durable.definition()) == [
+            "tool 'audit' was added"
+        ]
+        junk = {"tools": {"credit": "x" * 1_000, "y" * 1_000: {}}, "max_turns": "z" * 1_000}
+        changes = definition_changes(junk, fewer.definition())
+        assert changes[0] == "the system prompt changed"
+        assert changes[1].startswith("max_turns was 'zzz")
+        assert changes[1].endswith("..., is 10")
+        assert all(len(change) < 300 for change in changes)
+
+
+class TestActivityTexts:
+    def test_a_progress_message_is_cut_and_anything_else_made_text(self):
+        """A heartbeat's details over Temporal's limit, or not JSON, cancelled the call."""
+        progress = _Progress()
+        progress.report("c", 1.0, 3.0, "log line " * 400_000)
+        assert progress.latest is not None
+        message = progress.latest["message"]
+        assert message.startswith("log line ")
+        assert message.endswith("... (3599000 more characters)")
+        assert len(message) < MAX_PROGRESS_MESSAGE + 40
+        progress.report("c", 1.0, None, "bad \ud800 text")
+        assert progress.latest["message"] == "bad \ufffd text"
+        progress.report("c", 1.0, None, {1, 2})  # type: ignore[arg-type]
+        assert progress.latest["message"] == "{1, 2}"
+        assert _sendable(progress.latest)
+        assert not _sendable({"message": {1, 2}})
+        assert not _sendable({"message": "x" * 30_000})
+
+    def test_a_provider_s_message_is_cut_once_in_the_failure(self):
+        """The failure carried the message three times: text, details and cause."""
+        error = ProviderError("acme\udcff", "bad: " + "y" * 2_500_000, status=400)
+        failure = _provider_failure(error)
+        [details] = failure.details
+        assert isinstance(details, dict)
+        assert details["message"].endswith("... (2490005 more characters)")
+        assert len(details["message"]) < MAX_FAILURE_TEXT + 40
+        assert failure.message.startswith("acme\ufffd request failed (HTTP 400): bad: yyy")
+        assert len(failure.message) < 600
+        assert failure.non_retryable
+        assert payload_size(details) + len(failure.message) < 12_000
 
 
 class TestPlugin:

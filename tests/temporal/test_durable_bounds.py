@@ -8,6 +8,7 @@ SDK is). The workflows here run unsandboxed: this module imports pytest.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from datetime import timedelta
@@ -16,10 +17,24 @@ from pathlib import Path
 import anyio
 import pytest
 from temporalio import workflow
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
-from llm_worker import Limits, ProviderError, ToolResult, Worker, tool_definitions
+from llm_worker import (
+    Approve,
+    Deny,
+    Limits,
+    ProviderError,
+    ToolContext,
+    ToolResult,
+    UserMessage,
+    Worker,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
 from llm_worker.temporal import (
     ActivityConfig,
     Conversation,
@@ -42,8 +57,17 @@ from .durable_apps import (
     Reports,
     call,
     plan,
+    read_journal,
 )
-from .support import finished, temporal_worker, wait_for_events, wait_for_status, workflow_id
+from .support import (
+    count,
+    finished,
+    history_events,
+    temporal_worker,
+    wait_for_events,
+    wait_for_status,
+    workflow_id,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.temporal]
 
@@ -396,3 +420,146 @@ class TestStateParts:
         budget = NARROW.max_payload_bytes - 200
         assert all(payload_size(part["text"]) <= budget for part in parts)
         assert len(parts) <= payload_size(whole) // budget + 2
+
+
+@tool_registry
+class Chatty:
+    """A tool whose progress message is its whole log: over Temporal's payload limit."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+
+    @tool
+    async def build(self, ctx: ToolContext) -> str:
+        """Build, reporting progress."""
+        self.runs += 1
+        ctx.report_progress(1, 3, "log line " * 400_000)
+        await asyncio.sleep(1.5)  # heartbeats go meanwhile, a third of a second apart
+        return "built"
+
+
+CHATTY = DurableWorker(
+    "chatty",
+    limits=Limits(tool_timeout=30),
+    tool_activity=ActivityConfig(heartbeat_timeout=timedelta(seconds=1), retry_policy=FAST_RETRIES),
+)
+CHATTY.register_tools(Chatty)
+
+
+@workflow.defn(sandboxed=False)
+class ChattyWorkflow(ConversationWorkflow):
+    durable = CHATTY
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+class TestLargeTexts:
+    async def test_a_long_progress_message_goes_cut_and_the_tool_runs_once(
+        self, client: Client, task_queue: str
+    ):
+        """A 3.6 MB heartbeat made Temporal's SDK cancel the activity at each attempt:
+        the tool ran again and again, for ever."""
+        chatty = Chatty()
+        activities = CHATTY.activities(model=PlanModel(), tools=tool_definitions(chatty))
+        async with temporal_worker(
+            client, task_queue, workflows=[ChattyWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                ChattyWorkflow,
+                plan([call("build", "b")]),
+                id=workflow_id(),
+                task_queue=task_queue,
+            )
+            result = await finished(conversation, seconds=20)
+        assert result.final_text == "done: built"
+        assert chatty.runs == 1
+
+    async def test_a_provider_s_long_message_fails_the_run_at_once(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A 2.5 MB message made a 7.5 MB activity failure (message, details, the cause's
+        message): Temporal refused it, the activity timed out and ran again (each time a
+        paid request), without end."""
+        model = FlakyModel([ProviderError("test", "bad request: " + "y" * 2_500_000, status=400)])
+        activities = LEDGER.activities(model=model, tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan(answer="hello"),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await finished(conversation, seconds=20)
+        cause = failed.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert cause.type == "ProviderError"
+        assert cause.message.startswith("test request failed (HTTP 400): bad request: yyy")
+        assert cause.message.endswith("... (2490013 more characters)")
+        assert model.attempts == 1
+
+    async def test_decisions_over_the_payload_limit_are_refused_before_they_go(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A 2.5 MB Deny reason raised Temporal's RPCError, and left failed workflow tasks
+        in the history; the run then takes a decision that fits."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("transfer_out", "t", account="ada", amount=1)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            with pytest.raises(ValueError, match="the decisions are 2500037 bytes") as refused:
+                await conversation.decide(Deny("x" * 2_500_000))
+            await conversation.decide(Approve())
+            await finished(conversation)
+            events = await history_events(conversation.handle)
+        assert str(refused.value) == (
+            "the decisions are 2500037 bytes as JSON, over the 2000000 bytes one update may "
+            "carry (max_payload_bytes): shorten the Deny reasons (each becomes a tool result "
+            "the model reads) or the approved arguments"
+        )
+        assert count(events, EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED) == 0
+        assert count(events, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) == 1
+        assert [e["tool"] for e in read_journal(ledger.journal)] == ["transfer_out"]
+
+    async def test_a_state_over_the_payload_limit_is_refused_before_it_goes(
+        self, client: Client, task_queue: str
+    ):
+        """Continuing from a state larger than one payload raised Temporal's RPCError
+        ("Blob data size exceeds limit")."""
+        worker = Worker(PlanModel())
+        worker.set_history([UserMessage("x" * 2_100_000)])
+        id = workflow_id()
+        with pytest.raises(ValueError, match="the state is 2100") as refused:
+            await Conversation.start(
+                client,
+                LedgerWorkflow,
+                None,
+                id=id,
+                task_queue=task_queue,
+                state=worker.state,
+                deps=Deps("ada"),
+            )
+        assert str(refused.value).endswith(
+            "over the 2000000 bytes one payload may be (max_payload_bytes): shorten its "
+            "history first (Worker.set_history, then worker.state)"
+        )
+        with pytest.raises(RPCError) as missing:  # no workflow was started
+            await client.get_workflow_handle(id).describe()
+        assert missing.value.status is RPCStatusCode.NOT_FOUND

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from llm_worker import (
 )
 from llm_worker.temporal import (
     Conversation,
+    ConversationNotFoundError,
     DurableWorker,
 )
 
@@ -572,6 +573,66 @@ class TestApprovals:
             "done: Tool call 'transfer_out' was denied; it did not run: not today | "
             "Tool call 'transfer_out' was denied; it did not run: not today"
         )
+
+    async def test_the_feed_records_the_decisions_as_the_run_took_them(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """An update sent by hand with keys of its own: the ``decided`` event recorded it
+        as it came, junk and all."""
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(tmp_path)))
+        message = plan(
+            [
+                call("transfer_out", "t1", account="ada", amount=1),
+                call("transfer_out", "t2", account="ada", amount=2),
+            ]
+        )
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            sent = {
+                "calls": {
+                    "t1": {"approve": True, "note": "x" * 1_000},
+                    "t2": {"approve": False, "reason": "no", "by": {"user": "bob"}},
+                }
+            }
+            await conversation.handle.execute_update("decide", sent, result_type=list)
+            await finished(conversation)
+            page = await conversation.events()
+        [decided] = [e for e in page.events if e["type"] == "decided"]
+        assert decided["decisions"] == {
+            "calls": {
+                "t1": {"approve": True, "arguments": None},
+                "t2": {"approve": False, "reason": "no"},
+            }
+        }
+
+    async def test_an_id_no_workflow_has_is_told_from_a_run_that_ended(self, client: Client):
+        """``decide`` said "the run has ended" of an id never started; the queries raised
+        Temporal's RPCError."""
+        conversation = Conversation(client.get_workflow_handle("never-started-" + workflow_id()))
+        expected = f"There is no conversation {conversation.id!r}: Temporal has no workflow"
+        questions: list[Callable[[], Awaitable[object]]] = [
+            lambda: conversation.decide(Approve()),
+            conversation.status,
+            conversation.events,
+            conversation.pending,
+            conversation.history,
+            conversation.state,
+            conversation.result,
+        ]
+        for question in questions:
+            with pytest.raises(ConversationNotFoundError, match=expected):
+                await question()
+        assert issubclass(ConversationNotFoundError, WorkerStateError)
 
     async def test_the_event_feed_shows_the_run_step_by_step_from_any_offset(
         self, client: Client, task_queue: str, tmp_path: Path

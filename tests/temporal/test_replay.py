@@ -28,12 +28,18 @@ from .durable_apps import (
     LedgerWorkflow,
     PlanModel,
     TightLedgerWorkflow,
+    TrimmedLedgerWorkflow,
+    UnguardedLedgerWorkflow,
     call,
     plan,
 )
 from .support import finished, temporal_worker, wait_for_status, workflow_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.temporal]
+
+# A LedgerWorkflow run (a pause, a denial) recorded by the code from before runs recorded
+# their definition: its history has no definition markers.
+BEFORE_DEFINITIONS = Path(__file__).parent / "histories" / "ledger_before_definitions.json"
 
 
 async def recorded_history(client: Client, task_queue: str, folder: Path) -> WorkflowHistory:
@@ -94,5 +100,35 @@ async def test_a_history_recorded_before_the_payload_limit_replays_under_it(
     were sent replays as it ran, even where the limit would now refuse them."""
     history = await recorded_history(client, task_queue, tmp_path)
     replayer = Replayer(workflows=[TightLedgerWorkflow], plugins=[LlmWorkerPlugin()])
+    result = await replayer.replay_workflow(history)
+    assert result.replay_failure is None
+
+
+@pytest.mark.parametrize(
+    ("workflow", "change"),
+    [
+        (UnguardedLedgerWorkflow, "tool 'transfer_out': requires_approval was True, is False"),
+        (TrimmedLedgerWorkflow, "tool 'transfer_out' was removed"),
+    ],
+)
+async def test_a_replay_on_another_definition_fails_saying_what_changed(
+    client: Client, task_queue: str, tmp_path: Path, workflow: type, change: str
+):
+    """The same commands (Temporal sees no nondeterminism), another definition: a paused
+    transfer_out would run without its approval, or vanish."""
+    history = await recorded_history(client, task_queue, tmp_path)
+    replayer = Replayer(workflows=[workflow], plugins=[LlmWorkerPlugin()])
+    with pytest.raises(RuntimeError) as failed:
+        await replayer.replay_workflow(history)
+    message = str(failed.value)
+    assert "is not the one this run started with: " + change in message
+    assert "Temporal retries this workflow task" in message
+
+
+async def test_a_history_recorded_before_runs_recorded_their_definition_replays():
+    """A run the earlier code started has no definition markers: the check records none
+    in its replay (a command the history lacks would be a nondeterminism error)."""
+    history = WorkflowHistory.from_json("before-definitions", BEFORE_DEFINITIONS.read_text())
+    replayer = Replayer(workflows=[LedgerWorkflow], plugins=[LlmWorkerPlugin()])
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None

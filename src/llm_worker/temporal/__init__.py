@@ -5,12 +5,14 @@ tool call is a Temporal activity, retried by Temporal's policies and recorded
 in the workflow's history, so a run survives crashes and its tools can run on
 other machines. See docs/durable.md.
 
-    DurableWorker           the definition both sides are built from: prompt, tools, hooks
-    ActivityConfig          task queue, timeouts and retry policy of the activities
-    ConversationWorkflow    the workflow base class: run, the decide update, the queries
-    ConversationStart       the workflow's input; ConversationOutcome, its result
-    Conversation            a handle on a run: start, pending, decide, events, result
-    LlmWorkerPlugin         passes llm_worker through Temporal's workflow sandbox
+    DurableWorker               the definition both sides are built from: prompt, tools, hooks
+    ActivityConfig              task queue, timeouts and retry policy of the activities
+    ConversationWorkflow        the workflow base class: run, the decide update, the queries
+    ConversationStart           the workflow's input; ConversationOutcome, its result
+    Conversation                a handle on a run: start, pending, decide, events, result
+    ConversationNotFoundError   no workflow has the conversation's id
+    DefinitionChangedError      a worker's definition is not the one a run started with
+    LlmWorkerPlugin             passes llm_worker through Temporal's workflow sandbox
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
     ) from exc
 
 from ._config import ActivityConfig
-from ._conversation import Conversation, ConversationResult, EventPage
+from ._conversation import (
+    Conversation,
+    ConversationNotFoundError,
+    ConversationResult,
+    EventPage,
+)
+from ._definition import DefinitionChangedError
 from ._durable import DurableWorker
 from ._plugin import LlmWorkerPlugin
 from ._workflow import ConversationOutcome, ConversationStart, ConversationWorkflow
@@ -31,10 +39,12 @@ from ._workflow import ConversationOutcome, ConversationStart, ConversationWorkf
 __all__ = [
     "ActivityConfig",
     "Conversation",
+    "ConversationNotFoundError",
     "ConversationOutcome",
     "ConversationResult",
     "ConversationStart",
     "ConversationWorkflow",
+    "DefinitionChangedError",
     "DurableWorker",
     "EventPage",
     "LlmWorkerPlugin",

@@ -34,6 +34,7 @@ from .._limits import Limits
 from .._model_texts import DURABLE_RESULT_TOO_LARGE, call_text
 from .._response import ResponseAssembler
 from .._run import close_stream
+from .._safe_text import bounded_repr, valid_unicode
 from .._server import ToolServerHandle, entry_of
 from .._state_json import dump_result
 from ._data import DataCodec
@@ -58,21 +59,17 @@ def model_request_activity(
             reading = _read(client, load_request(request), limits.max_response_chars)
             events = await _beating(_Progress(), reading)
         except ProviderError as exc:
-            raise ApplicationError(
-                str(exc),
-                {
-                    "provider": exc.provider,
-                    "message": exc.message,
-                    "status": exc.status,
-                    "retryable": exc.retryable,
-                    "retry_after": exc.retry_after,
-                },
-                type="ProviderError",
-                non_retryable=not exc.retryable,
-                next_retry_delay=_retry_delay(exc.retry_after),
-            ) from exc
+            raise _provider_failure(exc) from None
         except LlmClientError as exc:  # a client that breaks the protocol does so every time
-            raise ApplicationError(str(exc), type="LlmClientError", non_retryable=True) from exc
+            raise ApplicationError(
+                _bounded(str(exc)), type="LlmClientError", non_retryable=True
+            ) from None
+        except ApplicationError:
+            raise
+        except Exception as exc:
+            if len(str(exc)) <= MAX_FAILURE_TEXT:
+                raise  # as Temporal records any exception: retried, with its traceback
+            raise ApplicationError(_bounded(str(exc)), type=type(exc).__name__) from None
         data = dump_events(coalesce(events))
         size = payload_size(data)
         if size > max_payload_bytes:  # asking again would only get as long an answer
@@ -126,6 +123,46 @@ def tool_call_activity(
     return tool_call
 
 
+MAX_FAILURE_TEXT = 10_000
+"""The most characters of an error's text a model request activity's failure carries:
+Temporal refuses a failure over its blob size limit, and the activity, its completion
+lost, times out and runs again (another paid request) without end."""
+
+_PREVIEW = 500  # characters of the provider's message in the failure's own message
+
+MAX_PROGRESS_MESSAGE = 1_000
+"""The most characters of a progress message a heartbeat carries."""
+
+
+def _provider_failure(exc: ProviderError) -> ApplicationError:
+    """The activity's failure for ``exc``, bounded: the provider's message in the details
+    (what the workflow reads), its start in the failure's own message (what Temporal's UI
+    shows); raised ``from None``, as the cause would carry the whole message again."""
+    message = _bounded(exc.message)
+    provider = _bounded(exc.provider, 200)
+    status = f" (HTTP {exc.status})" if exc.status is not None else ""
+    return ApplicationError(
+        f"{provider} request failed{status}: {_bounded(exc.message, _PREVIEW)}",
+        {
+            "provider": provider,
+            "message": message,
+            "status": exc.status,
+            "retryable": exc.retryable,
+            "retry_after": exc.retry_after,
+        },
+        type="ProviderError",
+        non_retryable=not exc.retryable,
+        next_retry_delay=_retry_delay(exc.retry_after),
+    )
+
+
+def _bounded(text: str, limit: int = MAX_FAILURE_TEXT) -> str:
+    """``text``, cut to ``limit`` characters (saying so), as valid Unicode."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return valid_unicode(text)
+
+
 MAX_RETRY_AFTER = timedelta(hours=1)
 """The longest wait a provider's ``retry_after`` sets for the next attempt."""
 
@@ -149,6 +186,9 @@ class _Progress:
     def report(
         self, call_id: str, progress: float, total: float | None, message: str | None
     ) -> None:
+        if message is not None:  # a heartbeat over Temporal's limit would cancel the call
+            text = message if isinstance(message, str) else bounded_repr(message)
+            message = _bounded(text, MAX_PROGRESS_MESSAGE)
         # One assignment: safe from a plain-def tool's thread.
         self.latest = {"call_id": call_id, "progress": progress, "total": total, "message": message}
 
@@ -198,8 +238,20 @@ async def _beating(progress: _Progress, work: Awaitable[_T]) -> _T:
 async def _heartbeat(progress: _Progress, interval: float) -> None:
     while True:
         latest = progress.latest
-        if latest is None:
+        if latest is None or not _sendable(latest):
             activity.heartbeat()
         else:
             activity.heartbeat(latest)
         await anyio.sleep(interval)
+
+
+_MAX_HEARTBEAT_BYTES = 20_000
+
+
+def _sendable(details: JsonDict) -> bool:
+    """Whether ``details`` go with a heartbeat: JSON, and small. (A heartbeat Temporal's
+    SDK cannot encode or send cancels the activity; without details one always goes.)"""
+    try:
+        return payload_size(details) <= _MAX_HEARTBEAT_BYTES
+    except (TypeError, ValueError):
+        return False

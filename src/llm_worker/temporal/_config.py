@@ -25,7 +25,10 @@ class ActivityConfig:
       the default is the worker's ``Limits.tool_timeout`` plus
       10 s (the tool's own timeout ends a slow call with the
       usual "timed out" result first; Temporal's ends an attempt whose worker
-      is gone). For model requests, 10 minutes.
+      is gone). One that is not longer than ``tool_timeout`` is refused, unless
+      ``schedule_to_close_timeout`` or ``retry_policy.maximum_attempts`` bounds
+      the attempts: a slow call would be cut off and run again without end. For
+      model requests, 10 minutes.
     - ``schedule_to_close_timeout``: how long all attempts together may take.
     - ``heartbeat_timeout``: a running attempt that stops heartbeating for this
       long is retried elsewhere: how soon a crashed worker process's calls run

@@ -11,9 +11,9 @@ docs/durable.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TypeVar, cast
 
 from temporalio.client import (
     Client,
@@ -31,10 +31,18 @@ from .._context import deps_fit
 from .._conversation import Message
 from .._exceptions import WorkerStateError
 from .._state import RunState
+from ._payloads import DEFAULT_MAX_PAYLOAD_BYTES, payload_size
 from ._wire import dump_decisions, load_history, load_pending
 from ._workflow import ConversationOutcome, ConversationStart, ConversationWorkflow
 
-__all__ = ["Conversation", "ConversationResult", "EventPage"]
+__all__ = ["Conversation", "ConversationNotFoundError", "ConversationResult", "EventPage"]
+
+_T = TypeVar("_T")
+
+
+class ConversationNotFoundError(WorkerStateError, LookupError):
+    """Temporal has no workflow of the conversation's id: it was never started (a
+    mistyped id?), or its history is gone (deleted past the namespace's retention)."""
 
 
 @dataclass(frozen=True)
@@ -61,12 +69,24 @@ class ConversationResult:
 
 
 class Conversation:
-    """A handle on one durable run: watch it, decide its pending calls, await its end."""
+    """A handle on one durable run: watch it, decide its pending calls, await its end.
 
-    __slots__ = ("handle",)
+    Each method raises ``ConversationNotFoundError`` when Temporal has no workflow of
+    the handle's id.
+    """
 
-    def __init__(self, handle: WorkflowHandle[Any, Any]) -> None:
+    __slots__ = ("handle", "max_payload_bytes")
+
+    def __init__(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        """A handle on the run of ``handle``'s workflow; ``max_payload_bytes``: its
+        ``DurableWorker``'s (the most a ``decide`` may send)."""
         self.handle = handle
+        self.max_payload_bytes = max_payload_bytes
 
     @classmethod
     async def start(
@@ -89,7 +109,9 @@ class Conversation:
         tool call's idempotency key, so give each conversation its own. ``state``
         continues a conversation (``user_input=None`` resumes or retries it);
         ``deps`` go through the workflow's ``DurableWorker.dump_deps``. Other
-        keywords go to ``Client.start_workflow``.
+        keywords go to ``Client.start_workflow``. A state over ``max_payload_bytes``
+        (its next model request would be) raises ``ValueError``, as does an input Temporal
+        would refuse.
         """
         durable = workflow.durable
         deps_type = durable.deps_type
@@ -104,11 +126,13 @@ class Conversation:
             deps=durable.dump_deps(deps),
             allowed_tools=None if allowed_tools is None else list(allowed_tools),
             tool_choice=tool_choice,
+            definition=durable.definition(),
         )
+        _check_input(start, durable.max_payload_bytes)
         handle = await client.start_workflow(
             workflow.run, start, id=id, task_queue=task_queue, **options
         )
-        return cls(handle)
+        return cls(handle, max_payload_bytes=durable.max_payload_bytes)
 
     @property
     def id(self) -> str:
@@ -120,8 +144,10 @@ class Conversation:
         ``"cancelled"``; and for a workflow that Temporal closed without its code
         (terminated, or past its timeout), ``"terminated"`` or ``"timed_out"``."""
         try:
-            status: str = await self.handle.query(
-                "status", result_type=str, reject_condition=QueryRejectCondition.NOT_OPEN
+            status: str = await self._found(
+                self.handle.query(
+                    "status", result_type=str, reject_condition=QueryRejectCondition.NOT_OPEN
+                )
             )
         except WorkflowQueryRejectedError as exc:  # closed: Temporal knows how
             return _closed_status(exc)
@@ -129,12 +155,13 @@ class Conversation:
 
     async def pending(self) -> tuple[PendingCall, ...]:
         """The calls waiting for a decision, in call order."""
-        data = await self.handle.query("pending", result_type=list)
+        data = await self._found(self.handle.query("pending", result_type=list))
         return tuple(load_pending(item) for item in data)
 
     async def history(self) -> tuple[Message, ...]:
         """The conversation so far."""
-        return tuple(load_history(await self.handle.query("history", result_type=list)))
+        data = await self._found(self.handle.query("history", result_type=list))
+        return tuple(load_history(data))
 
     async def state(self) -> RunState | None:
         """The run state where the run last stood still (start, pause or end).
@@ -143,7 +170,7 @@ class Conversation:
         payload comes whole.
         """
         for _ in range(_STATE_READS):
-            first = await self.handle.query("state_part", 0, result_type=dict)
+            first = await self._found(self.handle.query("state_part", 0, result_type=dict))
             if first["text"] is None:
                 return None
             texts = [str(first["text"])]
@@ -165,8 +192,13 @@ class Conversation:
         nothing more: its pages have the events it had, and that ``status``.
         """
         try:
-            data = await self.handle.query(
-                "events", after, result_type=dict, reject_condition=QueryRejectCondition.NOT_OPEN
+            data = await self._found(
+                self.handle.query(
+                    "events",
+                    after,
+                    result_type=dict,
+                    reject_condition=QueryRejectCondition.NOT_OPEN,
+                )
             )
             status = str(data["status"])
         except WorkflowQueryRejectedError as exc:  # closed: its events are in its history
@@ -189,8 +221,18 @@ class Conversation:
         returns what the first got. Without it, a repeat that arrives at the next
         pause decides that pause's calls if their ids match (model call ids are
         unique only within one response).
+
+        Decisions over ``max_payload_bytes`` as JSON raise ``ValueError`` (a ``Deny``
+        reason becomes the tool result the model reads: it goes into the history).
         """
         payload = dump_decisions(decisions)
+        size = payload_size(payload)
+        if size > self.max_payload_bytes:  # Temporal would refuse it, or fail workflow tasks
+            raise ValueError(
+                f"the decisions are {size} bytes as JSON, over the {self.max_payload_bytes} "
+                f"bytes one update may carry (max_payload_bytes): shorten the Deny reasons "
+                f"(each becomes a tool result the model reads) or the approved arguments"
+            )
         try:
             decided: list[object] = await self.handle.execute_update(  # pyright: ignore[reportUnknownMemberType]
                 "decide", payload, result_type=list, id=decision_id
@@ -201,9 +243,12 @@ class Conversation:
                 raise
             raise local from exc
         except RPCError as exc:
-            if exc.status is RPCStatusCode.NOT_FOUND:  # the workflow has closed
-                raise WorkerStateError(f"Nothing to decide: the run has ended ({exc})") from exc
-            raise
+            if exc.status is RPCStatusCode.FAILED_PRECONDITION:  # its workflow task fails
+                raise _not_ready("take decisions", exc) from exc
+            if exc.status is not RPCStatusCode.NOT_FOUND:
+                raise
+            await self._found(self.handle.describe())  # an id that was never started?
+            raise WorkerStateError(f"Nothing to decide: the run has ended ({exc})") from exc
         return tuple(str(call_id) for call_id in decided)
 
     async def result(self) -> ConversationResult:
@@ -211,7 +256,7 @@ class Conversation:
 
         A state too large for the workflow's result is asked of the ``state`` query.
         """
-        outcome: object = await self.handle.result()
+        outcome: object = await self._found(self.handle.result())
         if isinstance(outcome, dict):  # a handle made from an id alone knows no result type
             fields = cast("dict[str, Any]", outcome)
             outcome = ConversationOutcome(fields["text"], fields["state"], fields.get("output"))
@@ -223,8 +268,53 @@ class Conversation:
             assert state is not None  # a run that has finished has one
         return ConversationResult(outcome.text, state, outcome.output)
 
+    async def _found(self, asked: Awaitable[_T]) -> _T:
+        """What ``asked`` of the workflow gives; ``ConversationNotFoundError`` if there is
+        no workflow of this id (Temporal's NOT_FOUND: a closed one answers queries), a
+        ``WorkerStateError`` while its workflow task keeps failing."""
+        try:
+            return await asked
+        except RPCError as exc:
+            if exc.status is RPCStatusCode.NOT_FOUND:
+                raise ConversationNotFoundError(
+                    f"There is no conversation {self.handle.id!r}: Temporal has no workflow "
+                    f"of that id (never started, or deleted past its namespace's retention)"
+                ) from exc
+            if exc.status is RPCStatusCode.FAILED_PRECONDITION:
+                raise _not_ready("answer", exc) from exc
+            raise
+
     def __repr__(self) -> str:
         return f"<Conversation {self.handle.id!r}>"
+
+
+def _not_ready(doing: str, exc: RPCError) -> WorkerStateError:
+    """What Temporal's FAILED_PRECONDITION means to a caller: the run's workflow task fails
+    (and is retried), and until one completes the workflow takes nothing."""
+    why = str(exc).rstrip(".")
+    return WorkerStateError(
+        f"The run cannot {doing} now: {why}. Its workflow's history says why (a worker "
+        f"whose definition is not the run's?); ask again later"
+    )
+
+
+def _check_input(start: ConversationStart, limit: int) -> None:
+    """Raise ``ValueError`` for a start that cannot run: a state over ``limit`` (the run's
+    next model request, its history, could not be sent), or an input Temporal would
+    refuse (``Blob data size exceeds limit``), at most ``limit`` or the default one."""
+    if start.state is not None and (size := payload_size(start.state)) > limit:
+        raise ValueError(
+            f"the state is {size} bytes as JSON, over the {limit} bytes one payload may be "
+            f"(max_payload_bytes): shorten its history first (Worker.set_history, then "
+            f"worker.state)"
+        )
+    most = max(limit, DEFAULT_MAX_PAYLOAD_BYTES)  # an activity's limit may be lower
+    size = payload_size(asdict(start))
+    if size > most:
+        raise ValueError(
+            f"the workflow's input is {size} bytes as JSON, over the {most} bytes one payload "
+            f"may be: shorten the user input or the deps"
+        )
 
 
 _STATE_READS = 5  # reads of a large state, each in parts, before giving up

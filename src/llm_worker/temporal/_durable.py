@@ -15,6 +15,8 @@ workflows and activities.)
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from collections.abc import Callable, Iterable
 from datetime import timedelta
@@ -34,6 +36,7 @@ from .._registry import (
     registered_tools,
 )
 from .._server import ToolServer
+from .._state import fingerprint_of
 from .._types import ToolDefinition
 from .._worker import Worker, check_output_options
 from ._activities import model_request_activity, tool_call_activity
@@ -46,6 +49,8 @@ __all__ = ["DurableWorker"]
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
+_PreHook = TypeVar("_PreHook", bound=PreToolCallHook)
+_PostHook = TypeVar("_PostHook", bound=PostToolCallHook)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,7 +87,8 @@ class DurableWorker(Generic[DepsT, OutputT]):
     terminates the workflow): a model request that, with room for its response,
     would pass it fails the run with its state, a tool call is an error result.
     Hooks and approval policies run in the workflow and must be deterministic
-    (see docs/durable.md).
+    (see docs/durable.md). A run is bound to its ``definition()`` (prompt, ``max_turns``,
+    tools and their options): a worker with another does not go on with it.
     """
 
     def __init__(
@@ -194,15 +200,42 @@ class DurableWorker(Generic[DepsT, OutputT]):
             self._check_timeout(activity.over(self.tool_activity), "activity")
         self._tools.update(batch)
 
-    def add_pre_tool_call_hook(self, hook: PreToolCallHook) -> PreToolCallHook:
+    def add_pre_tool_call_hook(self, hook: _PreHook) -> _PreHook:
         """Run ``hook`` (in the workflow) before each tool call. Returns ``hook``."""
         self._pre_hooks.append(hook)
         return hook
 
-    def add_post_tool_call_hook(self, hook: PostToolCallHook) -> PostToolCallHook:
+    def add_post_tool_call_hook(self, hook: _PostHook) -> _PostHook:
         """Run ``hook`` (in the workflow) after each tool call. Returns ``hook``."""
         self._post_hooks.append(hook)
         return hook
+
+    def definition(self) -> dict[str, Any]:
+        """What a run of this worker is bound to, as JSON data; ``fingerprint`` hashes it.
+
+        ``{"fingerprint": ..., "system_prompt": <hash>, "max_turns": n, "tools": {name:
+        {"definition": <hash of its description and input schema>, "requires_approval":
+        true | false | "policy", "sequential": ...}}}``. A ``ConversationWorkflow``
+        records the fingerprint at its first workflow task and goes on with no other
+        (see docs/durable.md). Hooks, policy functions and activity options are code,
+        not in it.
+        """
+        tools = {
+            name: {
+                "definition": _short(fingerprint_of(None, (tool.meta.to_llm_definition(),))),
+                "requires_approval": tool.requires_approval
+                if isinstance(tool.requires_approval, bool)
+                else "policy",
+                "sequential": tool.sequential,
+            }
+            for name, tool in sorted(self._tools.items())
+        }
+        bound: dict[str, Any] = {
+            "system_prompt": _short(fingerprint_of(self.system_prompt, ())),
+            "max_turns": self.max_turns,
+            "tools": tools,
+        }
+        return {"fingerprint": _hash(bound), **bound}
 
     def workflow_worker(self) -> Worker[DepsT, OutputT]:
         """The ``Worker`` a workflow runs: activity-backed model and tools. Workflow code only.
@@ -321,16 +354,32 @@ class DurableWorker(Generic[DepsT, OutputT]):
         return None if timeout is None else timedelta(seconds=timeout) + TOOL_TIMEOUT_GRACE
 
     def _check_timeout(self, config: ActivityConfig, where: str) -> None:
+        tool_timeout = self._tool_timeout()
         if (
             config.start_to_close_timeout is None
             and config.schedule_to_close_timeout is None
-            and self._tool_timeout() is None
+            and tool_timeout is None
         ):
             raise ValueError(
                 f"DurableWorker {self.name!r}: a tool call activity needs a timeout, and "
                 f"limits.tool_timeout is None (or infinite); give {where}=ActivityConfig("
                 f"start_to_close_timeout=...)"
             )
+        attempt = config.start_to_close_timeout
+        if tool_timeout is None or attempt is None or attempt.total_seconds() > tool_timeout:
+            return
+        if config.schedule_to_close_timeout is not None or _attempts_bounded(config):
+            return  # a slow call ends, with an "Execution failed" result, after its attempts
+        # Temporal would end each attempt of a slow call before the tool's own timeout
+        # gives its "timed out" result, and start it again, without end.
+        raise ValueError(
+            f"DurableWorker {self.name!r}: {where}'s start_to_close_timeout "
+            f"({attempt.total_seconds():g} s) is not longer than limits.tool_timeout "
+            f"({tool_timeout:g} s): a call that takes that long would be cut off and run again "
+            f"without end, never timing out; leave start_to_close_timeout out (tool_timeout + "
+            f"{TOOL_TIMEOUT_GRACE.total_seconds():g} s), make it longer, or bound the attempts "
+            f"(schedule_to_close_timeout, retry_policy.maximum_attempts)"
+        )
 
     def __repr__(self) -> str:
         return f"<DurableWorker {self.name!r} tools={len(self._tools)}>"
@@ -363,6 +412,21 @@ def _tool_sources(tools: type | Iterable[ToolMeta]) -> list[tuple[ToolMeta, Appr
                 f"{type(meta).__name__}"
             )
     return [(meta, False, False) for meta in metas]
+
+
+def _attempts_bounded(config: ActivityConfig) -> bool:
+    policy = config.retry_policy
+    return policy is not None and policy.maximum_attempts > 0
+
+
+def _short(fingerprint: str) -> str:
+    """A part's fingerprint, short: enough to tell two versions of one part apart."""
+    return fingerprint.removeprefix("sha256:")[:16]
+
+
+def _hash(data: object) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 def _definition(meta: ToolMeta, tool: ActivityTool) -> ToolDefinition:

@@ -17,6 +17,11 @@ pauses for approvals it waits (for as long as it takes) for the ``decide``
 update, then resumes. The workflow's state is the worker's: the queries read
 ``pending``, the ``history``, the run ``state`` and the ``events``.
 
+A run is held to the definition it started with (``DurableWorker.definition()``,
+recorded in its history at its first workflow task): a worker with another
+fails the workflow task with ``DefinitionChangedError``, which Temporal retries
+until a worker with the run's definition takes it (see ``_definition``).
+
 A run that ends with an error (an abort, a budget, a provider failing past its
 retry policy...) fails the workflow with an ``ApplicationError`` whose ``type``
 is the error's class name and whose first detail is the run state's JSON, so
@@ -44,6 +49,7 @@ from .._run import RunStream
 from .._session import WorkerResult
 from .._state import RunState
 from .._worker import Worker
+from ._definition import check_definition
 from ._durable import DurableWorker
 from ._payloads import payload_size
 from ._wire import dump_decisions, dump_event, dump_history, dump_pending, load_decisions
@@ -73,6 +79,10 @@ class ConversationStart:
       ``ConversationOutcome.state``, or one saved by a process).
     - ``deps``: the run's deps as JSON data (``DurableWorker.dump_deps(deps)``).
     - ``allowed_tools``, ``tool_choice``: as ``run()`` takes them.
+    - ``definition``: the ``DurableWorker.definition()`` of the code that started the
+      run (``Conversation.start`` sets it). The run is held to the definition its
+      first workflow task ran with (recorded in its history); this one only lets
+      the error say what changed when a later worker's differs.
     """
 
     user_input: str | None = None
@@ -80,6 +90,7 @@ class ConversationStart:
     deps: Any = None
     allowed_tools: list[str] | None = None
     tool_choice: str = "auto"
+    definition: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -189,8 +200,13 @@ class ConversationWorkflow:
         return decisions
 
     def _begin(self, start: ConversationStart) -> RunStream[Any] | None:
-        """The worker, loaded with ``start``'s state, and the stream the run begins with."""
+        """The worker, loaded with ``start``'s state, and the stream the run begins with.
+
+        Raises ``DefinitionChangedError`` (the workflow task fails: Temporal retries it)
+        when the definition is not the one the run started with.
+        """
         durable = type(self).durable
+        check_definition(durable.name, durable.definition(), start.definition)
         worker = durable.workflow_worker()
         if start.state is not None:
             worker.load_state(RunState.from_json(start.state))
@@ -230,7 +246,9 @@ class ConversationWorkflow:
         assert self._worker is not None
         decided = [pending.call.id for pending in self._worker.pending]
         self._decisions = parsed
-        self._events.append({"seq": len(self._events), "type": "decided", "decisions": decisions})
+        # As parsed: what the run goes on with, not whatever else the update carried.
+        recorded = dump_decisions(parsed)
+        self._events.append({"seq": len(self._events), "type": "decided", "decisions": recorded})
         return decided
 
     @decide.validator
