@@ -60,7 +60,7 @@ from ._model_texts import (
 from ._output_schema import output_shape
 from ._strict_json import non_finite_problem
 
-__all__ = ["OUTPUT_TOOL_NAME", "RunOutput"]
+__all__ = ["OUTPUT_TOOL_NAME", "RunOutput", "answers_natively"]
 
 OUTPUT_TOOL_NAME = "final_result"
 """The tool a client without native structured output gives its final answer through."""
@@ -90,6 +90,17 @@ _BLOCKS = frozenset(
         "pup_limited_disabled",
     }
 )
+
+
+def answers_natively(client: object, output_type: Any) -> bool:
+    """Whether ``client`` is sent ``output_type``'s schema (``supports_output_format``),
+    else the answer comes through the ``final_result`` tool. A client may take some
+    schemas and not others (``supports_output_schema``: Anthropic cannot express a
+    ``dict[str, X]``): those come through the tool."""
+    if getattr(client, "supports_output_format", False) is not True:
+        return False
+    takes_schema = getattr(client, "supports_output_schema", None)
+    return not callable(takes_schema) or takes_schema(output_shape(output_type).schema) is True
 
 
 class RunOutput:

@@ -393,11 +393,9 @@ class Session:
         client without native structured output gets the answer as a call."""
         if self.output_type is None or self.output_type is str:
             return None
-        if getattr(self.client, "supports_output_format", False) is True:
-            return None
-        from ._output import OUTPUT_TOOL_NAME  # builds pydantic validators
+        from ._output import OUTPUT_TOOL_NAME, answers_natively  # builds pydantic validators
 
-        return OUTPUT_TOOL_NAME
+        return None if answers_natively(self.client, self.output_type) else OUTPUT_TOOL_NAME
 
     # -- run state -------------------------------------------------------------------
 

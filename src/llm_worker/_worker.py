@@ -357,9 +357,9 @@ class _WorkerBase(Generic[DepsT, OutputT]):
             output_type = session.output_type
         if output_type is None or output_type is str:
             return None
-        from ._output import OUTPUT_TOOL_NAME, RunOutput  # builds pydantic validators
+        from ._output import OUTPUT_TOOL_NAME, RunOutput, answers_natively  # pydantic validators
 
-        native = getattr(session.client, "supports_output_format", False) is True
+        native = answers_natively(session.client, output_type)
         if not native:
             if entry_of(session.handle, OUTPUT_TOOL_NAME) is not None:
                 raise ValueError(

@@ -24,10 +24,14 @@ How the conversation is sent:
   ``tool_result`` block per result (``tool_use_id``, ``content``, ``is_error``):
   ``content`` is the result's text, or, for a result with media, its parts in order
   as blocks (``tool_result_content``: text, ``image`` and ``document`` blocks, and a
-  note for audio, video and other media a tool result cannot hold).
+  note for audio, video and other media a tool result cannot hold, and for bytes over
+  the API's size limits: an image over 5 MB of base64, a document over a whole
+  request's 32 MB; sent, they would fail every later request of the conversation).
 
 A run's structured answer (``request.output_format``) goes as ``output_config``
-(``claude_output_config``).
+(``claude_output_config``). A type the API's structured outputs cannot express (a
+``dict[str, X]``, a recursive type: ``supports_output_schema`` says ``False``) is
+asked for through the worker's ``final_result`` tool instead.
 
 What a message keeps: when a response has blocks that text and tool calls cannot say
 (``thinking`` with its ``signature``, ``redacted_thinking``, ``server_tool_use``,
@@ -70,7 +74,6 @@ starts; a failure after the first byte is never retried.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -103,6 +106,7 @@ from .._client import (
 from .._content import MediaPart
 from .._conversation import AssistantMessage, Message, ProviderItem, ToolResult, Usage, UserMessage
 from .._exceptions import ProviderError
+from .._model_texts import MEDIA_NOT_SENT, media_label
 from ._common import (
     TIMED_OUT,
     HistoryPrefix,
@@ -161,6 +165,20 @@ PARAGRAPH = "\n\n"
 
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types a ``tool_result`` takes (base64 or URL)."""
+
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+"""The largest image the API takes: 5 MB per image, counted in its base64 text (it refuses
+more with "image exceeds 5 MB maximum: <base64 length> bytes > 5242880 bytes")."""
+
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+"""The documented size limit of a whole request (standard endpoints, PDFs included): a
+document larger than that alone can never be sent."""
+
+MAX_IMAGE_BYTES = MAX_IMAGE_BASE64 // 4 * 3
+"""The largest image, in its own bytes, whose base64 fits ``MAX_IMAGE_BASE64`` (3932160)."""
+
+MAX_PDF_BYTES = MAX_REQUEST_BYTES // 4 * 3
+"""The largest PDF, in its own bytes, whose base64 fits in a request (25165824)."""
 
 
 class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStreamEvent"]):
@@ -262,6 +280,17 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             self._output = (output_format, claude_output_config(output_format))
         return self._output[1]
 
+    def supports_output_schema(self, schema: Mapping[str, Any]) -> bool:
+        """Whether a run's structured answer of this JSON Schema (``OutputFormat.schema``)
+        can go natively, in ``output_config``, meaning what it means.
+
+        ``False`` for what Anthropic's structured outputs cannot express
+        (``output_schema_problem``): a ``dict[str, X]`` anywhere in the type, a recursive
+        type, ``Any``. The worker then asks for that answer through its ``final_result``
+        tool, as for a client without ``supports_output_format``.
+        """
+        return output_schema_problem(schema) is None
+
     def _reader(self, request: LlmRequest) -> _EventReader:
         return _EventReader()
 
@@ -280,12 +309,177 @@ def claude_output_config(output_format: OutputFormat) -> OutputConfigParam:
     The schema is rewritten as the SDK's own ``messages.parse`` does
     (``anthropic.transform_schema``): every object closed (``additionalProperties:
     false``), keywords the API does not take (``minimum``, ``maxLength``...) moved
-    into the description. A schema that rewrite cannot read goes as it is.
+    into the description. A schema the API cannot be sent as it means
+    (``output_schema_problem``) raises a non-retryable ``ProviderError`` instead: sent,
+    it would forbid answers the type takes (a ``dict[str, X]`` could only be ``{}``).
     """
-    schema = output_schema(output_format)
-    with contextlib.suppress(ValueError, TypeError, KeyError):  # the API says what it refuses
-        schema = anthropic.transform_schema(schema)
-    return {"format": {"type": "json_schema", "schema": schema}}
+    rewritten, problem = _rewritten(output_schema(output_format))
+    if problem is not None:
+        raise ProviderError(
+            PROVIDER,
+            f"Anthropic's structured outputs cannot express the output type's schema: "
+            f"{problem}; ask through the final_result tool instead "
+            f"(client.supports_output_format = False)",
+        )
+    return {"format": {"type": "json_schema", "schema": rewritten}}
+
+
+def output_schema_problem(schema: Mapping[str, Any]) -> str | None:
+    """Why ``output_config`` cannot carry the structured answer ``schema`` as it means it,
+    or ``None`` if it can.
+
+    Anthropic's structured outputs take ``additionalProperties: false`` on every object
+    and nothing else, and no recursive schema (its "JSON Schema limitations"). So a
+    schema cannot go when it has an object whose keys are not all named in advance (a
+    ``dict[str, X]``: ``additionalProperties`` a schema or true, ``patternProperties``, an
+    object with no ``properties``), which the rewrite would close to ``{}``; a
+    ``$ref`` cycle (a tree type); or anything ``anthropic.transform_schema`` cannot
+    read (``Any``: a schema of no type). An object that lists its properties without
+    ``additionalProperties`` (a pydantic model) is closed: validation drops other keys.
+    """
+    return _rewritten(schema)[1]
+
+
+def _rewritten(schema: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """``schema`` (without the worker's root ``x-`` keywords) as ``transform_schema``
+    rewrites it, and why that cannot be sent (``None``: it can)."""
+    original = {key: value for key, value in schema.items() if not key.startswith("x-")}
+    try:
+        rewritten = anthropic.transform_schema(original)
+    except Exception as exc:  # however it fails (ValueError, assert_never on a type list...)
+        return original, f"anthropic.transform_schema cannot read it ({type(exc).__name__}: {exc})"
+    problem = _closed_open_object(original, rewritten, "#") or _recursion(rewritten)
+    return rewritten, problem
+
+
+def _closed_open_object(original: object, rewritten: object, path: str) -> str | None:
+    """The first object the rewrite closed though it takes other keys, said with its path;
+    ``original`` and ``rewritten`` are walked side by side, where the rewrite recursed."""
+    given, sent = _mapping(original), _mapping(rewritten)
+    if given is None or sent is None:
+        return None
+    if sent.get("additionalProperties") is False and _takes_other_keys(given):
+        return (
+            f"{path} takes keys not named in advance ({_other_keys(given)}), and the API "
+            f"takes only additionalProperties: false, which would forbid them"
+        )
+    for sub_original, sub_rewritten, sub_path in _pairs(given, sent, path):
+        found = _closed_open_object(sub_original, sub_rewritten, sub_path)
+        if found is not None:
+            return found
+    return None
+
+
+def _pairs(
+    original: Mapping[str, Any], rewritten: Mapping[str, Any], path: str
+) -> list[tuple[object, object, str]]:
+    """The subschemas ``transform_schema`` rewrote, each with the one it came from and its
+    path: ``$defs`` and ``properties`` by name, ``items``, and the branches of ``anyOf``
+    (from ``anyOf`` or ``oneOf``) and ``allOf``."""
+    pairs: list[tuple[object, object, str]] = []
+    for key in ("$defs", "properties"):
+        given = _mapping(original.get(key)) or {}
+        for name, sub in (_mapping(rewritten.get(key)) or {}).items():
+            if name in given:
+                pairs.append((given[name], sub, f"{path}/{key}/{name}"))
+    if "items" in rewritten:
+        pairs.append((original.get("items"), rewritten["items"], f"{path}/items"))
+    for key in ("anyOf", "allOf"):
+        # The rewrite makes an anyOf of a oneOf (when there is no anyOf list).
+        source = key if key == "allOf" or _list(original.get("anyOf")) is not None else "oneOf"
+        given_list = _list(original.get(source)) or []
+        for index, sub in enumerate(_list(rewritten.get(key)) or []):
+            if index < len(given_list):
+                pairs.append((given_list[index], sub, f"{path}/{source}/{index}"))
+    return pairs
+
+
+def _mapping(value: object) -> Mapping[str, Any] | None:
+    """``value`` if it is a schema object (a mapping), else ``None``."""
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else None
+
+
+def _list(value: object) -> list[object] | None:
+    """``value`` if it is a list, else ``None``."""
+    return cast("list[object]", value) if isinstance(value, list) else None
+
+
+def _takes_other_keys(schema: Mapping[str, Any]) -> bool:
+    """Whether an object schema admits keys its ``properties`` do not name."""
+    if schema.get("patternProperties"):
+        return True
+    if schema.get("unevaluatedProperties", False) is not False:
+        return True
+    if "additionalProperties" not in schema:
+        return "properties" not in schema  # {"type": "object"}: any object
+    return schema["additionalProperties"] is not False
+
+
+def _other_keys(schema: Mapping[str, Any]) -> str:
+    """How an object takes other keys, for a message (a schema is not shown: it may be big)."""
+    if schema.get("patternProperties"):
+        return "patternProperties"
+    if schema.get("unevaluatedProperties", False) is not False:
+        return "unevaluatedProperties"
+    if "additionalProperties" not in schema:
+        return "no properties"
+    extra = schema["additionalProperties"]
+    return f"additionalProperties: {'true' if extra is True else 'a schema'}"
+
+
+def _recursion(rewritten: Mapping[str, Any]) -> str | None:
+    """Why the schema is recursive (a ``$ref`` cycle), or ``None`` if it is not."""
+    defs = _mapping(rewritten.get("$defs")) or {}
+    graph = {name: _refs(body) for name, body in defs.items()}
+    if "#" in _refs(rewritten) or any("#" in refs for refs in graph.values()):
+        return "the schema refers to itself ($ref: '#'), and the API takes no recursive schema"
+    done: set[str] = set()
+    for start in graph:
+        cycle = _cycle_from(start, graph, [], done)
+        if cycle is not None:
+            shown = " -> ".join(f"#/$defs/{name}" for name in cycle)
+            return f"{shown} is recursive, and the API takes no recursive schema"
+    return None
+
+
+def _cycle_from(
+    name: str, graph: Mapping[str, set[str]], trail: list[str], done: set[str]
+) -> list[str] | None:
+    # Depth first; `done` holds the entries no cycle goes through, so each is walked once.
+    if name in trail:
+        return [*trail[trail.index(name) :], name]
+    if name in done or name not in graph:
+        return None
+    trail.append(name)
+    for target in sorted(graph[name]):
+        cycle = _cycle_from(target, graph, trail, done)
+        if cycle is not None:
+            return cycle
+    trail.pop()
+    done.add(name)
+    return None
+
+
+_DEFS_REF = "#/$defs/"
+
+
+def _refs(node: object) -> set[str]:
+    """The ``$defs`` names the ``$ref``\\s inside ``node`` point at (``"#"`` for the root)."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:  # a stack, not recursion: no depth limit to meet
+        item = stack.pop()
+        schema, items = _mapping(item), _list(item)
+        if schema is not None:
+            ref = schema.get("$ref")
+            if ref == "#":
+                found.add("#")
+            elif isinstance(ref, str) and ref.startswith(_DEFS_REF):
+                found.add(ref[len(_DEFS_REF) :])
+            stack.extend(value for key, value in schema.items() if key != "$defs")
+        elif items is not None:
+            stack.extend(items)
+    return found
 
 
 def claude_tool_choice(request: LlmRequest) -> ToolChoiceParam | Omit:
@@ -375,7 +569,13 @@ def media_block(part: MediaPart) -> ToolResultContent | None:
 
     Images of ``IMAGE_TYPES`` and PDFs go as base64 or as their URL; a ``text/*``
     document's bytes as a plain-text document. Audio, video and other documents cannot.
+    Bytes over the API's limits (``MAX_IMAGE_BYTES``, ``MAX_PDF_BYTES``, a text document
+    over ``MAX_REQUEST_BYTES``) become a text block with a note (``too_large``): sent, the
+    API would refuse every later request of the conversation, since each carries them.
     """
+    largest = largest_bytes(part)
+    if largest is not None and part.size > largest:
+        return _text_block(too_large(part, largest))
     media_type = mime_type(part)
     if media_type in IMAGE_TYPES:
         if part.url is not None:
@@ -405,6 +605,28 @@ def media_block(part: MediaPart) -> ToolResultContent | None:
     if part.name:
         document["title"] = part.name
     return document
+
+
+def largest_bytes(part: MediaPart) -> int | None:
+    """The most bytes the API takes of a part like ``part`` (``None``: no limit, or a URL,
+    whose size the API finds out)."""
+    if part.data is None:
+        return None
+    media_type = mime_type(part)
+    if media_type in IMAGE_TYPES:
+        return MAX_IMAGE_BYTES
+    if media_type == "application/pdf":
+        return MAX_PDF_BYTES
+    if media_type.startswith("text/"):
+        return MAX_REQUEST_BYTES  # sent as its text, not base64
+    return None
+
+
+def too_large(part: MediaPart, largest: int) -> str:
+    """The note the model reads in place of a part over the API's limit: the same note as
+    for media a tool result cannot hold, with the largest size it takes."""
+    media_type = f"{mime_type(part)} of more than {largest} bytes"
+    return MEDIA_NOT_SENT.format(media=media_label(part), media_type=media_type)
 
 
 @dataclass(frozen=True)
