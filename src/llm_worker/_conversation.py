@@ -19,6 +19,7 @@ from ._content import ContentPart
 from ._safe_text import valid_unicode
 
 __all__ = [
+    "FILTERED_STOP_REASONS",
     "AssistantMessage",
     "HistoryView",
     "Message",
@@ -198,6 +199,25 @@ class AssistantMessage:
 
 
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResult
+
+FILTERED_STOP_REASONS = frozenset(
+    {
+        "content_filter",  # Chat Completions' and Responses'
+        # Gemini's reasons for withholding content (FinishReason / BlockedReason, lower-cased)
+        "safety",
+        "recitation",
+        "blocklist",
+        "prohibited_content",
+        "spii",
+        "image_safety",
+        "image_prohibited_content",
+        "image_recitation",
+        "jailbreak",
+        "model_armor",
+    }
+)
+"""The ``AssistantMessage.stop_reason`` values of a response a provider's content filter
+or policy withheld."""
 """One item of a worker's history."""
 
 _ItemT = TypeVar("_ItemT")

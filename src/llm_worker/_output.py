@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ._client import OutputFormat
-from ._conversation import ToolCall
+from ._conversation import FILTERED_STOP_REASONS, ToolCall
 from ._exceptions import OutputValidationError, RunStateError
 from ._meta import LlmToolDefinition
 from ._model_texts import (
@@ -70,26 +70,8 @@ _FORMAT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # Stop reasons of a response that ended as an answer does: nothing to say of them.
 _ANSWER_ENDS = frozenset({"end_turn", "tool_use"})
 _REFUSALS = frozenset({"refusal"})  # Anthropic's; the OpenAI clients' for a refusal
-# A provider's filter or policy stopped the response: Chat Completions' and Responses'
-# `content_filter`; Gemini's finish and prompt block reasons, lower-cased.
-_BLOCKS = frozenset(
-    {
-        "content_filter",
-        "safety",
-        "recitation",
-        "language",
-        "blocklist",
-        "prohibited_content",
-        "spii",
-        "image_safety",
-        "image_prohibited_content",
-        "image_recitation",
-        "jailbreak",
-        "model_armor",
-        "escalation",
-        "pup_limited_disabled",
-    }
-)
+# A provider's filter or policy stopped the response; Gemini's other refusals to go on too.
+_BLOCKS = FILTERED_STOP_REASONS | {"language", "escalation", "pup_limited_disabled"}
 
 
 def answers_natively(client: object, output_type: Any) -> bool:

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from .._conversation import FILTERED_STOP_REASONS
+
 __all__ = ["SCHEMA_URL", "SEMCONV_VERSION"]
 
 SEMCONV_VERSION: Final = "1.41.1"
@@ -90,23 +92,7 @@ FINISH_REASONS: Final[Mapping[str, str]] = MappingProxyType(
         "max_tokens": "length",
         "stop_sequence": "stop",  # Anthropic
         "refusal": "content_filter",
-        "content_filter": "content_filter",
-        # Gemini's reasons for withholding content (lower-cased FinishReason/BlockedReason)
-        **dict.fromkeys(
-            (
-                "safety",
-                "recitation",
-                "blocklist",
-                "prohibited_content",
-                "spii",
-                "image_safety",
-                "image_prohibited_content",
-                "image_recitation",
-                "jailbreak",
-                "model_armor",
-            ),
-            "content_filter",
-        ),
+        **dict.fromkeys(FILTERED_STOP_REASONS, "content_filter"),
     }
 )
 
