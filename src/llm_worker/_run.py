@@ -222,13 +222,13 @@ class RunStream(Generic[DepsT, OutputT]):
             )
         if self._start.kind == "resume":
             # The pause may have ended since the stream was made: a decision that names
-            # its pause is refused by id (and any decision by the pause it was made in).
+            # its pause is refused by id, and any decision by the pause it was made in.
             self._session.check_pause_id(self._start.pause_id)
-        if self._start.kind == "resume" and self._session.paused is not self._pause:
-            raise WorkerStateError(
-                "This resume was made for a pause that has ended (the run was resumed, or "
-                "another state was loaded); read worker.pending and resume again"
-            )
+            if self._session.paused is not self._pause:
+                raise WorkerStateError(
+                    "This resume was made for a pause that has ended (the run was resumed, "
+                    "or another state was loaded); read worker.pending and resume again"
+                )
         _check_start(self._session, self._start)
         group = anyio.create_task_group()
         await group.__aenter__()
