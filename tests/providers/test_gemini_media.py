@@ -247,6 +247,59 @@ class TestTypesGeminiTakes:
         assert sorted(inline_types(body)) == documented
         assert "not shown" not in json.dumps(body)
 
+    async def test_other_names_of_documented_types_go_under_geminis(self, server):
+        """What ``mimetypes.guess_type`` names a ``.wav``, ``.avi`` or ``.jpg`` file
+        (``audio/x-wav``, ``video/x-msvideo``, and the common ``image/jpg``) is sent under
+        the name Gemini documents, not dropped for a note."""
+        wav, jpeg = b"RIFF$\x00\x00\x00WAVE", b"\xff\xd8\xff\xe0 photo"
+        parts = (
+            MediaPart("audio/x-wav", data=wav),
+            MediaPart("Image/JPG", data=jpeg),
+            MediaPart("video/x-msvideo", url="https://media.example.com/call.avi"),
+        )
+        body = await run_with(server, *parts)
+        assert function_response(body)["parts"] == [
+            {"inline_data": {"mime_type": "image/jpeg", "data": urlsafe_b64(jpeg)}}
+        ]
+        assert body["contents"][-1]["parts"][1:] == [
+            {"inlineData": {"mime_type": "audio/wav", "data": urlsafe_b64(wav)}},
+            {
+                "fileData": {
+                    "file_uri": "https://media.example.com/call.avi",
+                    "mime_type": "video/avi",
+                }
+            },
+        ]
+        assert "not shown" not in json.dumps(body)
+
+    async def test_a_text_file_of_a_type_off_the_list_goes_as_plain_text(self, server):
+        """A YAML or Rust source file's bytes go as ``text/plain`` (as the other clients
+        send a text file's text), made valid UTF-8; by URL it stays a note (Gemini would
+        fetch it under its own type), and a non-text type stays a note."""
+        yaml = b"retries: 3\nname: caf\xc3\xa9 \xff\n"
+        parts = (
+            MediaPart("text/x-yaml", data=yaml, name="config.yaml"),
+            MediaPart("text/x-rust; charset=utf-8", data=b"fn main() {}"),
+            MediaPart("text/x-toml", url="https://example.com/Cargo.toml"),
+            MediaPart("application/octet-stream", data=b"\x00\x01"),
+        )
+        body = await run_with(server, *parts)
+        response = function_response(body)
+        fixed = "retries: 3\nname: caf\u00e9 \ufffd\n".encode()
+        assert response["parts"] == [
+            {"inline_data": {"mime_type": "text/plain", "data": urlsafe_b64(fixed)}},
+            {"inline_data": {"mime_type": "text/plain", "data": urlsafe_b64(b"fn main() {}")}},
+        ]
+        assert response["response"]["output"] == "\n".join(
+            [
+                not_shown(
+                    "text/x-toml at https://example.com/Cargo.toml",
+                    "text/x-toml",
+                ),
+                not_shown("application/octet-stream (2 bytes)", "application/octet-stream"),
+            ]
+        )
+
 
 async def test_the_documented_types_are_lower_case_and_without_parameters():
     """The sets are compared with ``mime_type()`` (lower-cased, parameters dropped); what a

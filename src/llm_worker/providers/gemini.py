@@ -33,9 +33,10 @@ How the conversation is sent (``contents``, and ``config``):
   content}`` for a failed call. A result's images, PDFs and text files go in the
   response's ``parts`` (``FUNCTION_RESPONSE_TYPES``; bytes as ``inline_data``, a URL as
   ``file_data``); its other media Gemini documents (``USER_TURN_TYPES``: audio, video,
-  HEIC images, text documents) in a user turn after the responses (``add_media``); a
-  part of a type Gemini does not take (a Word document, SVG...) is a note in the
-  response's text instead.
+  HEIC images, text documents) in a user turn after the responses (``add_media``),
+  under Gemini's name for their type (``audio/x-wav`` as ``audio/wav``); a text file
+  of a type off Gemini's list (YAML...) goes as ``text/plain``; a part of a type Gemini
+  does not take (a Word document, SVG...) is a note in the response's text instead.
 
 A run's structured answer (``request.output_format``) → ``config.response_mime_type``
 ``"application/json"`` and ``config.response_json_schema``.
@@ -148,7 +149,7 @@ from ._common import (
     retry_after,
     stream_ended,
 )
-from ._parts import attached_note, has_media, mime_type, not_sent
+from ._parts import attached_note, has_media, mime_type, not_sent, plain_text
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
@@ -220,6 +221,20 @@ USER_TURN_TYPES = FUNCTION_RESPONSE_TYPES | {
 ``mime_type()`` writes them. Gemini refuses any other with a 400 ("... mimeType parameter
 with value ..., which is not supported"), and every later request would carry it again:
 a part of another type is a note (``not_sent``) instead."""
+
+MEDIA_TYPE_ALIASES = {
+    "image/jpg": "image/jpeg",
+    "audio/x-wav": "audio/wav",
+    "audio/wave": "audio/wav",
+    "audio/vnd.wave": "audio/wav",
+    "audio/x-aiff": "audio/aiff",
+    "audio/x-flac": "audio/flac",
+    "audio/x-m4a": "audio/m4a",
+    "video/x-msvideo": "video/avi",
+    "video/x-ms-wmv": "video/wmv",
+}
+"""Other names of types Gemini documents, sent under Gemini's name: Python's
+``mimetypes`` names a ``.wav`` file ``audio/x-wav`` and an ``.avi`` ``video/x-msvideo``."""
 
 
 class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
@@ -636,10 +651,10 @@ def add_media(
     for part in result.parts:
         if not isinstance(part, MediaPart):
             continue
-        media_type = mime_type(part)
+        media_type = gemini_media_type(part)
         if media_type in FUNCTION_RESPONSE_TYPES:
             parts.append(cast("types.FunctionResponsePartDict", media_data(part)))
-        elif media_type in USER_TURN_TYPES:
+        elif media_type is not None:
             later.append(part)
         else:
             notes.append(not_sent(part))
@@ -654,12 +669,36 @@ def add_media(
         response["response"] = {"error" if result.is_error else "output": text}
 
 
-def media_data(part: MediaPart) -> dict[str, object]:
-    """A media part as Gemini sends it: its bytes as ``inline_data``, a URL as ``file_data``
-    (a part of a function response and of a request alike)."""
+def gemini_media_type(part: MediaPart) -> str | None:
+    """The type Gemini takes ``part`` as (``USER_TURN_TYPES``, under Gemini's name), or
+    ``None`` if it takes no such part.
+
+    A text document of a type off the list (YAML, TOML, a ``text/x-rust`` source...)
+    goes as ``text/plain``, as the other clients send its text; by URL it cannot (Gemini
+    fetches it under its own type).
+    """
     media_type = mime_type(part)
+    media_type = MEDIA_TYPE_ALIASES.get(media_type, media_type)
+    if media_type in USER_TURN_TYPES:
+        return media_type
+    if part.data is not None and media_type.startswith("text/"):
+        return "text/plain"
+    return None
+
+
+def media_data(part: MediaPart) -> dict[str, object]:
+    """A media part Gemini takes (``gemini_media_type``) as Gemini sends it: its bytes as
+    ``inline_data``, a URL as ``file_data`` (a part of a function response and of a
+    request alike)."""
+    media_type = gemini_media_type(part)
+    assert media_type is not None, part
     if part.data is not None:
-        return {"inline_data": {"mime_type": media_type, "data": part.data}}
+        data = part.data
+        if media_type == "text/plain" and mime_type(part) != media_type:
+            text = plain_text(part)  # its own type's bytes, read as UTF-8 text
+            assert text is not None
+            data = text.encode()
+        return {"inline_data": {"mime_type": media_type, "data": data}}
     return {"file_data": {"file_uri": part.url, "mime_type": media_type}}
 
 
