@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -42,12 +43,30 @@ PAUSE_ID_PATTERN = r"^[!-~]+$"
 
 
 def new_pause_id() -> str:
-    """A fresh, unguessable id for a pause (``secrets.token_hex(8)``, without its import).
+    """A fresh, unguessable id for a pause (``secrets.token_hex(8)``, without its import);
+    inside a Temporal workflow, one drawn from ``workflow.random()``, the same at each replay.
 
     Model call ids repeat across responses; a pause id names one pause, so a decision
     made for it (``resume(..., pause_id=...)``) can never decide a later one.
     """
+    workflow = _temporal_workflow()
+    if workflow is not None:
+        return f"{workflow.random().getrandbits(64):016x}"
     return os.urandom(8).hex()
+
+
+def _temporal_workflow() -> Any:
+    """Temporal's ``workflow`` module when this runs inside a workflow, else ``None``.
+
+    A workflow is replayed (after a worker restart, an eviction from its cache) and must
+    make the same pause ids each time: a UI holds on to the id the feed showed.
+    """
+    # Looked up, not imported: temporalio is an optional extra, which a process without
+    # durable runs need not have (or pay for); code running in a workflow has imported it.
+    workflow = sys.modules.get("temporalio.workflow")
+    if workflow is None or not workflow.in_workflow():
+        return None
+    return workflow
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,22 @@ async def local_run(folder: Path, message: str) -> Worker[Deps]:
     return worker
 
 
+async def feed_pause_ids(conversation: Conversation) -> list[str]:
+    """The ``pause_id`` of each ``run_paused`` in the feed; each of its pause's
+    ``approval_requested`` events has the same."""
+    page = await conversation.events()
+    ids: list[str] = []
+    asked: list[str] = []
+    for event in page.events:
+        if event["type"] == "approval_requested":
+            asked.append(event["pause_id"])
+        elif event["type"] == "run_paused":
+            assert set(asked) == {event["pause_id"]}, (asked, event["pause_id"])
+            ids.append(event["pause_id"])
+            asked = []
+    return ids
+
+
 class TestRun:
     async def test_a_multi_turn_run_with_parallel_calls_ends_as_it_does_in_a_process(
         self, client: Client, task_queue: str, tmp_path: Path
@@ -472,6 +488,103 @@ class TestApprovals:
         ran = [(e["tool"], e["args"]["amount"]) for e in read_journal(ledger.journal)]
         assert ran == [("transfer_out", 1)]
 
+    async def test_a_decision_for_an_earlier_pause_is_refused_at_a_later_one(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A decision naming its pause (``pause_id``), sent again (a new update id) once a
+        later pause waits whose call has the same model id, is refused with resume()'s
+        words and changes nothing; the later pause's own id is taken."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        message = plan(
+            [call("transfer_out", "t1", account="ada", amount=1)],
+            [call("transfer_out", "t1", account="ada", amount=1000)],
+        )
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            [first] = await feed_pause_ids(conversation)
+            assert await conversation.decide({"t1": Approve()}, pause_id=first) == ("t1",)
+            await wait_for_events(conversation, "run_paused", 2)
+            await wait_for_status(conversation, "paused")
+            [_, second] = await feed_pause_ids(conversation)
+            assert second != first
+            before = await conversation.events()
+            with pytest.raises(WorkerStateError) as stale:
+                await conversation.decide({"t1": Approve()}, pause_id=first)
+            assert str(stale.value) == (
+                f"This decision is for pause {first!r}, which has ended; the run is now "
+                f"paused at {second!r} (read worker.pending and decide again)"
+            )
+            with pytest.raises(WorkerStateError, match="which has ended"):
+                await conversation.decide(Approve(), pause_id=first)
+            after = await conversation.events()
+            assert (after.events, after.status) == (before.events, "paused")
+            pending = await conversation.pending()
+            assert [(p.call.id, p.call.input_json) for p in pending] == [
+                ("t1", '{"account": "ada", "amount": 1000}')
+            ]
+            events = await history_events(conversation.handle)
+            assert count(events, EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) == 1
+            assert await conversation.decide({"t1": Deny("too much")}, pause_id=second) == ("t1",)
+            result = await finished(conversation)
+            page = await conversation.events()
+        ran = [(e["tool"], e["args"]["amount"]) for e in read_journal(ledger.journal)]
+        assert ran == [("transfer_out", 1)]
+        assert result.state.history[-2] == ToolResult(
+            "t1", "Tool call 'transfer_out' was denied; it did not run: too much", True
+        )
+        decided = [e["decisions"] for e in page.events if e["type"] == "decided"]
+        assert decided == [
+            {"calls": {"t1": {"approve": True, "arguments": None}}, "pause_id": first},
+            {"calls": {"t1": {"approve": False, "reason": "too much"}}, "pause_id": second},
+        ]
+
+    async def test_a_pause_id_is_checked_for_what_it_is(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """Not text: ``decide`` raises TypeError before sending, the workflow a ValueError
+        for one sent by hand; a ``null`` pause id is none (as updates without one)."""
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("transfer_out", "t1", account="ada", amount=1)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            with pytest.raises(TypeError, match="pause_id must be a str"):
+                await conversation.decide(Approve(), pause_id=7)  # type: ignore[arg-type]
+            with pytest.raises(WorkflowUpdateFailedError) as by_hand:
+                await conversation.handle.execute_update(
+                    "decide", {"all": {"approve": True}, "pause_id": 7}
+                )
+            cause = by_hand.value.cause
+            assert isinstance(cause, ApplicationError)
+            assert (cause.type, cause.message) == (
+                "ValueError",
+                "'pause_id' has the wrong type (int)",
+            )
+            sent = {"all": {"approve": False, "reason": "no"}, "pause_id": None}
+            assert await conversation.handle.execute_update("decide", sent, result_type=list) == [
+                "t1"
+            ]
+            await finished(conversation)
+
     async def test_a_pause_past_the_approval_timeout_denies_its_calls(
         self, client: Client, task_queue: str, tmp_path: Path
     ):
@@ -681,6 +794,64 @@ class TestApprovals:
             "content": "sent 1 from ada",
             "is_error": False,
         }
+
+
+class TestPauseIds:
+    async def test_a_paused_run_keeps_its_pause_id_on_a_new_worker(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """The worker that ran the pause is replaced: the new one replays the history
+        and the feed and the state query give the same pause id, which decide takes."""
+        ledger = Ledger(tmp_path)
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(ledger))
+        message = plan([call("transfer_out", "t1", account="ada", amount=2)], answer="sent")
+        async with temporal_worker(
+            client,
+            task_queue,
+            workflows=[LedgerWorkflow],
+            activities=activities,
+            # Its workflow tasks (queries too) wait this long on its own queue once it is
+            # gone, before the next worker may take them.
+            sticky_queue_schedule_to_start_timeout=timedelta(seconds=1),
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                message,
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            [paused_at] = await feed_pause_ids(conversation)
+            state = await conversation.state()
+            assert state is not None
+            assert state.pause_id == paused_at
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            with anyio.fail_after(30):
+                assert await feed_pause_ids(conversation) == [paused_at]
+                state = await conversation.state()
+            assert state is not None
+            assert state.pause_id == paused_at
+            assert await conversation.decide(Approve(), pause_id=paused_at) == ("t1",)
+            result = await finished(conversation)
+        assert result.final_text == "sent: sent 2 from ada"
+        assert result.state.pause_id is None
+
+    @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+    async def test_outside_a_workflow_a_pause_id_is_random(self, anyio_backend: str):
+        """With Temporal's workflow module imported, code that is not in a workflow (a
+        process's run, on asyncio or trio) still gets os.urandom's ids."""
+        import sys
+
+        from llm_worker._approvals import new_pause_id
+
+        assert "temporalio.workflow" in sys.modules
+        ids = {new_pause_id() for _ in range(50)}
+        assert len(ids) == 50
+        assert all(len(pause_id) == 16 and int(pause_id, 16) >= 0 for pause_id in ids)
 
 
 class TestProgress:

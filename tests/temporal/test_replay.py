@@ -33,7 +33,7 @@ from .durable_apps import (
     call,
     plan,
 )
-from .support import finished, temporal_worker, wait_for_status, workflow_id
+from .support import finished, temporal_worker, wait_for_events, wait_for_status, workflow_id
 
 pytestmark = [pytest.mark.anyio, pytest.mark.temporal]
 
@@ -80,6 +80,42 @@ async def test_a_recorded_history_replays_on_the_workflow_code(
     history = await recorded_history(client, task_queue, tmp_path)
     replayer = Replayer(workflows=[LedgerWorkflow], plugins=[LlmWorkerPlugin()])
     result = await replayer.replay_workflow(history)
+    assert result.replay_failure is None
+
+
+async def test_a_replay_makes_the_pause_ids_the_run_made(
+    client: Client, task_queue: str, tmp_path: Path
+):
+    """Two pauses, each decided with the pause id the feed showed: the replay's pauses
+    have the same ids (drawn from ``workflow.random()``), so its decide handler takes
+    the recorded decisions again and the run goes on as it did."""
+    activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(tmp_path)))
+    message = plan(
+        [call("transfer_out", "t", account="ada", amount=1)],
+        [call("transfer_out", "t", account="ada", amount=2)],
+    )
+    async with temporal_worker(
+        client, task_queue, workflows=[LedgerWorkflow], activities=activities
+    ):
+        conversation = await Conversation.start(
+            client,
+            LedgerWorkflow,
+            message,
+            id=workflow_id(),
+            task_queue=task_queue,
+            deps=Deps("ada"),
+        )
+        for number in (1, 2):
+            await wait_for_events(conversation, "run_paused", number)
+            await wait_for_status(conversation, "paused")
+            state = await conversation.state()
+            assert state is not None
+            assert state.pause_id is not None
+            await conversation.decide(Approve(), pause_id=state.pause_id)
+        await finished(conversation)
+        history = await conversation.handle.fetch_history()
+    replayer = Replayer(workflows=[LedgerWorkflow], plugins=[LlmWorkerPlugin()])
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None
 
 

@@ -207,25 +207,33 @@ class Conversation:
         return EventPage(list(data["events"]), int(data["next"]), status)
 
     async def decide(
-        self, decisions: Mapping[str, Decision] | Decision, *, decision_id: str | None = None
+        self,
+        decisions: Mapping[str, Decision] | Decision,
+        *,
+        decision_id: str | None = None,
+        pause_id: str | None = None,
     ) -> tuple[str, ...]:
         """Decide the pending calls, as ``resume(decisions)`` takes them; the run goes on.
 
         Raises what ``resume()`` would, with its message (``WorkerStateError``
-        when the run is not paused or a pending call has no decision, ``TypeError``
-        for what is not a decision), and nothing changes then. Returns the ids
-        of the calls decided.
+        when the run is not paused, a pending call has no decision, or ``pause_id``
+        is not the current pause's; ``TypeError`` for what is not a decision), and
+        nothing changes then. Returns the ids of the calls decided.
+
+        ``pause_id`` names the pause the decisions were made for (the ``pause_id`` of
+        the feed's ``run_paused`` and ``approval_requested`` events, or of ``state()``):
+        once that pause has ended, they decide nothing, also at a later pause whose
+        calls have the same ids (model call ids are unique only within one response).
 
         ``decision_id`` (Temporal's update id) makes a decision that is sent again
         (a retried request) a no-op: the workflow takes each id once, and a repeat
-        returns what the first got. Without it, a repeat that arrives at the next
-        pause decides that pause's calls if their ids match (model call ids are
-        unique only within one response).
+        returns what the first got. Without it or a ``pause_id``, a repeat that
+        arrives at the next pause decides that pause's calls if their ids match.
 
         Decisions over ``max_payload_bytes`` as JSON raise ``ValueError`` (a ``Deny``
         reason becomes the tool result the model reads: it goes into the history).
         """
-        payload = dump_decisions(decisions)
+        payload = dump_decisions(decisions, pause_id)
         size = payload_size(payload)
         if size > self.max_payload_bytes:  # Temporal would refuse it, or fail workflow tasks
             raise ValueError(

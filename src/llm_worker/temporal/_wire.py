@@ -65,6 +65,7 @@ __all__ = [
     "load_decisions",
     "load_events",
     "load_history",
+    "load_pause_id",
     "load_pending",
     "load_request",
     "load_result",
@@ -253,22 +254,34 @@ def load_pending(data: Any) -> PendingCall:
     return PendingCall(load_call(_field(data, "call", dict)), meta, _field(data, "reason", str))
 
 
-def dump_decisions(decisions: Mapping[str, Decision] | Decision) -> JsonDict:
+def dump_decisions(
+    decisions: Mapping[str, Decision] | Decision, pause_id: str | None = None
+) -> JsonDict:
     """``resume()``'s decisions as the ``decide`` update's argument.
 
     ``{"all": decision}`` for one decision that applies to every pending call,
     else ``{"calls": {call_id: decision}}``; a decision is ``{"approve": true,
     "arguments": null | "<JSON text>" | {...}}`` or ``{"approve": false,
-    "reason": "..."}``.
+    "reason": "..."}``. With ``pause_id`` (the pause they are for, as
+    ``resume(..., pause_id=...)`` takes it), ``"pause_id": "..."`` beside them.
     """
+    if pause_id is not None and not isinstance(pause_id, str):
+        raise TypeError(
+            f"pause_id must be a str (the id of the pause the decisions are for), not "
+            f"{type(pause_id).__name__}"
+        )
     if isinstance(decisions, (Approve, Deny)):
-        return {"all": _dump_decision(decisions)}
-    if not isinstance(decisions, Mapping):
+        document: JsonDict = {"all": _dump_decision(decisions)}
+    elif isinstance(decisions, Mapping):
+        document = {"calls": {call_id: _dump_decision(d) for call_id, d in decisions.items()}}
+    else:
         raise TypeError(
             f"decisions must map call ids to Approve()/Deny(reason), or be one decision, "
             f"not {type(decisions).__name__}"
         )
-    return {"calls": {call_id: _dump_decision(d) for call_id, d in decisions.items()}}
+    if pause_id is not None:
+        document["pause_id"] = pause_id
+    return document
 
 
 def _dump_decision(decision: object) -> JsonDict:
@@ -288,15 +301,25 @@ def _dump_decision(decision: object) -> JsonDict:
 def load_decisions(data: object) -> Mapping[str, Decision] | Decision:
     """The decisions ``dump_decisions`` wrote, as ``resume()`` takes them."""
     document = _object(data)
-    if document is None or len(document) != 1 or not ({"all", "calls"} & set(document)):
+    if document is None or set(document) - {"pause_id"} not in ({"all"}, {"calls"}):
         raise ValueError(
-            'decisions must be {"all": decision} or {"calls": {call_id: decision}}, '
-            f"not {data!r}"[:300]
+            'decisions must be {"all": decision} or {"calls": {call_id: decision}} (and '
+            f'maybe "pause_id": "..."), not {data!r}'[:300]
         )
     if "all" in document:
         return _load_decision(document["all"], "all")
     calls: dict[str, object] = _field(document, "calls", dict)
     return {str(call_id): _load_decision(d, str(call_id)) for call_id, d in calls.items()}
+
+
+def load_pause_id(data: object) -> str | None:
+    """The ``pause_id`` ``dump_decisions`` wrote beside the decisions; ``None`` without one
+    (as the decisions of earlier versions came)."""
+    document = _object(data)
+    if document is None or document.get("pause_id") is None:
+        return None
+    pause_id: str = _field(document, "pause_id", str)
+    return pause_id
 
 
 def _load_decision(data: object, where: str) -> Decision:
@@ -323,11 +346,13 @@ def _load_decision(data: object, where: str) -> Decision:
 # -- the event feed ------------------------------------------------------------------------
 
 
-def dump_event(event: RunEvent) -> JsonDict | None:
+def dump_event(event: RunEvent, *, pause_id: str | None = None) -> JsonDict | None:
     """A run event as the feed a UI polls shows it; ``None`` for the fragments it skips.
 
     The pieces of a response in progress (``ToolUseStart``, ``ToolInputDelta``) are
     left out: a durable response arrives whole, and ``tool_call_ready`` has the call.
+    ``pause_id`` is the worker's, which an ``ApprovalRequested`` does not carry: its
+    ``approval_requested``, as ``run_paused``, says which pause a decision is for.
     """
     if isinstance(event, ResponseStarted):
         return {"type": "response_started", "request": event.request}
@@ -340,7 +365,11 @@ def dump_event(event: RunEvent) -> JsonDict | None:
     if isinstance(event, ResponseCompleted):
         return {"type": "response_completed", "message": dump_message(event.message)}
     if isinstance(event, ApprovalRequested):
-        return {"type": "approval_requested", "pending": dump_pending(event.pending)}
+        return {
+            "type": "approval_requested",
+            "pending": dump_pending(event.pending),
+            "pause_id": pause_id,
+        }
     if isinstance(event, ToolCallRunning):
         return {"type": "tool_call_running", "call": dump_call(event.call)}
     if isinstance(event, ToolCallProgress):
@@ -361,7 +390,11 @@ def dump_event(event: RunEvent) -> JsonDict | None:
     if isinstance(event, RunFinished):
         return {"type": "run_finished", "text": event.text}
     if isinstance(event, RunPaused):
-        return {"type": "run_paused", "pending": [dump_pending(p) for p in event.pending]}
+        return {
+            "type": "run_paused",
+            "pending": [dump_pending(p) for p in event.pending],
+            "pause_id": event.pause_id,
+        }
     if isinstance(event, RunAborted):
         return {"type": "run_aborted", "reason": event.reason}
     if isinstance(event, RunFailed):

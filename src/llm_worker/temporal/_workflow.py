@@ -52,7 +52,14 @@ from .._worker import Worker
 from ._definition import check_definition
 from ._durable import DurableWorker
 from ._payloads import payload_size
-from ._wire import dump_decisions, dump_event, dump_history, dump_pending, load_decisions
+from ._wire import (
+    dump_decisions,
+    dump_event,
+    dump_history,
+    dump_pending,
+    load_decisions,
+    load_pause_id,
+)
 
 __all__ = ["EVENTS_PER_PAGE", "ConversationOutcome", "ConversationStart", "ConversationWorkflow"]
 
@@ -119,7 +126,8 @@ class ConversationWorkflow:
         self._worker: Worker[Any] | None = None
         self._deps: Any = None
         self._status = "starting"
-        self._decisions: Mapping[str, Decision] | Decision | None = None
+        # What the decide update gave, and the pause it named (None: the current one).
+        self._decisions: tuple[Mapping[str, Decision] | Decision, str | None] | None = None
         self._events: list[dict[str, Any]] = []
         self._rest: str | None = None  # the run state where the run last stood still
         self._rests = 0  # how often it changed: the parts of one state_part read agree
@@ -148,8 +156,8 @@ class ConversationWorkflow:
                     if stream.result is WorkerResult.FINISHED:
                         break
                 self._status = "paused"
-                decisions = await self._decisions_given()
-                stream = worker.resume_stream(decisions, deps=self._deps)
+                decisions, pause_id = await self._decisions_given()
+                stream = worker.resume_stream(decisions, pause_id=pause_id, deps=self._deps)
         except asyncio.CancelledError:  # the workflow is cancelled: a UI polling must see it
             self._status = "cancelled"
             self._rest_at(worker)  # the stream has closed: calls have results
@@ -182,8 +190,9 @@ class ConversationWorkflow:
         """Whether ``values`` fit in one payload of the workflow's result or failure."""
         return payload_size(list(values)) <= type(self).durable.max_payload_bytes
 
-    async def _decisions_given(self) -> Mapping[str, Decision] | Decision:
-        """The decisions the ``decide`` update gives; past the approval timeout, a denial."""
+    async def _decisions_given(self) -> tuple[Mapping[str, Decision] | Decision, str | None]:
+        """The decisions the ``decide`` update gives, and the pause id it named; past the
+        approval timeout, a denial."""
         timeout = type(self).durable.approval_timeout
         try:
             await workflow.wait_condition(lambda: self._decisions is not None, timeout=timeout)
@@ -194,7 +203,7 @@ class ConversationWorkflow:
             self._events.append(
                 {"seq": len(self._events), "type": "decided", "decisions": dump_decisions(denial)}
             )
-            return denial
+            return denial, None
         decisions, self._decisions = self._decisions, None
         assert decisions is not None
         return decisions
@@ -225,7 +234,8 @@ class ConversationWorkflow:
         return worker.retry_stream(deps=deps)
 
     def _record(self, event: RunEvent) -> None:
-        data = dump_event(event)
+        assert self._worker is not None
+        data = dump_event(event, pause_id=self._worker.pause_id)
         if data is None:
             return
         durable = type(self).durable
@@ -237,17 +247,19 @@ class ConversationWorkflow:
 
     @workflow.update
     async def decide(self, decisions: dict[str, Any]) -> list[str]:
-        """Decide the pending calls (``{"calls": {id: decision}}`` or ``{"all": decision}``).
+        """Decide the pending calls (``{"calls": {id: decision}}`` or ``{"all": decision}``,
+        and maybe ``"pause_id"``: the pause they are for).
 
-        Checked by the validator with the rules of ``resume()``; a rejected update
-        leaves no trace in the workflow's history. Returns the decided call ids.
+        Checked by the validator with the rules of ``resume()`` (a ``pause_id`` that is
+        not the current pause's is refused); a rejected update leaves no trace in the
+        workflow's history. Returns the decided call ids.
         """
-        parsed = self._checked(decisions)
+        parsed, pause_id = self._checked(decisions)
         assert self._worker is not None
         decided = [pending.call.id for pending in self._worker.pending]
-        self._decisions = parsed
+        self._decisions = parsed, pause_id
         # As parsed: what the run goes on with, not whatever else the update carried.
-        recorded = dump_decisions(parsed)
+        recorded = dump_decisions(parsed, pause_id)
         self._events.append({"seq": len(self._events), "type": "decided", "decisions": recorded})
         return decided
 
@@ -255,20 +267,22 @@ class ConversationWorkflow:
     def _validate_decisions(self, decisions: dict[str, Any]) -> None:
         self._checked(decisions)
 
-    def _checked(self, decisions: dict[str, Any]) -> Mapping[str, Decision] | Decision:
+    def _checked(
+        self, decisions: dict[str, Any]
+    ) -> tuple[Mapping[str, Decision] | Decision, str | None]:
         worker = self._worker
         try:
             if worker is None or self._status != "paused":
                 raise _not_paused(self._status)
             if self._decisions is not None:
                 raise WorkerStateError("The pending calls are decided already; the run resumes")
-            parsed = load_decisions(decisions)
+            parsed, pause_id = load_decisions(decisions), load_pause_id(decisions)
             # The very checks resume() makes (a stream refuses bad decisions when it is
             # made, before it runs anything), so a rejected update changes nothing.
-            worker.resume_stream(parsed, deps=self._deps)
+            worker.resume_stream(parsed, pause_id=pause_id, deps=self._deps)
         except (WorkerError, TypeError, ValueError) as exc:
             raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
-        return parsed
+        return parsed, pause_id
 
     # -- queries ---------------------------------------------------------------------
 
@@ -307,7 +321,8 @@ class ConversationWorkflow:
         ``tool_call_ready``, ``response_completed``, ``approval_requested``,
         ``decided``, ``tool_call_running``, ``tool_call_finished``, and the run's
         end, ``run_finished``, ``run_paused``, ``run_aborted``, ``run_failed`` or
-        ``run_cancelled`` (the workflow was cancelled).
+        ``run_cancelled`` (the workflow was cancelled). ``approval_requested`` and
+        ``run_paused`` have the ``pause_id`` a ``decide`` may name.
         """
         start = max(0, after)
         page: list[dict[str, Any]] = []
