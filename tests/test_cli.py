@@ -13,6 +13,8 @@ import importlib.metadata
 import json
 import os
 import shlex
+import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +110,12 @@ class TestOutput:
         assert _cli.main(["schema", "cli_targets.other_tools"]) == 0
         assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["archive_book"]
 
+    @pytest.mark.parametrize("target", ["cli_targets.reexport:Shop", "cli_targets.reexport.tools"])
+    def test_the_targets_named_for_a_reexported_class_work(self, capsys, target):
+        """The targets the error for a package that re-exports its registry names do work."""
+        assert _cli.main(["schema", target]) == 0
+        assert [t["name"] for t in json.loads(capsys.readouterr().out)] == ["buy"]
+
     def test_inherited_tool_is_one_tool(self, capsys):
         """A tool a registry subclass inherits unchanged is listed once, not a clash."""
         import json
@@ -128,6 +136,81 @@ class TestOutput:
         assert _cli.main(["schema", EXAMPLES, "--format", "gemini", "-o", str(path)]) == 0
         assert capsys.readouterr() == ("", "")
         assert path.read_bytes() == golden("gemini").encode("utf-8")
+
+    def test_the_file_is_replaced_whole(self, capsys, tmp_path):
+        """-o writes a new file and renames it over the old one: a reader that opened the old
+        file (a concurrent --check) reads it whole, never a truncated or half-written one."""
+        path = tmp_path / "tools.json"
+        path.write_text("[]\n", encoding="utf-8")
+        with path.open("rb") as reader:
+            assert _cli.main(["schema", EXAMPLES, "-o", str(path)]) == 0
+            assert reader.read() == b"[]\n"
+        assert path.read_text(encoding="utf-8") == golden("neutral")
+        assert os.listdir(tmp_path) == ["tools.json"]  # no temporary file left
+
+    @pytest.mark.skipif(os.name != "posix", reason="needs POSIX file modes")
+    def test_the_file_keeps_its_permissions(self, capsys, tmp_path):
+        """The new file has the old one's mode, as rewriting it in place left it."""
+        path = tmp_path / "tools.json"
+        path.write_text("[]\n", encoding="utf-8")
+        path.chmod(0o640)
+        assert _cli.main(["schema", EXAMPLES, "-o", str(path)]) == 0
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+    @pytest.mark.skipif(os.name != "posix", reason="needs POSIX file modes")
+    def test_a_new_file_gets_the_mode_open_gives(self, capsys, tmp_path):
+        """A new file is 0o666 less the umask, as open() makes it (not mkstemp's 0o600)."""
+        umask = os.umask(0o022)
+        os.umask(umask)
+        path = tmp_path / "tools.json"
+        assert _cli.main(["schema", EXAMPLES, "-o", str(path)]) == 0
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+    @pytest.mark.skipif(os.name != "posix", reason="symlinks need privileges on Windows")
+    def test_a_symlink_has_its_target_written(self, capsys, tmp_path):
+        """-o through a symlink writes the file it points at and keeps the link."""
+        real = tmp_path / "real.json"
+        real.write_text("[]\n", encoding="utf-8")
+        link = tmp_path / "tools.json"
+        link.symlink_to(real.name)
+        assert _cli.main(["schema", EXAMPLES, "-o", str(link)]) == 0
+        assert link.is_symlink()
+        assert real.read_text(encoding="utf-8") == golden("neutral")
+
+    def test_what_is_no_regular_file_is_written_in_place(self, capsys):
+        """A device such as the null device cannot be replaced: it is written to, and kept."""
+        assert _cli.main(["schema", EXAMPLES, "-o", os.devnull]) == 0
+        assert capsys.readouterr() == ("", "")
+        if os.name == "posix":
+            assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+    @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE (POSIX)")
+    def test_a_failed_write_leaves_the_old_file(self, tmp_path):
+        """A write that fails midway (here the file size limit, as a disk that fills up):
+        exit 2 in one line, and the old file is there as it was, with no temporary file."""
+        import resource
+
+        def limit_file_size() -> None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of the signal
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
+
+        path = tmp_path / "tools.json"
+        path.write_text("[]\n", encoding="utf-8")
+        result = subprocess.run(
+            [sys.executable, "-m", "llm_worker", "schema", EXAMPLES, "-o", str(path)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+            check=False,
+            timeout=120,
+            preexec_fn=limit_file_size,
+        )
+        assert (result.returncode, result.stderr) == (
+            2,
+            f"python -m llm_worker schema: error: cannot write {path}: File too large\n",
+        )
+        assert path.read_text(encoding="utf-8") == "[]\n"
+        assert os.listdir(tmp_path) == ["tools.json"]
 
     def test_current_directory_is_importable(self, capsys, tmp_path, monkeypatch):
         """A module in the current directory is a valid target; sys.path is restored after."""
@@ -238,6 +321,61 @@ class TestCheck:
             "line such as: schemas/tools.json text eol=lf\n"
         )
 
+    def test_only_a_byte_order_mark_differs(self, capsys, tmp_path):
+        """A snapshot an editor saved with a UTF-8 byte-order mark and no other change: exit 1,
+        as for line endings, and a message naming the mark, not a diff of look-alike lines."""
+        path = tmp_path / "tools.json"
+        path.write_bytes(b"\xef\xbb\xbf" + golden("neutral").encode("utf-8"))
+        assert _cli.main(["schema", EXAMPLES, "--check", str(path)]) == 1
+        assert capsys.readouterr() == (
+            "",
+            f"{path} differs only in its byte-order mark: it starts with U+FEFF (a UTF-8 BOM), "
+            f"the output does not; regenerate it with:\n"
+            f"  llm-worker schema {EXAMPLES} -o {path}\n",
+        )
+
+    def test_only_a_byte_order_mark_and_line_endings_differ(self, capsys, tmp_path):
+        """A byte-order mark and \\r\\n line endings, nothing else: both named, and Git's advice."""
+        path = tmp_path / "tools.json"
+        text = golden("neutral").encode("utf-8").replace(b"\n", b"\r\n")
+        path.write_bytes(b"\xef\xbb\xbf" + text)
+        assert _cli.main(["schema", EXAMPLES, "--check", str(path)]) == 1
+        assert capsys.readouterr() == (
+            "",
+            f"{path} differs only in its byte-order mark and its line endings: it starts with "
+            f"U+FEFF (a UTF-8 BOM), the output does not, and has \\r\\n where the output has "
+            f"\\n; regenerate it with:\n"
+            f"  llm-worker schema {EXAMPLES} -o {path}\n"
+            f"To keep Git from converting it again (core.autocrlf), give it a .gitattributes "
+            f"line such as: tools.json text eol=lf\n",
+        )
+
+    @pytest.mark.parametrize(
+        ("crlf", "note"),
+        [
+            (False, "(its byte-order mark is left out of the diff)\n"),
+            (True, "(its byte-order mark and its \\r\\n line endings are left out of the diff)\n"),
+        ],
+        ids=["bom", "bom-crlf"],
+    )
+    def test_a_byte_order_mark_and_a_change(self, capsys, tmp_path, crlf, note):
+        """A byte-order mark and a real change: the diff shows the change alone, and says
+        what it leaves out."""
+        path = tmp_path / "tools.json"
+        stale = golden("mcp").replace('"name": "ping"', '"name": "pong"').encode("utf-8")
+        path.write_bytes(b"\xef\xbb\xbf" + (stale.replace(b"\n", b"\r\n") if crlf else stale))
+        assert _cli.main(["schema", EXAMPLES, "--format", "mcp", "--check", str(path)]) == 1
+        out, err = capsys.readouterr()
+        assert "\ufeff" not in out
+        assert [line for line in out.splitlines() if line.startswith(("+", "-"))] == [
+            f"--- {path}",
+            f"+++ {path} (regenerated)",
+            '-    "name": "pong"',
+            '+    "name": "ping"',
+        ]
+        assert err.startswith(f"{path} is out of date; regenerate it with:\n")
+        assert err.split("\n")[2] + "\n" == note
+
     def test_an_empty_target_fails_the_check(self, capsys, tmp_path):
         """--check of a target without tools is an error, not a pass on a file holding []."""
         path = tmp_path / "tools.json"
@@ -263,6 +401,12 @@ BAD_TARGETS = [
     (["cli_targets.plain:Plain"], "'cli_targets.plain:Plain' is not a @tool_registry class"),
     (["cli_targets.plain:helper"], "'cli_targets.plain:helper' is not a class (it is a function)"),
     (["cli_targets.plain"], "module 'cli_targets.plain' defines no @tool_registry class"),
+    (
+        ["cli_targets.reexport"],
+        "module 'cli_targets.reexport' defines no @tool_registry class (a module target takes "
+        "only those it defines; it imports cli_targets.reexport.tools.Shop): give "
+        "'cli_targets.reexport:Shop' or 'cli_targets.reexport.tools'",
+    ),
     (
         ["cli_targets.needs_missing"],
         "importing 'cli_targets.needs_missing' failed: ModuleNotFoundError: "
@@ -331,6 +475,36 @@ class TestBadTargets:
             "llm-worker schema: error: importing 'cli_targets.exits' failed: SystemExit: 3\n",
         )
 
+    @pytest.mark.parametrize(
+        ("module", "raised"),
+        [
+            ("cli_targets.import_cancelled", "CancelledError"),
+            ("cli_targets.import_generator_exit", "GeneratorExit: while importing"),
+            ("cli_targets.import_base_exception", "Stop: a BaseException of its own"),
+        ],
+    )
+    def test_a_base_exception_while_imported(self, capsys, tmp_path, module, raised):
+        """A BaseException that is no KeyboardInterrupt (asyncio.CancelledError, GeneratorExit,
+        the target's own) while the target is imported: exit 2 in one line, as any failed
+        import; it was a traceback and the status 1 of an out-of-date file."""
+        path = tmp_path / "tools.json"
+        path.write_text("[]\n", encoding="utf-8")
+        assert _cli.main(["schema", module, "--check", str(path)]) == 2
+        assert capsys.readouterr() == (
+            "",
+            f"llm-worker schema: error: importing {module!r} failed: {raised}\n",
+        )
+
+    def test_a_factory_that_raises_a_base_exception(self, capsys):
+        """mcp serve: a factory raising asyncio.CancelledError is a failed call in one line."""
+        pytest.importorskip("mcp")
+        assert _cli.main(["mcp", "serve", "cli_targets.cancelled_factory:make"]) == 2
+        assert capsys.readouterr() == (
+            "",
+            "llm-worker mcp serve: error: calling 'cli_targets.cancelled_factory:make' "
+            "failed: CancelledError\n",
+        )
+
     def test_what_a_target_prints_goes_to_stderr(self, capsys):
         """The schema on stdout stays JSON when the target prints while it is imported."""
         assert _cli.main(["schema", "cli_targets.noisy"]) == 0
@@ -378,6 +552,41 @@ class TestBadTargets:
         assert _cli.main(["schema", EXAMPLES]) == status
         expected = "" if message is None else f"llm-worker schema: error: {message}\n"
         assert capsys.readouterr().err == expected
+
+    def test_a_stdout_that_takes_part_of_each_write(self, capsys, monkeypatch):
+        """A write that takes part of the data and returns the count is written on from
+        there: the whole output arrives (it was cut after the first write)."""
+        stdout = _PartialStdout(per_write=1000)
+        monkeypatch.setattr(sys, "stdout", stdout)
+        assert _cli.main(["schema", EXAMPLES]) == 0
+        assert bytes(stdout.taken) == golden("neutral").encode("utf-8")
+
+    def test_a_stdout_that_takes_no_more_is_a_reader_that_left(self, capsys, monkeypatch):
+        """A write that takes nothing, and raises nothing, ends the command as a reader that
+        left does: status 1, nothing on stderr (it was status 0 and a cut output)."""
+        monkeypatch.setattr(sys, "stdout", _PartialStdout(per_write=1000, capacity=3000))
+        assert _cli.main(["schema", EXAMPLES]) == 1
+        assert capsys.readouterr().err == ""
+
+
+class _PartialStdout:
+    """A stdout that takes at most ``per_write`` bytes a write, and nothing past ``capacity``."""
+
+    def __init__(self, per_write: int, capacity: int | None = None) -> None:
+        self.buffer = self
+        self.per_write = per_write
+        self.capacity = capacity
+        self.taken = bytearray()
+
+    def write(self, data: bytes) -> int:
+        room = self.per_write
+        if self.capacity is not None:
+            room = min(room, self.capacity - len(self.taken))
+        self.taken += data[:room]
+        return len(data[:room])
+
+    def flush(self) -> None:
+        pass
 
 
 class _FailingStdout:
@@ -539,6 +748,37 @@ class TestProcess:
         assert process.returncode == 1
         assert b"Traceback" not in err
         assert b"BrokenPipeError" not in err
+
+    def test_a_reader_that_leaves_during_a_large_output(self):
+        """`schema ... | head -c 10` on an output larger than a pipe holds: the reader takes a
+        few bytes and closes, the one write is cut short. Status 1 and nothing on stderr, as
+        for any reader that left; it was status 0, quietly cut."""
+        with subprocess.Popen(
+            [sys.executable, "-m", "llm_worker", "schema", "cli_targets.large"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            env={**os.environ, "PYTHONPATH": str(TESTS_DIR)},
+        ) as process:
+            assert process.stdout is not None
+            # Waits until the command writes; its one write then fills the pipe and waits.
+            assert process.stdout.read(10).startswith(b"[")
+            process.stdout.close()
+            _, err = process.communicate(timeout=120)
+        assert (process.returncode, err) == (1, b"")
+
+    def test_a_cancelled_import_is_not_an_out_of_date_file(self, tmp_path):
+        """A target whose import raises asyncio.CancelledError (a BaseException), with
+        --check: exit 2 and one line, not a traceback and the 1 of an out-of-date file."""
+        snapshot = tmp_path / "tools.json"
+        snapshot.write_text("[]\n", encoding="utf-8")
+        result = run("schema", "cli_targets.import_cancelled", "--check", str(snapshot))
+        assert (result.returncode, result.stdout, result.stderr) == (
+            2,
+            "",
+            "python -m llm_worker schema: error: importing 'cli_targets.import_cancelled' "
+            "failed: CancelledError\n",
+        )
 
     def test_bad_target_has_no_traceback(self):
         """A bad target in a real process: exit 2, one stderr line, no traceback."""

@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,18 @@ _LAZY: dict[str, object] = {}
 
 def __getattr__(name: str) -> object:
     return _LAZY[name]
+"""
+)
+
+# The same, raising asyncio.CancelledError: a BaseException, past every `except Exception`.
+_LOOKUP_CANCELLED = (
+    _TOOLS
+    + """
+import asyncio
+
+
+def __getattr__(name: str) -> object:
+    raise asyncio.CancelledError
 """
 )
 
@@ -134,6 +147,22 @@ class TestUnexpectedErrors:
         assert result.returncode == 2
         assert "is out of date" not in result.stderr
 
+    def test_a_base_exception_is_a_bug_too(self, tmp_path):
+        """A BaseException that is no KeyboardInterrupt or SystemExit (asyncio.CancelledError)
+        past the import: exit 2, the one line and the traceback; it was a bare traceback and
+        status 1, which --check means for an out-of-date file."""
+        _write(tmp_path, "lookup_cancelled.py", _LOOKUP_CANCELLED)
+        _write(tmp_path, "tools.json", "[]\n")
+        result = _run(tmp_path, "schema", "lookup_cancelled:Missing", "--check", "tools.json")
+        assert (result.returncode, result.stdout) == (2, "")
+        first, *rest = result.stderr.splitlines()
+        assert first == (
+            "python -m llm_worker schema: error: unexpected CancelledError "
+            "(a bug in llm-worker or in the target; the traceback follows)"
+        )
+        assert rest[0] == "Traceback (most recent call last):"
+        assert rest[-1] == "asyncio.exceptions.CancelledError"
+
     def test_in_process(self, tmp_path, monkeypatch, capsys):
         """main() returns 2 rather than raising, and writes nothing to stdout."""
         monkeypatch.chdir(tmp_path)
@@ -173,6 +202,58 @@ class TestRegenerateCommand:
         command = _cli._regenerate_command(args, "llm-worker", windows=False)
         assert command == "llm-worker schema shop.tools -o 'schemas/openai tools.json'"
         assert shlex.split(command)[-1] == "schemas/openai tools.json"
+
+    @pytest.mark.parametrize("windows", [False, True], ids=["posix", "windows"])
+    def test_a_path_that_starts_with_a_dash(self, windows):
+        """A path starting with '-' is given as --output=PATH: argparse takes '-o -x.json' for
+        an -o without its value."""
+        args = _check_args("-x.json", fmt="neutral", strict=False)
+        assert _cli._regenerate_command(args, "llm-worker", windows=windows) == (
+            "llm-worker schema shop.tools --output=-x.json"
+        )
+
+    def test_undecodable_bytes_are_quoted_as_bytes(self):
+        """A name given as bytes that are no UTF-8 (lone surrogates in sys.argv) is quoted
+        as $'...' with those bytes, not as the text of the surrogates."""
+        args = _check_args(os.fsdecode(b"caf\xe9 it's.json"), fmt="neutral", strict=False)
+        command = _cli._regenerate_command(args, "llm-worker", windows=False)
+        assert command == r"llm-worker schema shop.tools -o $'caf\xe9 it\x27s.json'"
+
+    @pytest.mark.skipif(
+        sys.platform != "linux"
+        or shutil.which("bash") is None
+        or not (Path(sys.executable).parent / "python").exists(),
+        reason="needs bash, a 'python' beside this one, and file names of any bytes (Linux)",
+    )
+    @pytest.mark.parametrize(
+        "name",
+        [b"-x.json", b"caf\xe9.json", b"schemas dir/it's.json"],
+        ids=["dash", "not-utf8", "quotes"],
+    )
+    def test_the_printed_command_works_in_a_shell(self, tmp_path, name):
+        """The command a failed --check prints, pasted into a POSIX shell (bash), writes the
+        file the check reads: the next check passes."""
+        _write(tmp_path, "shop_for_shell.py", _TOOLS)
+        (tmp_path / "schemas dir").mkdir()
+        check = f"--check={os.fsdecode(name)}"
+        result = _run(tmp_path, "schema", "shop_for_shell", check)
+        assert result.returncode == 1
+        command = result.stderr.splitlines()[-1].strip()
+        assert command.startswith("python -m llm_worker schema shop_for_shell ")
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        # The printed "python" is this test's interpreter.
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        shell = subprocess.run(
+            ["bash", "-c", command],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=120,
+        )
+        assert (shell.returncode, shell.stderr) == (0, b"")
+        assert (tmp_path / os.fsdecode(name)).is_file()
+        assert _run(tmp_path, "schema", "shop_for_shell", check).returncode == 0
 
     def test_the_default_is_this_system(self):
         """Without windows=, the quoting of the system the command runs on."""

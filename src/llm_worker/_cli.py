@@ -48,7 +48,9 @@ Imported only by the ``llm-worker`` console script and ``python -m llm_worker``.
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
+import errno
 import importlib
 import inspect
 import json
@@ -57,6 +59,7 @@ import math
 import os
 import re
 import shlex
+import stat
 import sys
 import threading
 import time
@@ -64,7 +67,7 @@ import traceback
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Literal, TextIO, cast
+from typing import BinaryIO, Literal, TextIO, cast
 
 import anyio
 
@@ -119,7 +122,11 @@ def _main(argv: Sequence[str] | None, prog: str) -> int:
         # traceback at exit; as Python's docs on SIGPIPE do it.
         _discard_stdout()
         return 1
-    except Exception as exc:  # a bug (the target's or ours): not the 1 of an out-of-date file
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    # A bug (the target's or ours): not the 1 of an out-of-date file, nor a bare traceback
+    # for a BaseException Python would end the process with (a stray CancelledError).
+    except BaseException as exc:
         print(
             f"{prog} {command}: error: unexpected {_describe(exc)} "
             f"(a bug in llm-worker or in the target; the traceback follows)",
@@ -278,8 +285,7 @@ def _schema(args: argparse.Namespace, prog: str) -> int:
         return _check(args.check, data, _regenerate_command(args, prog))
     if args.output is not None:
         try:
-            with open(args.output, "wb") as file:
-                file.write(data)
+            _write_whole(args.output, data)
         except OSError as exc:
             raise _UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         return 0
@@ -287,11 +293,52 @@ def _schema(args: argparse.Namespace, prog: str) -> int:
     return 0
 
 
+def _write_whole(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all: to a new file beside it, renamed over it.
+
+    A concurrent reader (a ``--check``) sees the old file or the new one, never a
+    part, and a failed write (a full disk) leaves the old file as it was. The new
+    file gets the old one's permissions (a new one, those ``open()`` would give),
+    and a symlink's target is written, not the link. What is no regular file
+    (``/dev/stdout``, a FIFO, a device) cannot be replaced: it is written in place.
+    """
+    target = os.path.realpath(path)
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        with open(path, "wb") as file:
+            _write_all(file, data)  # a FIFO's write may take part of it, as stdout's
+        return
+    if mode is not None and not os.access(target, os.W_OK):  # open() would refuse it too
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+    directory, name = os.path.split(target)
+    temporary = os.path.join(directory, f".{name}.{os.urandom(4).hex()}.tmp")
+    # Mode 0o666 less the umask, as open() creates a file (mkstemp's would be 0o600).
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(temporary, flags, 0o666)
+    try:
+        with open(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())  # on disk before it has the name: a crash leaves one file whole
+        if mode is not None:
+            os.chmod(temporary, stat.S_IMODE(mode))
+        os.replace(temporary, target)
+    except BaseException:  # an interrupt too: no temporary file is left behind
+        with contextlib.suppress(OSError):
+            os.remove(temporary)
+        raise
+
+
 def _write_stdout(data: bytes) -> None:
     """Write UTF-8 ``data`` to stdout as bytes: what -o writes, whatever its encoding and newlines.
 
     A write error is a usage error as with -o, except ``BrokenPipeError``: the
-    reader left early, which ``main`` ends quietly.
+    reader left early, which ``main`` ends quietly. So is a write that takes
+    nothing more: a pipe whose reader left can take part of the data, and the
+    buffer then returns the count instead of raising.
     """
     if sys.stdout is None:  # started with stdout closed (`>&-`)
         raise _UsageError("cannot write stdout: it is closed")
@@ -302,7 +349,7 @@ def _write_stdout(data: bytes) -> None:
             sys.stdout.flush()
         else:
             sys.stdout.flush()
-            stdout.write(data)
+            _write_all(stdout, data)
             stdout.flush()
     except BrokenPipeError:
         raise
@@ -310,6 +357,20 @@ def _write_stdout(data: bytes) -> None:
         # What the buffer still holds would fail again in the flush at exit, as a traceback.
         _discard_stdout()
         raise _UsageError(f"cannot write stdout: {exc.strerror or exc}") from exc
+
+
+def _write_all(stream: BinaryIO, data: bytes) -> None:
+    """Write all of ``data``, however little each write takes (it returns the count taken).
+
+    A write that takes nothing, and raises nothing, can go no further: it is
+    reported as the ``BrokenPipeError`` of a reader that left.
+    """
+    rest = memoryview(data)
+    while rest:
+        taken = stream.write(rest)
+        if not taken:
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+        rest = rest[taken:]
 
 
 def _discard_stdout() -> None:
@@ -548,7 +609,9 @@ def _load_factory(target: str) -> ToolServer | ToolServerHandle:
         )
     try:
         made: object = value()
-    except Exception as exc:  # the factory's own code raised: say what, in one line
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the factory's own code raised: say what, as _import does
         raise _UsageError(f"calling {target!r} failed: {_describe(exc)}") from None
     if inspect.iscoroutine(made):
         made.close()
@@ -662,20 +725,38 @@ def _load(target: str) -> list[type]:
     value = _resolve(target, _SCHEMA_TARGET)
     if isinstance(value, ModuleType):
         namespace: dict[str, object] = vars(value)
-        found = [
-            member
-            for member in namespace.values()
+        registries = {
+            name: cast(type, member)
+            for name, member in namespace.items()
             if is_tool_registry(member)
-            and cast(type, member).__module__ == value.__name__  # not the imported ones
-        ]
-        if not found:
-            raise _UsageError(f"module {value.__name__!r} defines no @tool_registry class")
-        return cast("list[type]", found)
+        }
+        found = [cls for cls in registries.values() if cls.__module__ == value.__name__]
+        if not found:  # the imported ones are not the module's: a package's re-exports, say
+            raise _UsageError(_defines_no_registry(value.__name__, registries))
+        return found
     if not isinstance(value, type):
         raise _UsageError(f"{target!r} is not a class (it is a {type(value).__name__})")
     if not is_tool_registry(value):
         raise _UsageError(f"{target!r} is not a @tool_registry class")
     return [value]
+
+
+def _defines_no_registry(module: str, imported: dict[str, type]) -> str:
+    """Say that ``module`` defines no registry class, and the targets for those it imports."""
+    message = f"module {module!r} defines no @tool_registry class"
+    if not imported:
+        return message
+    classes = ", ".join(_qualname(cls) for cls in imported.values())
+    # Each class by the name it is imported as, and the modules that define them (a module
+    # target takes the classes at its top level only).
+    defining = [cls.__module__ for cls in imported.values() if "." not in cls.__qualname__]
+    targets = [repr(f"{module}:{name}") for name in imported]
+    targets += [repr(name) for name in dict.fromkeys(defining)]
+    choices = f"{', '.join(targets[:-1])} or {targets[-1]}" if len(targets) > 1 else targets[0]
+    return (
+        f"{message} (a module target takes only those it defines; it imports {classes}): "
+        f"give {choices}"
+    )
 
 
 @dataclass(frozen=True)
@@ -752,7 +833,12 @@ def _import(module_name: str) -> ModuleType:
         if missing == module_name or module_name.startswith(missing + "."):
             raise _UsageError(f"no module named {module_name!r}") from None
         raise _UsageError(f"importing {module_name!r} failed: {_describe(exc)}") from None
-    except (Exception, SystemExit) as exc:  # the target's own code raised: say what, in one line
+    except KeyboardInterrupt:  # the user's, not the target's
+        raise
+    # The target's own code raised: say what, in one line. Any BaseException: sys.exit(),
+    # and what uncaught would end the process with a traceback and the status 1 of an
+    # out-of-date file (an asyncio.CancelledError, GeneratorExit, a class of its own).
+    except BaseException as exc:
         raise _UsageError(f"importing {module_name!r} failed: {_describe(exc)}") from None
 
 
@@ -767,25 +853,48 @@ def _check(path: str, expected: bytes, command: str) -> int:
         raise _UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if actual == expected:
         return 0
+    # Differences a diff line does not show are taken out first, and named instead.
+    # The output starts with "[": a byte-order mark is an editor's ("UTF-8 with BOM").
+    bom = actual.startswith(codecs.BOM_UTF8)
+    if bom:
+        actual = actual.removeprefix(codecs.BOM_UTF8)
     # The output never holds a \r (JSON escapes it): a \r\n is Git's core.autocrlf, mostly.
     crlf = b"\r\n" in actual
     if crlf:
         actual = actual.replace(b"\r\n", b"\n")  # a diff of every line would show nothing
-        if actual == expected:
-            print(
-                f"{path} differs only in its line endings: \\r\\n where the output has \\n; "
-                f"regenerate it with:\n  {command}\n{_eol_advice(path)}",
-                file=sys.stderr,
-            )
-            return 1
-    _write_stdout(_diff(path, actual, expected))
-    print(f"{path} is out of date; regenerate it with:\n  {command}", file=sys.stderr)
-    if crlf:
+    advice = f"\n{_eol_advice(path)}" if crlf else ""
+    if (bom or crlf) and actual == expected:  # still out of date: the bytes differ
+        only, _ = _UNSEEN_DIFFERENCES[bom, crlf]
         print(
-            f"(its \\r\\n line endings are left out of the diff)\n{_eol_advice(path)}",
+            f"{path} differs only in {only}; regenerate it with:\n  {command}{advice}",
             file=sys.stderr,
         )
+        return 1
+    _write_stdout(_diff(path, actual, expected))
+    print(f"{path} is out of date; regenerate it with:\n  {command}", file=sys.stderr)
+    if bom or crlf:
+        _, left_out = _UNSEEN_DIFFERENCES[bom, crlf]
+        print(f"({left_out} left out of the diff){advice}", file=sys.stderr)
     return 1
+
+
+# (byte-order mark, \r\n line endings) -> how a check says the file differs only in
+# them, and how it says the diff leaves them out.
+_UNSEEN_DIFFERENCES: dict[tuple[bool, bool], tuple[str, str]] = {
+    (True, False): (
+        "its byte-order mark: it starts with U+FEFF (a UTF-8 BOM), the output does not",
+        "its byte-order mark is",
+    ),
+    (False, True): (
+        "its line endings: \\r\\n where the output has \\n",
+        "its \\r\\n line endings are",
+    ),
+    (True, True): (
+        "its byte-order mark and its line endings: it starts with U+FEFF (a UTF-8 BOM), "
+        "the output does not, and has \\r\\n where the output has \\n",
+        "its byte-order mark and its \\r\\n line endings are",
+    ),
+}
 
 
 def _diff(path: str, actual: bytes, expected: bytes) -> bytes:
@@ -834,13 +943,35 @@ def _regenerate_command(args: argparse.Namespace, prog: str, *, windows: bool | 
         words += ["--format", args.format]
     if args.strict:
         words.append("--strict")
-    words += ["-o", args.check]
+    path: str = args.check
+    # argparse reads "-o -x.json" as an -o without its value: "--output=-x.json" it takes.
+    words += [f"--output={path}"] if path.startswith("-") else ["-o", path]
     on_windows = os.name == "nt" if windows is None else windows
     if on_windows:
         import subprocess  # only Windows pays for it
 
         return f"{prog} {subprocess.list2cmdline(words)}"
-    return shlex.join([*shlex.split(prog), *words])
+    return " ".join(_posix_quote(word) for word in [*shlex.split(prog), *words])
+
+
+def _posix_quote(word: str) -> str:
+    """``word`` quoted for a POSIX shell; one holding bytes that are no UTF-8 as ``$'...'``.
+
+    A file name given as such bytes reaches ``sys.argv`` as lone surrogates
+    (``surrogateescape``), which no printable text names; ``$'caf\\xe9.json'``
+    gives the shell the bytes back (bash, zsh, ksh and POSIX.1-2024 ``sh`` read it).
+    """
+    if not any("\udc80" <= char <= "\udcff" for char in word):
+        return shlex.quote(word)
+    try:
+        data = os.fsencode(word)
+    except UnicodeEncodeError:  # other surrogates: no bytes, so no file name either
+        return shlex.quote(word)
+    escaped = "".join(
+        chr(byte) if 0x20 <= byte < 0x7F and byte not in b"'\\" else f"\\x{byte:02x}"
+        for byte in data
+    )
+    return f"$'{escaped}'"
 
 
 def _is_dotted_name(text: str) -> bool:
