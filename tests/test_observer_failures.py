@@ -24,6 +24,8 @@ from llm_worker import (
     Skip,
     ToolCallProgress,
     ToolContext,
+    Usage,
+    UsageLimitExceededError,
     Worker,
     WorkerAbortedError,
     WorkerResult,
@@ -31,7 +33,7 @@ from llm_worker import (
     tool_definitions,
     tool_registry,
 )
-from llm_worker.testing import ScriptedClient
+from llm_worker.testing import ScriptedClient, ScriptedResponse
 
 pytestmark = pytest.mark.anyio
 
@@ -280,6 +282,26 @@ async def test_a_request_span_failing_on_a_provider_error_keeps_that_error(
     assert observer.all_ended_once()
     assert observer.outcomes == ["failed"]
     assert len(stopping_logs(caplog)) == 1
+
+
+async def test_a_request_span_failing_at_its_end_still_counts_the_response() -> None:
+    """The observer's RequestSpan.end(message, None) raising: the run fails with its error,
+    and the response it ended still counts (it was paid for): the next retry is refused by
+    the token budget instead of spending past it."""
+    paid = ScriptedResponse(text="answer", usage=Usage(input_tokens=5000, output_tokens=900))
+    observer = Faulty("request end ok")
+    worker, _ = observed(ScriptedClient([paid, paid]), observer, max_input_tokens=6000)
+    with anyio.fail_after(5):
+        with pytest.raises(RuntimeError, match="observer bug at request end ok"):
+            await worker.run("go")
+        assert (worker.run_usage.requests, worker.run_usage.input_tokens) == (1, 5000)
+        with pytest.raises(RuntimeError, match="observer bug at request end ok"):
+            await worker.retry()
+        assert (worker.run_usage.requests, worker.run_usage.input_tokens) == (2, 10000)
+        with pytest.raises(UsageLimitExceededError, match="max_input_tokens"):
+            await worker.retry()
+    assert observer.all_ended_once()
+    assert observer.outcomes == ["failed", "failed", "failed"]
 
 
 async def test_a_span_end_failing_on_a_timeout_is_the_runs_error_as_it_is() -> None:

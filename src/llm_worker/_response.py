@@ -181,12 +181,18 @@ class ResponseAssembler:
         return AssistantMessage(
             text,
             calls,
-            completion.stop_reason,
+            _valid(completion.stop_reason),
             completion.usage,
             tuple(self.items),
-            completion.response_id,
-            completion.model,
+            _valid(completion.response_id),
+            _valid(completion.model),
         )
+
+
+def _valid(label: str | None) -> str | None:
+    # A provider's label (stop reason, response id, model) is kept, and reported to an
+    # observer, as valid Unicode: an exporter cannot encode a lone surrogate.
+    return None if label is None else valid_unicode(label)
 
 
 def _call(start: ToolUseStart, fragments: list[str]) -> ToolCall:

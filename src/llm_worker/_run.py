@@ -494,10 +494,10 @@ class _Turns:
                         aclose = None if done else getattr(stream, "aclose", None)
                         if aclose is not None:  # a stream read to its end needs no closing
                             await close_stream(aclose)
+                    session.count(message)  # paid for, even if the observer fails now
                     if span is not None:
                         span.end(message, None)
                     session.history.append(message)
-                    session.count(message)
                     self.turns += 1
                     if not message.tool_calls:
                         yield ResponseCompleted(message)

@@ -78,3 +78,46 @@ async def test_a_long_call_id_is_cut_on_its_execute_tool_span(telemetry: Telemet
     assert attributes["gen_ai.tool.name"] == "lookup"
     assert attributes["gen_ai.tool.call.id"] == call_id[: MAX_ID - 1] + "…"
     assert worker.history[2].call_id == call_id  # type: ignore[union-attr]
+
+
+def labelled(stop_reason: str, response_id: str, model: str) -> OpenAIScripted:
+    answer = ScriptedResponse(
+        text="ok", stop_reason=stop_reason, response_id=response_id, model=model
+    )
+    return OpenAIScripted([answer])
+
+
+async def test_a_providers_long_labels_are_cut_on_the_chat_span_and_its_metrics(
+    telemetry: Telemetry,
+) -> None:
+    """A response whose stop reason, id and model are 200 000 characters each: the chat
+    span and the duration and token metrics show them cut short, each ending in "…"."""
+    stop_reason, response_id, model = "s" * 200_000, "r" * 200_000, "m" * 200_000
+    await run_traced(telemetry, labelled(stop_reason, response_id, model))
+    attributes = telemetry.one("chat gpt-test").attributes or {}
+    assert attributes["gen_ai.response.finish_reasons"] == ("s" * (MAX_ID - 1) + "…",)
+    assert attributes["gen_ai.response.id"] == "r" * (MAX_ID - 1) + "…"
+    assert attributes["gen_ai.response.model"] == "m" * (MAX_ID - 1) + "…"
+    (point,) = telemetry.points("gen_ai.client.operation.duration")
+    assert point.attributes["gen_ai.response.model"] == "m" * (MAX_ID - 1) + "…"
+
+
+async def test_a_providers_lone_surrogates_reach_no_span_or_history(
+    telemetry: Telemetry,
+) -> None:
+    """A stop reason, response id and model holding lone surrogates (a JSON escape such
+    as "\\ud800" decodes to one): the history and the spans keep them as U+FFFD, which
+    an exporter can encode (OTLP drops an attribute it cannot, at every export)."""
+    worker = await run_traced(telemetry, labelled("odd\ud800", "chatcmpl-\ud800", "gpt\udfff"))
+    message = worker.history[-1]
+    assert (message.stop_reason, message.response_id, message.model) == (  # type: ignore[union-attr]
+        "odd\ufffd",
+        "chatcmpl-\ufffd",
+        "gpt\ufffd",
+    )
+    attributes = telemetry.one("chat gpt-test").attributes or {}
+    assert attributes["gen_ai.response.finish_reasons"] == ("odd\ufffd",)
+    assert attributes["gen_ai.response.id"] == "chatcmpl-\ufffd"
+    assert attributes["gen_ai.response.model"] == "gpt\ufffd"
+    for point in telemetry.points("gen_ai.client.operation.duration"):
+        assert point.attributes["gen_ai.response.model"] == "gpt\ufffd"

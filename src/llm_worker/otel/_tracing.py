@@ -84,8 +84,9 @@ _ERROR_PREFIXES = tuple(
 )
 _TIMED_OUT_HEAD, _TIMED_OUT_TAIL = TIMED_OUT.split("{seconds:g}")
 
-# The longest call id a span shows: a model chooses ids, and can make one a megabyte long.
-_MAX_ID_SHOWN = 256
+# The longest id or label a span or metric shows: a model chooses call ids, a provider
+# response ids and model names, and either can make one a megabyte long.
+_MAX_LABEL_SHOWN = 256
 
 # Errors whose message quotes what the model wrote (its answer, a hook's view of a call,
 # an event of the client's): content, so a span's status gives it only with
@@ -350,7 +351,7 @@ class _RunSpan:
         attributes: dict[str, Any] = {
             sc.OPERATION_NAME: sc.EXECUTE_TOOL,
             sc.TOOL_NAME: name,
-            sc.TOOL_CALL_ID: _shown_id(call.id),
+            sc.TOOL_CALL_ID: _shown(call.id),
             sc.TOOL_TYPE: sc.TOOL_TYPE_FUNCTION,
             **owner._agent,
         }
@@ -375,7 +376,7 @@ class _RunSpan:
         attributes: dict[str, Any] = {  # an unknown tool's name is the model's, at any length
             sc.DECISION: outcome,
             sc.TOOL_NAME: shown_name(call.name),
-            sc.TOOL_CALL_ID: _shown_id(call.id),
+            sc.TOOL_CALL_ID: _shown(call.id),
         }
         if reason is not None:
             attributes[sc.DECISION_REASON] = reason
@@ -492,7 +493,7 @@ class _RequestSpan:
             _record(instruments.operation_duration, elapsed, measured, context)
             return
         if message.model is not None:
-            measured[sc.RESPONSE_MODEL] = message.model
+            measured[sc.RESPONSE_MODEL] = _shown(message.model)
         _record(instruments.operation_duration, elapsed, measured, context)
         usage = message.usage
         if usage is not None:
@@ -515,11 +516,11 @@ class _RequestSpan:
             return
         if message.stop_reason is not None:
             reason = _content.finish_reason(message.stop_reason)
-            span.set_attribute(sc.RESPONSE_FINISH_REASONS, (reason,))
+            span.set_attribute(sc.RESPONSE_FINISH_REASONS, (_shown(reason),))
         if message.response_id is not None:
-            span.set_attribute(sc.RESPONSE_ID, message.response_id)
+            span.set_attribute(sc.RESPONSE_ID, _shown(message.response_id))
         if message.model is not None:
-            span.set_attribute(sc.RESPONSE_MODEL, message.model)
+            span.set_attribute(sc.RESPONSE_MODEL, _shown(message.model))
         usage = message.usage
         if usage is not None:
             span.set_attribute(sc.USAGE_INPUT_TOKENS, usage.input_tokens)
@@ -660,9 +661,10 @@ class _Reading(_Attached):
             request._first_chunk = _now() - request._started
 
 
-def _shown_id(call_id: str) -> str:
-    """``call_id`` as a span shows it: cut short (ending in "…") when a model made it long."""
-    return call_id if len(call_id) <= _MAX_ID_SHOWN else call_id[: _MAX_ID_SHOWN - 1] + "…"
+def _shown(label: str) -> str:
+    """A call id, or a provider's response id, model or stop reason, as a span or a metric
+    shows it: cut short (ending in "…") when a model or a provider made it long."""
+    return label if len(label) <= _MAX_LABEL_SHOWN else label[: _MAX_LABEL_SHOWN - 1] + "…"
 
 
 def _client_attributes(client: object) -> dict[str, Any]:
