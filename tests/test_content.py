@@ -191,6 +191,58 @@ def test_parts_validate_what_they_are_given() -> None:
     assert repr(MediaPart("image/png", data=PNG)) == "MediaPart('image/png', 1032 bytes)"
 
 
+@pytest.mark.parametrize(
+    "media_type",
+    [
+        "image/png\r\nX-Evil: 1",
+        "image/png; charset=x\r\nX-Evil: 1",
+        "text/plain; charset=utf-8\x00",
+        "text/plain;\tcharset=utf-8",
+        "image/",
+        "/png",
+        "image/png/x",
+        "image png",
+        " image/png",
+        "image/png ",
+        "image/.png",
+        "ima(ge)/png",
+        "image/" + "p" * 128,
+        "",
+        "/",
+    ],
+)
+def test_a_media_type_must_be_type_slash_subtype(media_type: str) -> None:
+    """A media type that is not RFC 6838's type/subtype (a line break in its parameters
+    too) is refused, naming the rule and the value."""
+    with pytest.raises(ValueError, match="MIME type") as caught:
+        MediaPart(media_type, data=b"x")
+    assert str(caught.value) == (
+        "MediaPart media_type must be a MIME type, type/subtype such as 'image/png' "
+        f"(parameters after ';' allowed, no control characters), not {media_type!r}"
+    )
+
+
+@pytest.mark.parametrize(
+    "media_type",
+    [
+        "image/png",
+        "IMAGE/SVG+XML; charset=utf-8",
+        "text/plain;charset=utf-8",
+        "text/x-rust; charset=utf-8",
+        'multipart/mixed; boundary="a b"',
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        "application/x-www-form-urlencoded",
+        "video/x-msvideo",
+        "application/ld+json",
+        "audio/L16; rate=16000",
+        "image/" + "p" * 127,
+    ],
+)
+def test_media_types_as_written_are_taken(media_type: str) -> None:
+    """Any type/subtype of RFC 6838's characters, with parameters, in any case."""
+    assert MediaPart(media_type, data=b"x").media_type == media_type
+
+
 def test_parts_are_frozen_hashable_and_picklable() -> None:
     parts = (TextPart("a"), MediaPart("image/png", data=PNG), DataPart.of([1, "b"]))
     for part in parts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 
 import pytest
@@ -14,8 +15,9 @@ from llm_worker._tool_names import is_valid_tool_name, provider_safe_names
 PROVIDERS = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # OpenAI's and Anthropic's documented rule
 
 
-def digest(name: str) -> str:
-    return hashlib.sha256(name.encode()).hexdigest()[:8]
+def digest(name: str, count: int = 0) -> str:
+    salted = name.encode() + (b"\0%d" % count if count else b"")
+    return hashlib.sha256(salted).hexdigest()[:8]
 
 
 class TestIsValidToolName:
@@ -72,6 +74,40 @@ class TestProviderSafeNames:
         """An empty name gets a name too."""
         assert provider_safe_names([""]) == [f"_{digest('')}"]
 
+    def test_a_hashed_name_another_tool_has_is_hashed_again(self):
+        """files_read_<hash of files.read> listed by the server too: files.read gets the hash
+        of its name with a count, and every tool of the listing keeps a name."""
+        taken = f"files_read_{digest('files.read')}"
+        assert provider_safe_names(["files.read", "files_read", taken]) == [
+            f"files_read_{digest('files.read', 1)}",
+            "files_read",
+            taken,
+        ]
+
+    def test_each_hashed_name_a_listing_takes_moves_it_on(self):
+        """A server listing the first hashed names of a tool: the first count that is free."""
+        taken = [f"files_read_{digest('files.read', count)}" for count in range(3)]
+        assert provider_safe_names(["files.read", "files_read", *taken])[0] == (
+            f"files_read_{digest('files.read', 3)}"
+        )
+
+    def test_a_hashed_name_never_takes_a_renamed_one(self):
+        """'files read 601e4eb6'-like names renamed to files.read's hashed name: that one is
+        kept by its owner, files.read's is hashed again."""
+        clash = f"files read {digest('files.read')}"
+        assert provider_safe_names(["files.read", "files_read", clash]) == [
+            f"files_read_{digest('files.read', 1)}",
+            "files_read",
+            f"files_read_{digest('files.read')}",
+        ]
+
+    def test_the_order_of_the_listing_does_not_change_a_name(self):
+        """The same names listed in any order get the same names."""
+        names = ["files.read", "files_read", f"files_read_{digest('files.read')}", "a.b", "a b"]
+        expected = dict(zip(names, provider_safe_names(names), strict=True))
+        for order in itertools.permutations(names):
+            assert provider_safe_names(list(order)) == [expected[name] for name in order]
+
     def test_duplicates_are_refused(self):
         """Two equal names cannot be told apart: ValueError."""
         with pytest.raises(ValueError, match=r"listed more than once: \['x'\]"):
@@ -87,3 +123,17 @@ class TestProviderSafeNames:
             new == old for old, new in zip(names, result, strict=True) if PROVIDERS.fullmatch(old)
         )
         assert provider_safe_names(names) == result
+
+    @given(st.lists(st.text(max_size=80), unique=True, max_size=6), st.data())
+    def test_names_a_listing_adds_to_clash_still_get_distinct_names(self, names, data):
+        """A hostile listing that adds the names its tools would get (hashed or not): still
+        valid, distinct names, valid ones kept."""
+        given_names = provider_safe_names(names)
+        added = data.draw(st.lists(st.sampled_from(given_names), unique=True)) if names else []
+        listing = names + [name for name in added if name not in names]
+        result = provider_safe_names(listing)
+        assert all(PROVIDERS.fullmatch(name) for name in result)
+        assert len(set(result)) == len(result)
+        assert all(
+            new == old for old, new in zip(listing, result, strict=True) if PROVIDERS.fullmatch(old)
+        )

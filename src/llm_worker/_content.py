@@ -14,6 +14,7 @@ base64).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -42,12 +43,24 @@ class TextPart:
 
 MediaKind = Literal["image", "audio", "video", "document"]
 
+# A media type as RFC 6838 writes one: type "/" subtype, each 1 to 127 of its characters
+# (the first a letter or digit), then any parameters ("; charset=utf-8"), in which
+# MediaPart also refuses control characters (a line break would start a new header).
+_MEDIA_TYPE = re.compile(
+    r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(?: *;.*)?"
+)
+
+
+def _is_media_type(text: object) -> bool:
+    return isinstance(text, str) and _MEDIA_TYPE.fullmatch(text) is not None and text.isprintable()
+
 
 @dataclass(frozen=True)
 class MediaPart:
     """An image, audio, a video or a document: its bytes (``data``) or where it is (``url``).
 
-    ``media_type`` is its MIME type (``"image/png"``, ``"application/pdf"``);
+    ``media_type`` is its MIME type (``"image/png"``, ``"application/pdf"``;
+    ``ValueError`` if it is not ``type/subtype``, parameters after ``;`` allowed);
     ``kind`` follows from it. ``name`` is a file name, for documents.
     """
 
@@ -57,10 +70,10 @@ class MediaPart:
     name: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.media_type, str) or "/" not in self.media_type:
+        if not _is_media_type(self.media_type):
             raise ValueError(
-                f"MediaPart media_type must be a MIME type such as 'image/png', "
-                f"not {self.media_type!r}"
+                f"MediaPart media_type must be a MIME type, type/subtype such as 'image/png' "
+                f"(parameters after ';' allowed, no control characters), not {self.media_type!r}"
             )
         if (self.data is None) == (self.url is None):
             raise ValueError(

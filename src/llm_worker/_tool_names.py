@@ -20,8 +20,13 @@ Renaming:
 3. If that is longer than 64 characters, is still not a valid name, or is
    the name of another tool in the same listing, it is cut to 55 characters
    and ``_`` plus the first 8 hex digits of the SHA-256 of the original name
-   are added (``files_read_1b2c3d4e``): the same name always gives the same
-   result, and different names give different ones.
+   are added (``files_read_1b2c3d4e``).
+4. If that name is taken too (a listing of ``files.read``, ``files_read`` and
+   ``files_read_601e4eb6``: a server can list the hashed name of one tool as
+   another's), the hash is of the original name, a zero byte and a count
+   (``1``, ``2``...): the first count whose name no other tool has or gets.
+   Names are given in the order of the original names, sorted, so the same
+   names always give the same results, whatever the order they are listed in.
 """
 
 from __future__ import annotations
@@ -72,18 +77,31 @@ def provider_safe_names(names: Sequence[str]) -> list[str]:
     kept = {name for name in names if is_valid_tool_name(name)}
     renamed = {name: _OTHERS.sub("_", name) for name in names if name not in kept}
     counts = Counter(renamed.values())
-    result: list[str] = []
-    for name in names:
-        if name in kept:
-            result.append(name)
-            continue
-        candidate = renamed[name]
+    result = {name: name for name in kept}
+    to_hash: list[str] = []
+    for name, candidate in renamed.items():
         if not is_valid_tool_name(candidate) or candidate in kept or counts[candidate] > 1:
-            import hashlib  # only here: it loads OpenSSL, 3 ms of `import llm_worker`
+            to_hash.append(name)
+        else:
+            result[name] = candidate
+    taken = set(result.values())  # distinct: the kept names, and renamed ones no other got
+    for name in sorted(to_hash):  # sorted: the listing's order does not change a name
+        hashed = _hashed(name, renamed[name], taken)
+        taken.add(hashed)
+        result[name] = hashed
+    return [result[name] for name in names]
 
-            digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-            candidate = f"{candidate[:_HASHED_PREFIX]}_{digest}"
-        result.append(candidate)
-    if len(set(result)) < len(result):  # only if a hashed name equals another tool's name
-        raise ValueError(f"cannot give these tools distinct valid names: {list(names)}")
-    return result
+
+def _hashed(name: str, renamed: str, taken: set[str]) -> str:
+    """``renamed`` cut short, ``_`` and 8 hex digits of a SHA-256 of ``name``: of ``name``
+    alone, else of it with the first count that gives a name not in ``taken``."""
+    import hashlib  # only here: it loads OpenSSL, 3 ms of `import llm_worker`
+
+    data = name.encode("utf-8", "surrogatepass")
+    count = 0
+    while True:
+        salted = data if count == 0 else b"%b\0%d" % (data, count)
+        candidate = f"{renamed[:_HASHED_PREFIX]}_{hashlib.sha256(salted).hexdigest()[:8]}"
+        if candidate not in taken:  # ends: each count is a new name, and few are taken
+            return candidate
+        count += 1

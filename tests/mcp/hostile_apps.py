@@ -7,6 +7,9 @@ server subprocesses (see ``mcp_apps``).
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 import time
 
 from llm_worker import ToolServer, tool, tool_definitions, tool_registry
@@ -48,6 +51,19 @@ class Hostile:
         print("sleeping", flush=True)
         time.sleep(seconds)
         return "slept"
+
+    @tool
+    def read_stdin(self) -> str:
+        """Read stdin, and start a process that does: over stdio, both must read EOF, never
+        the client's messages."""
+        own = os.read(0, 1000)
+        child = subprocess.run(
+            [sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        return f"own={own!r} child={child.stdout.strip()}"
 
 
 def factory() -> ToolServer:

@@ -2,7 +2,8 @@
 
 - A tool listed twice (on one page or across pages) is offered once, as first listed,
   with a warning; the other tools of the server are offered as ever.
-- The log line of a renamed tool says why it was renamed.
+- The log line of a renamed tool says why it was renamed; a tool listed under the name
+  another would be renamed to takes no tool's name away.
 - A remote MCP error or a lost connection is a failed call, logged once at INFO
   without a traceback, not a bug logged at ERROR.
 - A result whose structuredContent does not match the tool's outputSchema (or is
@@ -118,6 +119,28 @@ class TestRenameLog:
             f"MCP tool 'files.read' is named '{renamed}' here: providers refuse its name, "
             f"and 'files_read' would clash with another tool's name",
             "MCP tool 'my tool' is named 'my_tool' here: providers refuse its name",
+        ]
+
+
+class TestNamesThatClash:
+    async def test_a_tool_named_as_another_would_be_renamed_takes_nothing_away(self, caplog):
+        """A server listing files.read, files_read and files.read's hashed name (by accident
+        or on purpose): every tool is offered under a distinct valid name, each calling its
+        own remote tool, and the renaming is logged."""
+        names = ["files.read", "files_read", "files_read_601e4eb6"]
+        answers = {n: types.CallToolResult(content=[types.TextContent(text=n)]) for n in names}
+        server = paged([tool(name) for name in names], results=answers)
+        with caplog.at_level(logging.INFO, logger="llm_worker.mcp"), anyio.fail_after(GUARD):
+            async with connect(server) as session:
+                definitions = await mcp_tool_definitions(session)
+                called = [await d()[1].execute("{}") for d in definitions]
+        local = [d.meta.name for d in definitions]
+        assert local == ["files_read_71384345", "files_read", "files_read_601e4eb6"]
+        assert [d.remote_name for d in definitions] == names
+        assert called == names
+        assert [r.getMessage() for r in caplog.records if r.name == "llm_worker.mcp"] == [
+            "MCP tool 'files.read' is named 'files_read_71384345' here: providers refuse its "
+            "name, and 'files_read' would clash with another tool's name"
         ]
 
 

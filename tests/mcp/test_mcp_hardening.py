@@ -6,8 +6,9 @@
   over HTTP. Over stdio the process exits promptly once the client has gone,
   even while a plain-``def`` tool still runs.
 - Over HTTP, Host/Origin checks hold on every bind address, a bearer token can
-  be required, and the session idle timeout and cap apply: real requests
-  against a real ``llm-worker mcp serve`` process.
+  be required, the session idle timeout and cap apply, and a request whose id
+  MCP does not allow is answered: real requests against a real
+  ``llm-worker mcp serve`` process.
 - The client scrubs remote error texts, refuses NaN before sending, does not
   offer task-only tools, and with ``mcp_http_client()`` survives its server.
 """
@@ -257,6 +258,61 @@ class TestHostAndOrigin:
         admitted = await post(server, Origin="https://app.example.com")
         refused = await post(server, Origin="https://other.example.com")
         assert (admitted.status_code, refused.status_code) == (200, 403)
+
+
+class TestRequestIds:
+    async def test_a_request_whose_id_mcp_does_not_allow_gets_400(self, http_server):
+        """A POST of a request whose id is not a string or an integer gets 400 with -32600
+        and id null, and a warning (the SDK would accept it as a notification, 202, and
+        never answer); a foreign Host is still refused first; the session goes on."""
+        server = http_server()
+        odd_ids: list[Any] = [1.5, None, True, {"a": 1}, [1]]
+        with anyio.fail_after(GUARD):
+            async with httpx2.AsyncClient() as client:
+                first = await client.post(server.url(), headers=ACCEPT, json=INITIALIZE)
+                session = {
+                    **ACCEPT,
+                    "Mcp-Session-Id": first.headers["mcp-session-id"],
+                    "Mcp-Protocol-Version": "2025-06-18",
+                }
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await client.post(server.url(), headers=session, json=initialized)
+                answers = [
+                    await client.post(
+                        server.url(),
+                        headers=session,
+                        json={"jsonrpc": "2.0", "id": odd_id, "method": "ping"},
+                    )
+                    for odd_id in odd_ids
+                ]
+                foreign = await client.post(
+                    server.url(),
+                    headers={**session, "Host": "evil.example"},
+                    json={"jsonrpc": "2.0", "id": 1.5, "method": "ping"},
+                )
+                ping = await client.post(
+                    server.url(),
+                    headers=session,
+                    json={"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                )
+        invalid = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "Invalid Request"},
+        }
+        assert [(a.status_code, a.json()) for a in answers] == [(400, invalid)] * len(odd_ids)
+        assert (foreign.status_code, ping.status_code) == (421, 200)
+        assert '"id":9' in ping.text
+        warnings = [
+            line
+            for line in server.stderr.read_text(encoding="utf-8").splitlines()
+            if line.startswith("WARNING llm_worker.mcp: answered")
+        ]
+        assert warnings == [
+            "WARNING llm_worker.mcp: answered a POST with Invalid Request (-32600): "
+            f"a request's id must be a string or an integer, not {kind}"
+            for kind in ["1.5", "null", "true", "an object", "an array"]
+        ]
 
 
 class TestBearerToken:

@@ -24,6 +24,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.server import Server
 from mcp_apps import MP4, PDF, PNG, WAV
 from mcp_support import APPS, ROOT, SERVE, connect, dump_tools, exported, text_of
+from pydantic import BaseModel
 from support import collect, results_of
 
 from llm_worker import (
@@ -216,7 +217,21 @@ class TestServedResults:
             (ToolReturn([TextPart("Totals:"), DataPart.of({"n": 1})]), {"n": 1}),
             ('{"n": 2}', {"n": 2}),
             ("not json", "not JSON"),
-            ('{"n": NaN}', "not JSON"),
+            ('{"n": NaN}', "NaN at /n, which JSON cannot carry as a number"),
+            (
+                '{"n": 1, "items": [1, -Infinity]}',
+                "-Infinity at /items/1, which JSON cannot carry as a number",
+            ),
+            (
+                '{"n": 1e999}',
+                "a number out of a float's range at /n, read as Infinity, which JSON cannot "
+                "carry as a number",
+            ),
+            (
+                '{"n": 1, "items": [' + "9" * 5000 + "]}",
+                "an integer of more than 4300 digits at /items/0, more than Python reads from JSON",
+            ),
+            ("[" * 100_000, "not JSON"),
             ("[1, 2]", "not a JSON object"),
             (ToolReturn([DataPart.of({"n": 1}), DataPart.of({"n": 2})]), "2 data parts, not one"),
             ('{"n": "two"}', "at /n: 'two' is not of type 'integer'"),
@@ -248,6 +263,37 @@ class TestServedResults:
             )
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("name", "why"),
+        [
+            (
+                "mean",
+                "null at /mean where a number belongs: a pydantic model writes NaN and "
+                "Infinity, which JSON cannot carry as numbers, as null",
+            ),
+            ("ratios", "Infinity at /r, which JSON cannot carry as a number"),
+            ("maybe", "-Infinity at /m, which JSON cannot carry as a number"),
+            ("nan", "NaN at /result, which JSON cannot carry as a number"),
+            (
+                "factorial",
+                "an integer of more than 4300 digits at /result, more than Python reads from JSON",
+            ),
+        ],
+    )
+    async def test_a_generated_result_no_json_value_holds_is_named(self, name, why):
+        """A generated tool's NaN or infinity (a "NaN" text, or null in a model) or integer of
+        more than 4300 digits cannot be structured content: the isError text says so."""
+        server = ToolServer()
+        server.register_tools(tool_definitions(NotJsonNumbers()))
+        async with connect(create_server(server)) as session:
+            result = await session.call_tool(name, {})
+        assert (result.is_error, result.structured_content) == (True, None)
+        assert text_of(result) == (
+            f"Internal error: tool '{name}' returned a result its output schema does not "
+            f"describe ({why})"
+        )
+
+    @pytest.mark.anyio
     async def test_an_output_schema_that_is_not_json_schema(self):
         """A hand-written output schema that is not valid JSON Schema: each call is an isError
         result saying so, and the server goes on serving."""
@@ -268,6 +314,40 @@ class TestServedResults:
             "Internal error: tool 'totals' returned a result its output schema does not "
             "describe (its output schema is not a valid JSON Schema)"
         )
+
+
+class Mean(BaseModel):
+    mean: float
+
+
+@tool_registry
+class NotJsonNumbers:
+    """Generated tools whose results hold what no JSON number is."""
+
+    @tool
+    def mean(self) -> Mean:
+        """The mean of nothing."""
+        return Mean(mean=float("nan"))
+
+    @tool
+    def ratios(self) -> dict[str, float]:
+        """A ratio over zero."""
+        return {"r": float("inf")}
+
+    @tool
+    def maybe(self) -> dict[str, float | None]:
+        """A number, maybe."""
+        return {"m": float("-inf")}
+
+    @tool
+    def nan(self) -> float:
+        """Not a number."""
+        return float("nan")
+
+    @tool
+    def factorial(self) -> int:
+        """A big number."""
+        return 10**5000
 
 
 TOTALS_SCHEMA = {
@@ -366,6 +446,18 @@ class TestOverStdio:
         with anyio.fail_after(30):
             result = await served_gallery.call_tool("chart", {})
         assert result.content == CHART_BLOCKS
+
+    @pytest.mark.anyio
+    async def test_a_structured_result_holding_infinity(self, served_gallery):
+        """Over stdio, a model's infinity (null in its JSON) is an isError result naming it."""
+        with anyio.fail_after(30):
+            result = await served_gallery.call_tool("stats", {"values": [1e308, 1e308]})
+        assert (result.is_error, text_of(result)) == (
+            True,
+            "Internal error: tool 'stats' returned a result its output schema does not "
+            "describe (null at /mean where a number belongs: a pydantic model writes NaN and "
+            "Infinity, which JSON cannot carry as numbers, as null)",
+        )
 
     @pytest.mark.anyio
     async def test_structured_result(self, served_gallery):
@@ -624,6 +716,87 @@ class TestClientResults:
             with pytest.raises(ExecutionFailedError) as info:
                 await tool.execute("{}")
         assert info.value.message == message
+
+
+def answering(*blocks: types.ContentBlock) -> Server[Any]:
+    """An SDK server whose one tool, ``t``, answers ``blocks``."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[types.Tool(name="t", input_schema=OBJECT)])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=list(blocks))
+
+    return Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def returned_by(server: Server[Any]) -> Any:
+    """What ``t`` returns to a Worker, or the ToolError it raised (caught inside the session,
+    whose task group would wrap it)."""
+    async with connect(server) as session:
+        try:
+            return await (await definitions_of(session))["t"]()[1].execute("{}")
+        except ExecutionFailedError as exc:
+            return exc
+
+
+def blob_at(uri: str) -> types.EmbeddedResource:
+    return types.EmbeddedResource(
+        resource=types.BlobResourceContents(uri=uri, mime_type="application/pdf", blob="AAEC")
+    )
+
+
+class TestHostileContent:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("block", "message"),
+        [
+            (
+                types.ImageContent(data="iVBORw0KGgo=", mime_type="image/png\r\nX-Evil: 1"),
+                "MCP tool 't' sent an image (image/png\\r\\nX-Evil: 1) that cannot be read: "
+                "'image/png\\r\\nX-Evil: 1' is not a MIME type",
+            ),
+            (
+                types.AudioContent(data="AAE=", mime_type="audio/"),
+                "MCP tool 't' sent audio (audio/) that cannot be read: 'audio/' is not a MIME type",
+            ),
+            (
+                types.EmbeddedResource(
+                    resource=types.BlobResourceContents(
+                        uri="file:///x.bin", mime_type="application/pdf; x=\n", blob="AAE="
+                    )
+                ),
+                "MCP tool 't' sent the resource <file:///x.bin> that cannot be read: "
+                "'application/pdf; x=\\n' is not a MIME type",
+            ),
+        ],
+    )
+    async def test_a_media_type_that_is_none_fails_the_call(self, block, message):
+        """A mimeType with a line break (a header to inject), or not type/subtype, fails the
+        call; the text shows it escaped."""
+        failure = await returned_by(answering(block))
+        assert isinstance(failure, ExecutionFailedError)
+        assert failure.message == message
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("uri", "name"),
+        [
+            ("file:///x/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "passwd"),
+            ("file:///x/..%5C..%5Cboot.ini", "boot.ini"),
+            ("file:///x/a%5Cb%5C", None),
+            ("file:///x/%2e%2e", None),
+            ("file:///x/.", None),
+            ("file:///x/%2e", None),
+            ("file:///x/", None),
+            ("file:///data/q3%20report.pdf", "q3 report.pdf"),
+        ],
+    )
+    async def test_a_blob_is_named_by_its_last_segment_never_a_path(self, uri, name):
+        """The name of an embedded blob is the last segment of its uri once unquoted (at '/'
+        or '\\'): never '../../etc/passwd'; '.', '..' or nothing gives no name."""
+        returned = await returned_by(answering(blob_at(uri)))
+        assert returned == ToolReturn([MediaPart("application/pdf", data=b"\0\1\2", name=name)])
 
 
 class TestInAWorker:

@@ -2,14 +2,20 @@
 
 A real ``llm-worker mcp serve`` process reads raw lines: not JSON, bytes that are
 not UTF-8, an escaped lone surrogate, JSON that is no message, and a blank line.
+So do requests whose id MCP does not allow, read by the CLI (asyncio) and by
+``serve_async`` under trio; and a tool reading stdin reads EOF, not the client's
+messages.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import threading
+from typing import Any
 
+import pytest
 from mcp_support import APPS, ROOT, SERVE, jsonrpc_lines, server_env
 
 INITIALIZE = {
@@ -92,3 +98,102 @@ class TestUnreadableLines:
             "not a JSON-RPC message"
         )
         assert len(warnings) == 4
+
+
+# serve_async over stdio under trio (the CLI runs asyncio), logging as the CLI does.
+TRIO_SERVE = """
+import logging, sys
+import anyio
+from {module} import factory
+from llm_worker.mcp import serve_async
+logging.basicConfig(stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+anyio.run(serve_async, factory(), backend="trio")
+"""
+SERVERS = [
+    pytest.param(lambda module: [*SERVE, f"{module}:factory"], id="cli-asyncio"),
+    pytest.param(
+        lambda module: [sys.executable, "-c", TRIO_SERVE.format(module=module)], id="trio"
+    ),
+]
+
+
+def exchange(command: list[str], messages: list[bytes], answers: int) -> tuple[list[Any], str]:
+    """Send ``messages`` (lines) to a server process, read ``answers`` lines, close stdin:
+    the answers and the server's stderr."""
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=server_env(),
+    )
+    watchdog = threading.Timer(60, process.kill)  # a hung server fails the test, not the run
+    watchdog.start()
+    try:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write(b"".join(line + b"\n" for line in messages))
+        process.stdin.flush()
+        lines = [process.stdout.readline() for _ in range(answers)]
+        stdout, stderr = process.communicate(timeout=60)  # closes stdin: the server exits
+    finally:
+        watchdog.cancel()
+    assert (process.returncode, stdout) == (0, b"")
+    return jsonrpc_lines(b"".join(lines).decode("utf-8")), stderr.decode("utf-8")
+
+
+ODD_IDS = ["1.5", "null", "true", '{"a": 1}', "[1]", "2.0", "1e2"]
+
+
+class TestRequestIds:
+    @pytest.mark.parametrize("server", SERVERS)
+    def test_a_request_whose_id_mcp_does_not_allow_is_answered(self, server):
+        """A request with an id that is not a string or an integer (the SDK would read it as
+        a notification, never answered) gets -32600 with id null and a warning; requests
+        with a string, an integer or a negative id are served."""
+        odd = [
+            b'{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % odd_id.encode()
+            for odd_id in ODD_IDS
+        ]
+        fine = [
+            b'{"jsonrpc": "2.0", "id": %s, "method": "ping"}' % ok_id
+            for ok_id in (b'"x"', b"-3", b"7")
+        ]
+        lines = [json.dumps(INITIALIZE).encode(), json.dumps(INITIALIZED).encode(), *odd, *fine]
+        messages, stderr = exchange(server(APPS), lines, 1 + len(odd) + len(fine))
+        assert [m for m in messages if "error" in m] == [INVALID] * len(odd)
+        answered = sorted((m["id"] for m in messages if "result" in m), key=str)
+        assert answered == [-3, 1, 7, "x"]
+        warnings = [
+            line
+            for line in stderr.splitlines()
+            if line.startswith("WARNING llm_worker.mcp: answered a line on stdin")
+        ]
+        kinds = ["1.5", "null", "true", "an object", "an array", "2.0", "100.0"]
+        assert warnings == [
+            "WARNING llm_worker.mcp: answered a line on stdin with Invalid Request (-32600): "
+            f"a request's id must be a string or an integer, not {kind}"
+            for kind in kinds
+        ]
+
+    @pytest.mark.parametrize("server", SERVERS)
+    def test_a_tool_reading_stdin_reads_nothing_of_the_client(self, server):
+        """While the server reads the client's lines, fd 0 is the null device: a tool (and a
+        process it starts) reading stdin gets EOF, and the next request is still served."""
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "read_stdin", "arguments": {}},
+        }
+        lines = [
+            json.dumps(INITIALIZE).encode(),
+            json.dumps(INITIALIZED).encode(),
+            json.dumps(call).encode(),
+            b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}',
+        ]
+        messages, _ = exchange(server("tests.mcp.hostile_apps"), lines, 3)
+        by_id = {message["id"]: message for message in messages}
+        assert by_id[2]["result"]["content"] == [{"type": "text", "text": "own=b'' child=''"}]
+        assert by_id[3] == {"jsonrpc": "2.0", "id": 3, "result": {}}

@@ -22,7 +22,10 @@ A tool with an ``output_schema`` also gets ``structuredContent``: its JSON value
 when the schema is a wrapped one, checked against the schema (the MCP
 specification says it must conform; a value that does not is an ``isError``
 result naming where); an ``isError`` result never has it. The metadata is
-never sent.
+never sent. Some values of a generated tool fit no schema: NaN and the
+infinities (JSON has no such numbers: pydantic writes them as ``"NaN"``, or as
+``null`` in a model) and integers of more digits than Python reads (4300), so
+their ``isError`` text names them for what they are.
 
 Use: a ``CallToolResult`` becomes what the model reads (``tool_return``):
 
@@ -54,7 +57,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from typing import Any, NoReturn, cast
+import math
+import sys
+from collections.abc import Iterable
+from typing import Any, cast
 from urllib.parse import quote, unquote, urlsplit
 
 import mcp.types as types
@@ -80,6 +86,13 @@ MEDIA_URI = "llm-worker://media/{digest}/{name}"
 _VALIDATORS: dict[str, tuple[dict[str, Any], Validator]] = {}  # by the schema's JSON text
 _MAX_VALIDATORS = 512
 _MAX_MISMATCH = 200  # characters of where and how a value does not fit, for the model
+
+# Why a NaN or an infinity cannot be structured content (RFC 8259 has no such numbers).
+_NOT_A_JSON_NUMBER = "which JSON cannot carry as a number"
+_NON_FINITE = ("NaN", "Infinity", "-Infinity")  # how pydantic writes them as strings
+_NULL_NUMBER = (
+    "a pydantic model writes NaN and Infinity, which JSON cannot carry as numbers, as null"
+)
 
 _DEFAULT_BLOB_TYPE = "application/octet-stream"
 _LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
@@ -151,15 +164,90 @@ def _structured(result: ToolResult, *, wrapped: bool) -> Any:
     if len(data) > 1:
         raise ValueError(f"{len(data)} data parts, not one")
     text = data[0].json_text if data else result.content
+    numbers = _NumberReader()
     try:
-        value = json.loads(text, parse_constant=_not_json)
-    except ValueError:
+        value = json.loads(
+            text,
+            parse_constant=numbers.constant,
+            parse_int=numbers.integer,
+            parse_float=numbers.fraction,
+        )
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
         raise ValueError("not JSON") from None
     if wrapped:
-        return {"result": value}
+        value = {"result": value}
+    if numbers.found:
+        where, unsendable = _first_unsendable(value)
+        raise ValueError(unsendable.text(where))
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     return cast("dict[str, Any]", value)
+
+
+class _Unsendable:
+    """In place of a number of the result's JSON text that no JSON value can carry."""
+
+    __slots__ = ("reason", "what")
+
+    def __init__(self, what: str, reason: str) -> None:
+        self.what = what
+        self.reason = reason
+
+    def text(self, where: str) -> str:
+        return _short(f"{self.what} at {where}, {self.reason}")
+
+
+class _NumberReader:
+    """``json.loads``'s readers of numbers: an ``_Unsendable`` for each that would not be
+    what the text says (``found`` tells whether any was)."""
+
+    __slots__ = ("found",)
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def _unsendable(self, what: str, reason: str) -> _Unsendable:
+        self.found = True
+        return _Unsendable(what, reason)
+
+    def constant(self, spelling: str) -> object:  # NaN, Infinity, -Infinity
+        return self._unsendable(spelling, _NOT_A_JSON_NUMBER)
+
+    def integer(self, digits: str) -> object:
+        try:
+            return int(digits)
+        except ValueError:  # more digits than int() takes from text
+            limit = sys.get_int_max_str_digits()
+            return self._unsendable(
+                f"an integer of more than {limit} digits", "more than Python reads from JSON"
+            )
+
+    def fraction(self, spelling: str) -> object:
+        number = float(spelling)
+        if math.isfinite(number):
+            return number
+        # 1e400: float() reads it as infinity (which the SDK would send as null).
+        return self._unsendable(
+            "a number out of a float's range", f"read as Infinity, {_NOT_A_JSON_NUMBER}"
+        )
+
+
+def _first_unsendable(value: Any) -> tuple[str, _Unsendable]:
+    """Where in ``value`` its first ``_Unsendable`` is (``/items/2``), and it; walked without
+    recursion, as json reads up to about 1 000 levels."""
+    pending: list[tuple[str, object]] = [("", value)]
+    while pending:
+        where, item = pending.pop()
+        if isinstance(item, _Unsendable):
+            return where or "/", item
+        if isinstance(item, dict):
+            entries: Iterable[tuple[object, object]] = cast("dict[str, object]", item).items()
+        elif isinstance(item, list):
+            entries = enumerate(cast("list[object]", item))
+        else:
+            continue
+        pending.extend(reversed([(f"{where}/{key}", inner) for key, inner in entries]))
+    raise AssertionError("no _Unsendable in the value")  # only called when one was made
 
 
 def _validator(schema_json: str) -> tuple[dict[str, Any], Validator]:
@@ -183,19 +271,41 @@ def _check(value: Any, validator: Validator) -> None:
     error)."""
     error = next(iter(validator.iter_errors(value)), None)
     if error is not None:
-        raise ValueError(schema_mismatch(error))
+        raise ValueError(_non_finite(error) or schema_mismatch(error))
 
 
 def schema_mismatch(error: schema_errors.ValidationError) -> str:
     """Where a value does not fit a schema, and how, short: ``at /n: 'two' is not of type
     'integer'``."""
-    where = "".join(f"/{step}" for step in error.absolute_path) or "/"
-    text = f"at {where}: {error.message}"  # the keys of the value may be long too
+    return _short(f"at {_where(error)}: {error.message}")
+
+
+def _non_finite(error: schema_errors.ValidationError) -> str | None:
+    """What ``error`` says, for a value where a number belongs that stands for NaN or an
+    infinity: pydantic writes them as ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (or as
+    ``null``, in a model), JSON having no such numbers; else ``None``. Looks into the
+    branches of an ``anyOf`` (``float | None``) too."""
+    for cause in (error, *(error.context or ())):
+        if cause.validator != "type":
+            continue
+        wanted: object = cause.validator_value  # "number", or a list of types
+        kinds = cast("list[object]", wanted) if isinstance(wanted, list) else [wanted]
+        if "number" not in kinds and "integer" not in kinds:
+            continue
+        if isinstance(cause.instance, str) and cause.instance in _NON_FINITE:
+            return _short(f"{cause.instance} at {_where(cause)}, {_NOT_A_JSON_NUMBER}")
+        if cause.instance is None:
+            return _short(f"null at {_where(cause)} where a number belongs: {_NULL_NUMBER}")
+    return None
+
+
+def _where(error: schema_errors.ValidationError) -> str:
+    return "".join(f"/{step}" for step in error.absolute_path) or "/"
+
+
+def _short(text: str) -> str:
+    # Where a value is may be long: its keys are the tool's.
     return text if len(text) <= _MAX_MISMATCH else text[: _MAX_MISMATCH - 1] + "…"
-
-
-def _not_json(constant: str) -> NoReturn:
-    raise ValueError(f"{constant} is not JSON")
 
 
 # -- use: a CallToolResult as what the model reads ------------------------------------------
@@ -263,21 +373,21 @@ def _part(block: types.ContentBlock, name: str) -> ContentPart:
     if isinstance(block, types.TextContent):
         return TextPart(block.text)
     if isinstance(block, (types.ImageContent, types.AudioContent)):
-        what = f"{'an image' if block.type == 'image' else 'audio'} ({block.mime_type})"
+        what = f"{'an image' if block.type == 'image' else 'audio'} ({_shown(block.mime_type)})"
         return _media(name, what, block.mime_type, data=block.data)
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
             return TextPart(f"[resource <{resource.uri}>]\n{resource.text}")
         media_type = resource.mime_type or _DEFAULT_BLOB_TYPE
-        what = f"the resource <{resource.uri}>"
+        what = f"the resource <{_shown(resource.uri)}>"
         file_name = _file_name(resource.uri)
         return _media(name, what, media_type, data=resource.blob, file_name=file_name)
     if isinstance(block, types.ResourceLink):
         if block.mime_type is not None and urlsplit(block.uri).scheme in _LINKED_SCHEMES:
             # A link named by its own address (as our server names one) has no name.
             link_name = None if block.name == block.uri else block.name
-            what = f"a link to <{block.uri}>"
+            what = f"a link to <{_shown(block.uri)}>"
             return _media(name, what, block.mime_type, url=block.uri, file_name=link_name)
         return TextPart(f"[resource link: {block.name} <{block.uri}>]")
     return TextPart(f"[{getattr(block, 'type', 'unknown')} content not shown]")
@@ -304,6 +414,12 @@ def _media(
         raise _unreadable(name, what, f"{media_type!r} is not a MIME type") from None
 
 
+def _shown(text: str) -> str:
+    """``text`` for an error text: escaped as ``repr`` escapes it if it has a line break or
+    another control character (a media type that is none because it has one)."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
 def _unreadable(name: str, what: str, problem: str) -> ExecutionFailedError:
     return ExecutionFailedError(call_text(MCP_BAD_CONTENT, name, what=what, problem=problem))
 
@@ -320,6 +436,9 @@ def _decode(data: str) -> bytes:
 
 
 def _file_name(uri: str) -> str | None:
-    """The last segment of ``uri``'s path, if it has one: ``file:///data/q3.pdf`` → ``q3.pdf``."""
-    last = urlsplit(uri).path.rpartition("/")[2]
-    return unquote(last) or None
+    """The last segment of ``uri``'s path, if it has one: ``file:///data/q3.pdf`` → ``q3.pdf``.
+
+    Cut after unquoting, at ``/`` and ``\\`` alike: a name is never a path (``%2e%2e%2f``
+    would make ``../``), and ``.`` or ``..`` is no name."""
+    last = unquote(urlsplit(uri).path).replace("\\", "/").rpartition("/")[2]
+    return None if last in ("", ".", "..") else last

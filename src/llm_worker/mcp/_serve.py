@@ -34,7 +34,10 @@ wrong and can try again (``isError: true``, one text block):
 Over stdio, a line that is not JSON (or holds a lone surrogate) gets the JSON-RPC
 ``Parse error`` (``-32700``, ``id: null``), and JSON that is no JSON-RPC message
 ``Invalid Request`` (``-32600``), each with a warning in the log: the SDK would
-drop them unanswered, leaving the client to wait.
+drop them unanswered, leaving the client to wait. So does a request whose id
+MCP does not allow (only a string or an integer: not ``1.5``, ``null``,
+``true``, an object), over stdio and over HTTP (``400``): the SDK would read it
+as a notification, dropping its id, and never answer.
 Cancellation (the client cancelled the request, or the server is shutting
 down) propagates. A lone surrogate in a result becomes U+FFFD. Over HTTP, who
 may send requests at all is ``_http_access``'s (Host/Origin checks on every
@@ -47,13 +50,15 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import io
 import json
 import logging
+import os
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast, get_args
 
 import anyio
 import mcp.types as types
@@ -61,9 +66,18 @@ from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+from mcp.server.transport_security import (
+    DEFAULT_MAX_REQUEST_BODY_SIZE,
+    TransportSecurityMiddleware,
+    TransportSecuritySettings,
+)
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from .._context import ProgressReports, ToolContext
@@ -89,6 +103,9 @@ __all__ = ["Transport", "create_http_app", "create_server", "serve", "serve_asyn
 
 if TYPE_CHECKING:  # Server.run's own types (the SDK's module is private: not imported to run)
     from mcp.shared._stream_protocols import ReadStream, WriteStream
+
+if sys.platform != "win32":
+    import fcntl
 
 logger = logging.getLogger("llm_worker.mcp")
 
@@ -335,13 +352,16 @@ def create_http_app(
     server = create_server(
         tools, name=name, version=version, instructions=instructions, limits=limits
     )
+    security = transport_security(host, allowed_hosts, allowed_origins)
     app = server.streamable_http_app(
         streamable_http_path=path,
         host=host,
-        transport_security=transport_security(host, allowed_hosts, allowed_origins),
+        transport_security=security,
         session_idle_timeout=session_idle_timeout,
         max_sessions=max_sessions,
     )
+    # Added first, so innermost of ours: after the token, before the SDK's handler.
+    app.add_middleware(_RequestIdsCheckedOverHttp, path=path, security=security)
     if auth_token is not None:
         app.add_middleware(BearerTokenAuth, token=auth_token)
     cross_origin(app, allowed_origins)
@@ -392,13 +412,19 @@ async def serve_async(
         # The SDK points fd 1 elsewhere while it serves, but text buffered in sys.stdout
         # would reach the wire when flushed after it restores fd 1: send prints to stderr.
         # (Inside stdio_server: it claims fd 1 through the real sys.stdout.)
-        async with stdio_server() as (read_stream, write_stream):
-            with contextlib.redirect_stdout(sys.stderr):
-                await server.run(
-                    _UnreadableLinesAnswered(read_stream, write_stream),
-                    write_stream,
-                    server.create_initialization_options(),
-                )
+        with _stdin_wire() as wire:
+            lines = None if wire is None else _RequestIdsChecked(_text_lines(wire))
+            # The SDK only iterates the stdin it is given: our lines are all it needs.
+            stdin = cast("anyio.AsyncFile[str] | None", lines)
+            async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+                if lines is not None:
+                    lines.answer_on(write_stream)
+                with contextlib.redirect_stdout(sys.stderr):
+                    await server.run(
+                        _UnreadableLinesAnswered(read_stream, write_stream),
+                        write_stream,
+                        server.create_initialization_options(),
+                    )
         return
     _check_path(path)
     try:
@@ -573,9 +599,212 @@ def _unreadable_line(exc: Exception) -> SessionMessage | None:
         line = first.get("input")
         if isinstance(line, str) and line.isspace():
             return None
-        code, message, why = types.PARSE_ERROR, "Parse error", first["msg"]
+        error = _answer_error(_ON_STDIN, types.PARSE_ERROR, "Parse error", first["msg"])
     else:
-        code, message, why = types.INVALID_REQUEST, "Invalid Request", "not a JSON-RPC message"
-    logger.warning("answered a line on stdin with %s (%d): %s", message, code, why)
-    error = types.ErrorData(code=code, message=message)
-    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=None, error=error))
+        error = _answer_error(_ON_STDIN, *_INVALID_REQUEST, "not a JSON-RPC message")
+    return SessionMessage(error)
+
+
+_ON_STDIN = "a line on stdin"
+_INVALID_REQUEST = (types.INVALID_REQUEST, "Invalid Request")
+
+
+def _answer_error(what: str, code: int, message: str, why: str) -> types.JSONRPCError:
+    """The JSON-RPC error (``id: null``: the message's id cannot be read, or is none MCP
+    allows) answering ``what``, logged as a warning saying why."""
+    logger.warning("answered %s with %s (%d): %s", what, message, code, why)
+    return types.JSONRPCError(
+        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
+    )
+
+
+def _request_id_problem(message: object) -> str | None:
+    """Why ``message`` (parsed JSON) is a request whose id MCP does not allow, or ``None``.
+
+    A request (it has a ``method``) with an ``id`` that is not a string or an integer
+    (a JSON-RPC id may be a fraction or ``null``, an MCP one may not). The SDK reads one
+    as a notification, dropping the id, and answers nothing: the client would wait.
+    """
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return None
+    request_id = cast("dict[str, object]", message)["id"]
+    if isinstance(request_id, str) or type(request_id) is int:  # bool is an int, and no id
+        return None
+    if isinstance(request_id, dict):
+        kind = "an object"
+    elif isinstance(request_id, list):
+        kind = "an array"
+    else:
+        kind = json.dumps(request_id)  # null, true, 1.5
+    return f"a request's id must be a string or an integer, not {kind}"
+
+
+def _request_id_problem_of(text: str | bytes) -> str | None:
+    """``_request_id_problem`` of JSON ``text``; ``None`` if it is not JSON (the SDK says so)."""
+    try:
+        message = json.loads(text)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
+        return None
+    return _request_id_problem(message)
+
+
+class _RequestIdsChecked:
+    """Stdin's lines, as the SDK's stdio transport reads them (it iterates them), less each
+    request whose id MCP does not allow: answered ``Invalid Request`` here, with a warning.
+
+    The SDK reads such a request as a notification (its id dropped), which it never
+    answers. ``answer_on`` gives the stream to answer on, once the transport is open.
+    """
+
+    __slots__ = ("_lines", "_ready", "_write")
+
+    def __init__(self, lines: anyio.AsyncFile[str]) -> None:
+        self._lines = lines
+        self._write: WriteStream[SessionMessage] | None = None
+        self._ready = anyio.Event()
+
+    def answer_on(self, write: WriteStream[SessionMessage]) -> None:
+        self._write = write
+        self._ready.set()
+
+    def __aiter__(self) -> _RequestIdsChecked:
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self._lines.readline()
+            if not line:
+                raise StopAsyncIteration
+            why = _request_id_problem_of(line)
+            if why is None:
+                return line
+            await self._ready.wait()  # a line read before the transport was open
+            assert self._write is not None
+            await self._write.send(SessionMessage(_answer_error(_ON_STDIN, *_INVALID_REQUEST, why)))
+
+
+@contextlib.contextmanager
+def _stdin_wire() -> Generator[BinaryIO | None, None, None]:
+    """What the client writes to stdin, to read while fd 0 reads the null device.
+
+    The SDK's ``stdio_server`` does this for the stdin it reads itself; we read ours
+    (``_RequestIdsChecked`` sees each line first), so we do it too: a tool, or a process
+    it starts, that reads stdin gets EOF, never the client's messages. After, fd 0 is
+    the client's again. Where stdin is not fd 0 (a host embedding us, pytest), or fd 0
+    cannot be moved, ``sys.stdin``'s own buffer, read in place (as the SDK does).
+    ``None`` on Windows, where the process's standard handle would have to move too:
+    there the SDK reads stdin itself, and a request's id is not checked.
+    """
+    if sys.platform == "win32":
+        yield None
+        return
+    buffer = sys.stdin.buffer
+    wire = _duplicate_of_fd_0(buffer)
+    if wire is None:
+        yield buffer
+        return
+    try:
+        # A thread may still block reading the wire after we are done: never closed.
+        yield os.fdopen(wire, "rb", closefd=False)
+    finally:
+        os.dup2(wire, 0)
+
+
+def _duplicate_of_fd_0(buffer: BinaryIO) -> int | None:
+    """A duplicate of fd 0 (``buffer``'s), above the standard descriptors, with fd 0 made
+    the null device; ``None`` (and fd 0 left alone) if ``buffer`` is not fd 0, or it fails."""
+    try:
+        if buffer.fileno() != 0:
+            return None
+        wire = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except (AttributeError, OSError, ValueError):  # no file, or not one with a descriptor
+        return None
+    try:
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            os.dup2(null, 0)
+        finally:
+            os.close(null)
+    except OSError:
+        os.close(wire)
+        return None
+    return wire
+
+
+class _Unowned(io.TextIOWrapper):
+    """A text layer that never closes its buffer (``sys.stdin``'s, when read in place)."""
+
+    def close(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.detach()
+
+
+def _text_lines(wire: BinaryIO) -> anyio.AsyncFile[str]:
+    # As the SDK's stdio_server reads stdin: UTF-8, bytes that are not becoming U+FFFD.
+    return anyio.wrap_file(_Unowned(wire, encoding="utf-8", errors="replace"))
+
+
+class _RequestIdsCheckedOverHttp:
+    """ASGI middleware: a POST to ``path`` whose body is a request with an id MCP does not
+    allow gets ``400`` with ``Invalid Request`` (and a warning), as the SDK answers other
+    bodies that are no message; the SDK would answer ``202 Accepted`` (a notification)
+    and nothing more. Only a request the SDK would take otherwise: one with an allowed
+    Host and Origin and a JSON content type (else the SDK refuses it as ever), whose body
+    is no larger than the SDK reads (else the SDK answers ``413``).
+    """
+
+    def __init__(self, app: ASGIApp, path: str, security: TransportSecuritySettings) -> None:
+        self.app = app
+        self._path = path
+        self._security = TransportSecurityMiddleware(security)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or _route_path(scope) != self._path:
+            await self.app(scope, receive, send)
+            return
+        received, body = await _body_of(scope, receive)
+        why = None if body is None else _request_id_problem_of(body)
+        if (
+            why is not None
+            and await self._security.validate_request(Request(scope), is_post=True) is None
+        ):
+            error = _answer_error("a POST", *_INVALID_REQUEST, why)
+            answer = Response(
+                error.model_dump_json(by_alias=True, exclude_unset=True),
+                status_code=400,
+                media_type="application/json",
+            )
+            await answer(scope, receive, send)
+            return
+
+        async def replay() -> Message:
+            return received.pop(0) if received else await receive()
+
+        await self.app(scope, replay, send)
+
+
+def _route_path(scope: Scope) -> str:
+    # The path after the prefix the app is mounted under, as Starlette routes it.
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+async def _body_of(scope: Scope, receive: Receive) -> tuple[list[Message], bytes | None]:
+    """The messages of a request's body as received (to give the app next), and the body;
+    ``None`` for it if it is larger than the SDK reads or did not come whole."""
+    received: list[Message] = []
+    declared = Headers(scope=scope).get("content-length", "")
+    if declared.isdigit() and int(declared) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        return received, None  # refused unread by the SDK
+    size = 0
+    while True:
+        message = await receive()
+        received.append(message)
+        if message["type"] != "http.request":
+            return received, None  # the client left
+        size += len(message.get("body", b""))
+        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+            return received, None
+        if not message.get("more_body", False):
+            return received, b"".join(part.get("body", b"") for part in received)
