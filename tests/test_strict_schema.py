@@ -1087,6 +1087,28 @@ class TestDropIntroducedNulls:
             == "{'mode': 'fast'}"
         )
 
+    def test_a_branch_too_short_for_the_array_is_not_chosen(self):
+        """An empty tuple's branch (maxItems 0) comes first: the two items were read against
+        it, and the introduced null of the second stayed (the tool then refused a string
+        that was never sent). Found by TestAnySchema."""
+        pair = {
+            "type": "array",
+            "prefixItems": [
+                {"type": "string"},
+                {"properties": {"b": {"type": "string"}}, "additionalProperties": False},
+            ],
+            "minItems": 2,
+            "maxItems": 2,
+        }
+        schema = {
+            "properties": {"a": {"anyOf": [{"type": "array", "maxItems": 0}, pair]}},
+            "additionalProperties": False,
+        }
+        assert drop_introduced_nulls(schema, {"a": ["s", {"b": None}]}) == {"a": ["s", {}]}
+        too_long = {"properties": {"a": {"anyOf": [pair, {"type": "array", "minItems": 3}]}}}
+        three = ["s", {"b": None}, None]
+        assert drop_introduced_nulls(too_long, {"a": three}) == {"a": three}
+
     def test_an_unreadable_schema_leaves_the_arguments(self):
         """A schema it cannot read (a $ref to nothing) gives the arguments back as they are."""
         arguments = {"a": None}

@@ -755,7 +755,8 @@ def _branch_for(value: Any, node: JsonSchema, refs: Refs, *, top: bool) -> JsonS
         if values is not None and all(json_type(v) != kind for v in values):
             continue
         if kind == "array":
-            if _items_fit(cast("list[Any]", value), merged, refs):
+            items = cast("list[Any]", value)
+            if _length_fits(items, merged) and _items_fit(items, merged, refs):
                 return merged
             continue
         keys = set(cast("dict[str, Any]", value))
@@ -769,6 +770,15 @@ def _branch_for(value: Any, node: JsonSchema, refs: Refs, *, top: bool) -> JsonS
             return merged
         near = near or merged
     return near
+
+
+def _length_fits(value: list[Any], node: JsonSchema) -> bool:
+    """Whether ``node``'s ``minItems``/``maxItems`` (which strict mode keeps) allow ``value``:
+    an empty tuple's branch is no branch for two items."""
+    shortest, longest = node.get("minItems", 0), node.get("maxItems")
+    if isinstance(shortest, int) and len(value) < shortest:
+        return False
+    return not (isinstance(longest, int) and len(value) > longest)
 
 
 def _items_fit(value: list[Any], node: JsonSchema, refs: Refs) -> bool:
