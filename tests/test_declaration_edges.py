@@ -12,10 +12,19 @@ from typing import Annotated, Any
 
 import anyio
 import attrs
+import jsonschema
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, with_config
+from typing_extensions import NotRequired, TypedDict
 
-from llm_worker import is_tool_registry, tool, tool_definitions, tool_metas, tool_registry
+from llm_worker import (
+    InvalidArgumentError,
+    is_tool_registry,
+    tool,
+    tool_definitions,
+    tool_metas,
+    tool_registry,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -360,3 +369,196 @@ class TestNonFiniteSchema:
         assert json.dumps(T.f.meta().input_schema["properties"]["x"]) == (
             '{"default": 1.0, "maximum": 1e+300, "type": "number"}'
         )
+
+
+# -- a TypedDict or dataclass as an argument and inside a model ------------------------
+
+
+class Movie(TypedDict):
+    """A film."""
+
+    title: str
+    year: NotRequired[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Spot:
+    x: int
+    y: int = 0
+
+
+class Shelf(BaseModel):  # pydantic's default: unknown keys are ignored, here and inside
+    favourite: Movie | None = None
+    spot: Spot | None = None
+
+
+class Library(BaseModel):  # Movie twice: pydantic makes it one definition of this model
+    favourite: Movie | None = None
+    others: list[Movie] = []
+
+
+class ClosedShelf(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    favourite: Movie | None = None
+
+
+@with_config(ConfigDict(extra="forbid"))
+class OwnMovie(TypedDict):
+    title: str
+
+
+@tool_registry
+class Cinema:
+    @tool
+    async def shelf_first(self, shelf: Shelf, movies: list[Movie], spots: list[Spot]) -> str:
+        """The model first."""
+        return repr((shelf, movies, spots))
+
+    @tool
+    async def shelf_last(self, movies: list[Movie], spots: list[Spot], shelf: Shelf) -> str:
+        """The model last."""
+        return repr((shelf, movies, spots))
+
+    @tool
+    async def twice(self, one: Movie, movies: list[Movie], library: Library) -> str:
+        """The TypedDict twice as an argument and twice in a model."""
+        return repr((one, movies, library))
+
+    @tool
+    async def alone(self, movie: Movie, spot: Spot) -> str:
+        """As arguments only."""
+        return repr((movie, type(spot).__qualname__, spot == Spot(1)))
+
+    @tool
+    async def closed_too(self, movie: Movie, shelf: ClosedShelf) -> str:
+        """Inside a model that refuses unknown keys too."""
+        return repr((movie, shelf))
+
+    @tool
+    async def own(self, movie: OwnMovie) -> str:
+        """A TypedDict with a config of its own."""
+        return repr(movie)
+
+
+EXTRA_IN_THE_MODEL = {"shelf": {"favourite": {"title": "a", "extra": 1}, "spot": {"x": 1, "z": 2}}}
+EXTRA_IN_THE_ARGUMENTS = [
+    {"movies": [{"title": "a", "extra": 1}]},
+    {"spots": [{"x": 1, "z": 2}]},
+]
+
+
+def _arguments(**given: Any) -> dict[str, Any]:
+    return {"shelf": {}, "movies": [], "spots": [], **given}
+
+
+class TestTypedDictsAndDataclassesByPlace:
+    def test_the_schema_does_not_depend_on_the_order_of_the_parameters(self) -> None:
+        """A class used as an argument and inside a model: the same $defs either way."""
+        first = Cinema.shelf_first.meta().input_schema
+        last = Cinema.shelf_last.meta().input_schema
+        assert first["$defs"] == last["$defs"]
+        assert json.dumps(first["properties"], sort_keys=True) == json.dumps(
+            last["properties"], sort_keys=True
+        )
+
+    @pytest.mark.parametrize("name", ["shelf_first", "shelf_last"])
+    async def test_unknown_keys_inside_the_model_are_ignored_by_both(self, name: str) -> None:
+        """Inside the model the class follows the model: unknown keys are dropped, and its
+        schema admits them. Before, one of the two orders had a schema refusing them."""
+        tool_class = vars(Cinema)[f"Tool{name.title().replace('_', '')}"]
+        schema = getattr(Cinema, name).meta().input_schema
+        arguments = _arguments(**EXTRA_IN_THE_MODEL)
+        assert jsonschema.Draft202012Validator(schema).is_valid(arguments)
+        with anyio.fail_after(10):
+            result = await tool_class(Cinema()).execute(json.dumps(arguments))
+        assert result == repr(
+            (Shelf(favourite={"title": "a"}, spot=Spot(1)), [], [])  # type: ignore[typeddict-item]
+        )
+
+    @pytest.mark.parametrize("name", ["shelf_first", "shelf_last"])
+    @pytest.mark.parametrize("extra", EXTRA_IN_THE_ARGUMENTS, ids=["typed-dict", "dataclass"])
+    async def test_unknown_keys_in_an_argument_are_refused_by_both(
+        self, name: str, extra: dict[str, Any]
+    ) -> None:
+        """As an argument the class is closed like the arguments, and its schema says so.
+        Before, one of the two orders had a schema admitting the key the tool refused."""
+        tool_class = vars(Cinema)[f"Tool{name.title().replace('_', '')}"]
+        schema = getattr(Cinema, name).meta().input_schema
+        arguments = _arguments(**extra)
+        assert not jsonschema.Draft202012Validator(schema).is_valid(arguments)
+        with (
+            anyio.fail_after(10),
+            pytest.raises(InvalidArgumentError, match=r"unexpected|Unexpected"),
+        ):
+            await tool_class(Cinema()).execute(json.dumps(arguments))
+
+    async def test_two_uses_as_arguments_stay_closed(self) -> None:
+        """Twice as an argument and twice in a model: the arguments still refuse unknown keys
+        (pydantic once validated them all as the model's, ignoring them)."""
+        tool = Cinema.ToolTwice(Cinema())
+        schema = Cinema.twice.meta().input_schema
+        for arguments in (
+            {"one": {"title": "a", "extra": 1}, "movies": [], "library": {}},
+            {"one": {"title": "a"}, "movies": [{"title": "b", "extra": 1}], "library": {}},
+        ):
+            assert not jsonschema.Draft202012Validator(schema).is_valid(arguments)
+            with anyio.fail_after(10), pytest.raises(InvalidArgumentError, match="unexpected"):
+                await tool.execute(json.dumps(arguments))
+
+    def test_each_use_gets_its_own_definition_named_by_module(self) -> None:
+        """Two definitions that say different things get pydantic's module-qualified names."""
+        module = __name__.replace(".", "__")
+        defs = Cinema.shelf_first.meta().input_schema["$defs"]
+        assert sorted(defs) == sorted(
+            [
+                "Shelf",
+                f"{module}__Movie",
+                f"{module}__closed__Movie",
+                f"{module}__Spot",
+                f"{module}__closed__Spot",
+            ]
+        )
+        assert defs[f"{module}__closed__Movie"] == {
+            **defs[f"{module}__Movie"],
+            "additionalProperties": False,
+        }
+
+    async def test_as_arguments_only_the_schema_is_as_before(self) -> None:
+        """Only as arguments: one plain definition each, closed; the method gets the
+        dataclass it declared (equal to one it makes)."""
+        schema = Cinema.alone.meta().input_schema
+        assert schema["$defs"] == {
+            "Movie": {
+                "additionalProperties": False,
+                "description": "A film.",
+                "properties": {"title": {"type": "string"}, "year": {"type": "integer"}},
+                "required": ["title"],
+                "title": "Movie",
+                "type": "object",
+            },
+            "Spot": {
+                "additionalProperties": False,
+                "properties": {"x": {"type": "integer"}, "y": {"default": 0, "type": "integer"}},
+                "required": ["x"],
+                "title": "Spot",
+                "type": "object",
+            },
+        }
+        with anyio.fail_after(10):
+            result = await Cinema.ToolAlone(Cinema()).execute(
+                '{"movie": {"title": "a"}, "spot": {"x": 1}}'
+            )
+        assert result == "({'title': 'a'}, 'Spot', True)"
+
+    def test_a_model_that_refuses_unknown_keys_shares_the_definition(self) -> None:
+        """When the two uses say the same, they share one definition, by its own name."""
+        defs = Cinema.closed_too.meta().input_schema["$defs"]
+        assert sorted(defs) == ["ClosedShelf", "Movie"]
+        assert defs["Movie"]["additionalProperties"] is False
+
+    async def test_a_class_with_its_own_config_is_left_as_it_is(self) -> None:
+        """with_config(...) decides for itself, as an argument too."""
+        schema = Cinema.own.meta().input_schema
+        assert sorted(schema["$defs"]) == ["OwnMovie"]
+        with anyio.fail_after(10), pytest.raises(InvalidArgumentError, match="unexpected"):
+            await Cinema.ToolOwn(Cinema()).execute('{"movie": {"title": "a", "x": 1}}')

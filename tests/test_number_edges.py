@@ -5,24 +5,40 @@
 - a timeout no float can hold (``10**400``) is refused when it is set, and one past
   ``NO_LIMIT_PAST`` is kept as ``math.inf`` (``_limits.py``, ``_options.py``);
 - ``ToolContext.report_progress`` refuses a ``bool`` and an int past a float's range
-  with the errors its docstring names (``_context.py``).
+  with the errors its docstring names (``_context.py``);
+- a ``Literal`` or an Enum of numbers takes no JSON ``true``/``false``, and a dict's
+  ``int`` keys are integers written one way, as the schema says (``_codegen/fields.py``).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import datetime
+import decimal
+import enum
+import json
 import math
 import re
+import uuid
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
+import jsonschema
+import mcp.types
 import pytest
-from pydantic import BaseModel, BeforeValidator
+from anthropic.types import ToolParam
+from google.genai import types as gemini_types
+from openai.types.chat import ChatCompletionFunctionToolParam
+from openai.types.responses import FunctionToolParam
+from pydantic import BaseModel, BeforeValidator, Field, TypeAdapter
 from support import collect, results_of
 
 from llm_worker import (
+    FORMATS,
     Approve,
+    InvalidArgumentError,
     Limits,
     OutputValidationError,
     RunState,
@@ -32,6 +48,7 @@ from llm_worker import (
     UserMessage,
     Worker,
     WorkerResult,
+    export_tools,
     tool,
     tool_definitions,
     tool_registry,
@@ -362,3 +379,353 @@ async def test_a_validator_making_nan_is_still_refused() -> None:
     message = client.requests[1].messages[-1]
     assert isinstance(message, UserMessage)
     assert message.text == told("NaN")
+
+
+# -- a JSON true is no 1, and "01" is no key 1 ----------------------------------------------
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Mixed(enum.Enum):
+    ONE = 1
+    B = "b"
+
+
+class Flavour(str, enum.Enum):
+    PLAIN = "plain"
+
+
+@tool_registry
+class Choices:
+    @tool
+    async def pick(self, n: Literal[1, 2, "1"]) -> str:
+        """Pick."""
+        return repr(n)
+
+    @tool
+    async def flag(self, c: Literal[0, 5]) -> str:
+        """Flag."""
+        return repr(c)
+
+    @tool
+    async def level(
+        self,
+        level: Level,
+        levels: list[Level] = [],  # noqa: B006
+        maybe: Level | None = None,
+    ) -> str:
+        """Level."""
+        return repr((level, levels, maybe))
+
+    @tool
+    async def mixed(self, m: Mixed) -> str:
+        """Mixed."""
+        return repr(m)
+
+    @tool
+    async def both(self, b: Literal[True, 0]) -> str:
+        """A bool and a number."""
+        return repr(b)
+
+    @tool
+    async def member(self, m: Literal[Level.LOW, Mixed.B]) -> str:
+        """Enum members in a Literal."""
+        return repr(m)
+
+    @tool(strict=False)
+    async def lax(self, level: Level) -> str:
+        """Lax."""
+        return repr(level)
+
+
+async def _call(registry: type, name: str, arguments: dict[str, Any]) -> str:
+    tool_class = vars(registry)["Tool" + name.title().replace("_", "")]
+    with anyio.fail_after(10):
+        return str(await tool_class(registry()).execute(json.dumps(arguments)))
+
+
+def _schema_admits(registry: type, name: str, arguments: dict[str, Any]) -> bool:
+    schema = getattr(registry, name).meta().input_schema
+    return jsonschema.Draft202012Validator(schema).is_valid(arguments)
+
+
+REFUSED_CHOICES = [
+    ("pick", {"n": True}, "'n': Input should be 1, 2 or '1' (got true)"),
+    ("flag", {"c": False}, "'c': Input should be 0 or 5 (got false)"),
+    ("level", {"level": True}, "'level': Input should be 1 or 2 (got true)"),
+    ("level", {"level": 1, "levels": [False]}, "'levels[0]': Input should be 1 or 2 (got false)"),
+    ("level", {"level": 1, "maybe": True}, "'maybe': Input should be 1 or 2 (got true)"),
+    ("level", {"level": "1"}, "'level': Input should be 1 or 2 (got \"1\")"),
+    ("mixed", {"m": True}, "'m': Input should be 1 or 'b' (got true)"),
+    ("both", {"b": 1}, "'b': Input should be True or 0 (got 1)"),
+    ("both", {"b": False}, "'b': Input should be True or 0 (got false)"),
+    ("member", {"m": True}, "'m': Input should be 1 or 'b' (got true)"),
+]
+TAKEN_CHOICES = [
+    ("pick", {"n": 1}, "1"),
+    ("pick", {"n": "1"}, "'1'"),
+    ("flag", {"c": 5.0}, "5"),  # JSON Schema's integer, as before
+    (
+        "level",
+        {"level": 1.0, "levels": [2], "maybe": None},
+        "(<Level.LOW: 1>, [<Level.HIGH: 2>], None)",
+    ),
+    ("mixed", {"m": "b"}, "<Mixed.B: 'b'>"),
+    ("both", {"b": True}, "True"),
+    ("both", {"b": 0}, "0"),
+    ("member", {"m": 1}, "<Level.LOW: 1>"),
+]
+
+
+class TestBoolsAreNoNumbers:
+    @pytest.mark.parametrize(("name", "arguments", "message"), REFUSED_CHOICES)
+    async def test_a_value_of_another_kind_is_refused_by_both(
+        self, name: str, arguments: dict[str, Any], message: str
+    ) -> None:
+        """true is no 1 and 1 is no True: the schema refuses it, and so does the tool
+        (pydantic-core matched them, True == 1)."""
+        assert not _schema_admits(Choices, name, arguments)
+        with pytest.raises(InvalidArgumentError) as caught:
+            await _call(Choices, name, arguments)
+        assert caught.value.message == message
+
+    @pytest.mark.parametrize(("name", "arguments", "result"), TAKEN_CHOICES)
+    async def test_the_choices_are_taken_as_before(
+        self, name: str, arguments: dict[str, Any], result: str
+    ) -> None:
+        assert _schema_admits(Choices, name, arguments)
+        assert await _call(Choices, name, arguments) == result
+
+    def test_the_schemas_are_as_before(self) -> None:
+        """An Enum is still its $defs entry; a Literal its values."""
+        level = Choices.level.meta().input_schema
+        assert level["$defs"] == {"Level": {"enum": [1, 2], "title": "Level", "type": "integer"}}
+        assert level["properties"]["level"] == {"$ref": "#/$defs/Level"}
+        pick = Choices.pick.meta().input_schema["properties"]["n"]
+        assert pick == {"enum": [1, 2, "1"]}
+        member = Choices.member.meta().input_schema["properties"]["m"]
+        assert member == {"enum": [1, "b"]}
+
+    async def test_a_lax_tool_keeps_pydantics_lax_reading(self) -> None:
+        """@tool(strict=False) accepts more than its schema, as documented: "1" and true too."""
+        assert await _call(Choices, "lax", {"level": "1"}) == "<Level.LOW: 1>"
+        assert await _call(Choices, "lax", {"level": True}) == "<Level.LOW: 1>"
+
+
+@tool_registry
+class Stock:
+    @tool
+    async def set_quantities(self, quantities: dict[int, int]) -> str:
+        """Set the stock quantity of each product, by product id."""
+        return repr(quantities)
+
+    @tool
+    async def keyed(
+        self,
+        flags: dict[bool, str] = {},  # noqa: B006
+        levels: dict[Level, int] = {},  # noqa: B006
+        literal: dict[Literal[1, "a"], int] = {},  # noqa: B006
+        flavours: dict[Flavour, int] = {},  # noqa: B006
+        positive: dict[Annotated[int, Field(ge=0)], int] = {},  # noqa: B006
+        ordered: collections.OrderedDict[int, int] = {},  # noqa: B006 (a dict becomes one)
+    ) -> str:
+        """Keys of several types."""
+        return repr((flags, levels, literal, flavours, positive, dict(ordered)))
+
+
+INT_KEY_PATTERN = r"^(0|-?[1-9][0-9]*)$"  # an integer as json.dumps writes it, "-0" not
+NOT_ONE_WAY = ["sku-1", "01", " 1", "+1", "1_0", "1.0", "-0", "1e2", "", "\u0661"]
+
+
+class TestIntKeysAreWrittenOneWay:
+    @pytest.mark.parametrize("key", NOT_ONE_WAY)
+    async def test_a_key_written_another_way_is_refused_by_both(self, key: str) -> None:
+        """Only json.dumps's spelling of an integer is a key: "01" and "+1" would read as 1
+        and keep one of the values."""
+        arguments = {"quantities": {"1": 5, key: 7}}
+        assert not _schema_admits(Stock, "set_quantities", arguments)
+        with pytest.raises(InvalidArgumentError) as caught:
+            await _call(Stock, "set_quantities", arguments)
+        assert caught.value.message == (
+            f"'quantities.{key}.[key]': String should match pattern "
+            f"'{INT_KEY_PATTERN}' (got {json.dumps(key, ensure_ascii=False)})"
+        )
+
+    async def test_every_key_arrives(self) -> None:
+        """Before, {"1": 5, "01": 7, " 1": 9, "+1": 11} reached the method as {1: 11}."""
+        arguments = {"quantities": {"1": 5, "-20": 7, "0": 9, str(10**30): 11}}
+        assert _schema_admits(Stock, "set_quantities", arguments)
+        assert await _call(Stock, "set_quantities", arguments) == repr(
+            {1: 5, -20: 7, 0: 9, 10**30: 11}
+        )
+
+    def test_the_schema_names_the_keys(self) -> None:
+        schema = Stock.set_quantities.meta().input_schema["properties"]["quantities"]
+        assert schema == {
+            "additionalProperties": {"type": "integer"},
+            "propertyNames": {"pattern": INT_KEY_PATTERN},
+            "type": "object",
+        }
+
+    async def test_keys_of_few_values_are_their_json_texts(self) -> None:
+        """bool, Literal and Enum keys are their values' JSON text ("true", "1"), and
+        str Enum keys their values, as before."""
+        arguments = {
+            "flags": {"true": "t"},
+            "levels": {"2": 1},
+            "literal": {"1": 1, "a": 2},
+            "flavours": {"plain": 1},
+            "positive": {"3": 1},
+            "ordered": {"4": 1},
+        }
+        assert _schema_admits(Stock, "keyed", arguments)
+        assert await _call(Stock, "keyed", arguments) == repr(
+            ({True: "t"}, {Level.HIGH: 1}, {1: 1, "a": 2}, {Flavour.PLAIN: 1}, {3: 1}, {4: 1})
+        )
+        properties = Stock.keyed.meta().input_schema["properties"]
+        names = {name: properties[name].get("propertyNames") for name in properties}
+        assert names == {
+            "flags": {"enum": ["true", "false"]},
+            "levels": {"enum": ["1", "2"]},
+            "literal": {"enum": ["1", "a"]},
+            "flavours": {"$ref": "#/$defs/Flavour"},
+            "positive": {"pattern": INT_KEY_PATTERN},
+            "ordered": {"pattern": INT_KEY_PATTERN},
+        }
+
+    @pytest.mark.parametrize(
+        ("arguments", "message"),
+        [
+            (
+                {"flags": {"yes": "y"}},
+                "'flags.yes.[key]': Input should be 'true' or 'false' (got \"yes\")",
+            ),
+            ({"levels": {"01": 1}}, "'levels.01.[key]': Input should be '1' or '2' (got \"01\")"),
+            (
+                {"literal": {"1.0": 1}},
+                "'literal.1.0.[key]': Input should be '1' or 'a' (got \"1.0\")",
+            ),
+            (
+                {"positive": {"-1": 1}},
+                "'positive.-1.[key]': Input should be greater than or equal to 0 (got -1)",
+            ),
+            (
+                {"ordered": {"04": 1}},
+                f"'ordered.04.[key]': String should match pattern '{INT_KEY_PATTERN}' (got \"04\")",
+            ),
+        ],
+        ids=["bool", "enum", "literal", "constrained", "ordered-dict"],
+    )
+    async def test_other_texts_are_refused(self, arguments: dict[str, Any], message: str) -> None:
+        with pytest.raises(InvalidArgumentError) as caught:
+            await _call(Stock, "keyed", arguments)
+        assert caught.value.message == message
+
+    def test_every_format_takes_the_key_names(self) -> None:
+        """propertyNames stays where the provider takes JSON Schema, and each provider's SDK
+        takes the tool; Gemini's subset has none, so its description says it (validation
+        still checks); OpenAI strict mode refuses the map, as any dict[str, ...]."""
+        meta = Stock.set_quantities.meta()
+        tools = {fmt: export_tools([meta], fmt)[0] for fmt in FORMATS}
+        names = {"pattern": INT_KEY_PATTERN}
+        assert (
+            tools["neutral"]["input_schema"]["properties"]["quantities"]["propertyNames"] == names
+        )
+        assert (
+            tools["anthropic"]["input_schema"]["properties"]["quantities"]["propertyNames"] == names
+        )
+        assert tools["mcp"]["inputSchema"]["properties"]["quantities"]["propertyNames"] == names
+        assert (
+            tools["openai"]["function"]["parameters"]["properties"]["quantities"]["propertyNames"]
+            == names
+        )
+        assert (
+            tools["openai-responses"]["parameters"]["properties"]["quantities"]["propertyNames"]
+            == names
+        )
+        assert tools["gemini"]["parameters"]["properties"]["quantities"] == {
+            "type": "OBJECT",
+            "description": (
+                f'(keys: {{"pattern": "{INT_KEY_PATTERN}"}}, each value: {{"type": "integer"}})'
+            ),
+        }
+        TypeAdapter(ChatCompletionFunctionToolParam).validate_python(tools["openai"])
+        TypeAdapter(FunctionToolParam).validate_python(tools["openai-responses"])
+        TypeAdapter(ToolParam).validate_python(tools["anthropic"])
+        assert (
+            mcp.types.Tool.model_validate(tools["mcp"]).model_dump(
+                mode="json", exclude_none=True, by_alias=True
+            )
+            == tools["mcp"]
+        )
+        declaration = gemini_types.FunctionDeclaration.model_validate(tools["gemini"])
+        assert (
+            declaration.model_dump(mode="json", exclude_none=True, by_alias=True) == tools["gemini"]
+        )
+        for fmt in ("openai", "openai-responses"):
+            with pytest.raises(ValueError, match="keys not named in advance"):
+                export_tools([meta], fmt, strict=True)
+
+
+class TestKeysNoJsonTextNamesOneWay:
+    @pytest.mark.parametrize(
+        ("annotation", "name"),
+        [
+            (dict[float, int], "float"),
+            (dict[decimal.Decimal, int], "Decimal"),
+            (dict[uuid.UUID, int], "UUID"),
+            (dict[datetime.date, int], "date"),
+            (list[dict[int | None, int]], "int | None"),
+            (collections.Counter[float] | None, "float"),
+        ],
+    )
+    def test_they_are_named(self, annotation: Any, name: str) -> None:
+        """Keys several texts read as one ("1.5", "1.50", "15e-1") are a declaration error,
+        naming the type and the way out."""
+        from llm_worker._codegen.json_keys import mapping_key_problem
+
+        assert mapping_key_problem(annotation) == (
+            f"its dict keys are {name}, and a JSON object's keys are text that several "
+            f"spellings of one {name} would be read into, keeping one value and losing the "
+            f"others; use str keys (dict[str, ...]), or int, bool, Literal or Enum keys"
+        )
+
+    def test_a_tool_taking_them_is_not_declared(self) -> None:
+        """The registry names the parameter and the problem; nothing half-built is left."""
+
+        class Measures:
+            async def record(self, by_ratio: dict[float, int], ok: dict[int, int]) -> str:
+                """Record."""
+                return ""
+
+        Measures.record = tool(Measures.record)  # type: ignore[method-assign]
+        with pytest.raises(TypeError) as caught:
+            tool_registry(Measures)
+        assert str(caught.value).splitlines()[1:] == [
+            "  record: parameter 'by_ratio': its dict keys are float, and a JSON object's keys "
+            "are text that several spellings of one float would be read into, keeping one "
+            "value and losing the others; use str keys (dict[str, ...]), or int, bool, "
+            "Literal or Enum keys"
+        ]
+
+    @pytest.mark.parametrize(
+        "annotation",
+        [
+            dict[str, float],
+            dict[int, float],
+            dict[bool, int],
+            dict[Level, int],
+            dict[Flavour, int],
+            dict[Literal["a", 1], int],
+            dict[Annotated[str, Field(min_length=1)], int],
+            dict[Any, int],
+            list[float],
+        ],
+    )
+    def test_the_others_are_not(self, annotation: Any) -> None:
+        from llm_worker._codegen.json_keys import mapping_key_problem
+
+        assert mapping_key_problem(annotation) is None

@@ -1,7 +1,8 @@
 """Properties of generated tools: whatever the input, execute() answers or says why not."""
 
+import enum
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 import jsonschema
@@ -239,3 +240,74 @@ class TestReproducibleInCI:
         first, second = draws(), draws()
         assert len(first) == 20
         assert first == second
+
+
+# -- what pydantic once read more loosely than the schema says --------------------------
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@tool_registry
+class Loose:
+    @tool
+    async def count(self, counts: dict[int, int]) -> str:
+        """Counts by id."""
+        return json.dumps(sorted(counts.items()))
+
+    @tool
+    async def choose(self, n: Literal[0, 1, "1"] = 0, level: Level = Level.LOW) -> str:
+        """Choices."""
+        return f"{n!r} {level!r}"
+
+
+LOOSE = {record.name: record for record in Loose.__llm_worker_tools__}
+
+# Keys around integers: their spellings (signs, zeros, spaces, digits of other scripts).
+integer_keys = st.integers(-(10**20), 10**20).map(str) | st.text(
+    st.sampled_from("0123456789-+ _.e\u0661"), max_size=4
+)
+json_scalars = (
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-3, 3) | st.text(max_size=2)
+)
+
+
+def _run_loose(name: str, arguments: dict[str, Any]) -> str | None:
+    """The tool's answer, or None if it refused the arguments."""
+    record = LOOSE[name]
+    try:
+        return str(
+            anyio.run(record.tool_class(Loose()).execute, json.dumps(arguments), backend="asyncio")
+        )
+    except InvalidArgumentError:
+        return None
+
+
+class TestLooseReadingsAgreeWithTheSchema:
+    @PROPERTY_SETTINGS
+    @given(counts=st.dictionaries(integer_keys, st.integers(0, 9), max_size=4))
+    @example(counts={"1": 5, "01": 7, " 1": 9, "+1": 11})  # once read as {1: 11}
+    @example(counts={"0": 1, "-0": 2})
+    def test_int_keys(self, counts: dict[str, int]) -> None:
+        """Any keys: the tool takes them exactly when the schema does, and loses none."""
+        schema = LOOSE["count"].meta().input_schema
+        admitted = jsonschema.Draft202012Validator(schema).is_valid({"counts": counts})
+        answer = _run_loose("count", {"counts": counts})
+        assert (answer is not None) == admitted, counts
+        if answer is not None:
+            assert json.loads(answer) == sorted([int(k), v] for k, v in counts.items())
+
+    @PROPERTY_SETTINGS
+    @given(n=json_scalars, level=json_scalars)
+    @example(n=True, level=1)  # true was read as 1
+    @example(n=0, level=True)
+    @example(n=False, level=2)
+    def test_literal_and_enum_choices(self, n: Any, level: Any) -> None:
+        """Any JSON scalars: the tool takes them exactly when the schema does."""
+        arguments = {"n": n, "level": level}
+        schema = LOOSE["choose"].meta().input_schema
+        meant = {k: v for k, v in arguments.items() if v is not None}  # null: the default
+        admitted = jsonschema.Draft202012Validator(schema).is_valid(meant)
+        assert (_run_loose("choose", arguments) is not None) == admitted, arguments

@@ -237,10 +237,10 @@ class _Gemini:
             elif key == "anyOf":
                 result[key] = [self.node(sub, inlining, depth + 1) for sub in value]
             elif key == "additionalProperties" and _open(value) and "properties" not in node:
-                # A map: Gemini has no additionalProperties, so its values' schema in words.
-                any_value = value is True or value == {}
-                each = "any values" if any_value else f"each value: {json_text(value)}"
-                notes.append(f"any keys, {each}")
+                # A map: Gemini has no additionalProperties, so its keys and values in words.
+                notes.append(_map_note(value, node.get("propertyNames")))
+            elif key == "propertyNames" and _is_map(node):
+                continue  # said with the map's values
             elif key in _NOTED:
                 notes.append(f"{key}: {json_text(value)}")
             elif key in _KEYWORDS:
@@ -346,6 +346,17 @@ def _arguments(root: JsonSchema) -> JsonSchema:
 def _open(additional: object) -> bool:
     """Whether ``additionalProperties`` lets in keys of its own (a map)."""
     return additional is True or is_schema(additional)
+
+
+def _is_map(node: JsonSchema) -> bool:
+    return _open(node.get("additionalProperties")) and "properties" not in node
+
+
+def _map_note(values: object, keys: object) -> str:
+    """A map in words: ``any keys, each value: {...}``, or the keys' ``propertyNames``."""
+    any_value = values is True or values == {}
+    each = "any values" if any_value else f"each value: {json_text(values)}"
+    return f"{'any keys' if keys is None else f'keys: {json_text(keys)}'}, {each}"
 
 
 def _type_branches(node: JsonSchema, kinds: list[Any]) -> JsonSchema:

@@ -9,10 +9,11 @@ Unless the type admits ``None`` itself, the field lets ``null`` through and
 swaps it for the default; like a default, that value is not validated. The
 schema does not mention ``null``: it shows the type, as for any default.
 
-A ``Literal`` of Enum members lists their values in the schema, and strict
-mode would match JSON only against the members themselves (refusing ``"red"``
-for ``Literal[Color.RED]``): from JSON such a field takes the values, and the
-method still gets the members.
+Where pydantic reads JSON more loosely than the schema says, the annotation
+is rewritten first (``_as_argument``), at any depth of ``Annotated``, unions
+and containers, though not inside models, whose fields are their own:
+``Literal`` and Enum choices (``json_choices``), dict keys (``json_keys``), and
+TypedDicts and dataclasses, closed as arguments (``closed_classes``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationInfo
 from pydantic_core import CoreSchema, core_schema
 from typing_extensions import final
 
+from .closed_classes import closed, takes_the_holders_config
 from .introspect import REQUIRED, DefaultFactory, ParameterSpec
+from .json_choices import enum_as_argument, literal_as_argument
+from .json_keys import MAPPINGS, key_as_argument
 
 __all__ = ["ARGS_CONFIG", "NULL_MEANS_DEFAULT", "field_of", "fresh_default"]
 
@@ -41,12 +45,16 @@ ARGS_CONFIG = ConfigDict(
     defer_build=True,  # creating the model builds no validator; the first validation does
     protected_namespaces=(),  # `model_name` is a fine argument name
 )
+# What ARGS_CONFIG gives a TypedDict or dataclass argument without a config of its own.
+_ARGUMENT_CLASS_CONFIG = ConfigDict(
+    extra="forbid", strict=True, allow_inf_nan=False, protected_namespaces=()
+)
 
 
 def field_of(param: ParameterSpec) -> tuple[Any, Any]:
     """The ``(annotation, default)`` pair ``create_model`` takes for ``param``."""
     annotation, default, factory = param.annotation, param.default, param.default_factory
-    annotation = _enum_literals_by_value(annotation)
+    annotation = _as_argument(annotation)
     if factory is not None:  # the Field(default_factory=...) in `annotation` stays in charge
         annotation = _null_means_default(annotation, _factory_marker(factory))
         return (annotation, Field(description=param.description))
@@ -88,22 +96,25 @@ class _NullMeansDefault:
         return f"<null means the default, at {id(self):#x}>"
 
 
-def _enum_literals_by_value(annotation: Any) -> Any:
-    """``annotation``, each ``Literal`` with Enum members in it validating their values from JSON.
+# -- reading JSON as the schema says -----------------------------------------------------
 
-    Looks through ``Annotated``, unions and generic containers (``list[...]``,
-    ``dict[...]``...); not into models, whose fields are their own.
-    """
+
+def _as_argument(annotation: Any) -> Any:
+    """``annotation`` read from JSON as its schema says (see the module docstring)."""
+    if isinstance(annotation, type):
+        return _class_as_argument(annotation)
     args = get_args(annotation)
     origin = get_origin(annotation)
     if origin is Literal:
-        if not any(isinstance(arg, Enum) for arg in args):
-            return annotation
-        return Annotated[annotation, _MembersByValue(args)]
+        return literal_as_argument(annotation, args)
     if origin is Annotated:
-        base = _enum_literals_by_value(args[0])
+        base = _as_argument(args[0])
         return annotation if base is args[0] else Annotated[(base, *annotation.__metadata__)]
-    rewritten = tuple(_enum_literals_by_value(arg) for arg in args)
+    keyed = origin in MAPPINGS
+    rewritten = tuple(
+        key_as_argument(arg) if keyed and i == 0 else _as_argument(arg)
+        for i, arg in enumerate(args)
+    )
     if all(new is old for new, old in zip(rewritten, args, strict=True)):
         return annotation
     if origin is Union or isinstance(annotation, types.UnionType):
@@ -114,33 +125,12 @@ def _enum_literals_by_value(annotation: Any) -> Any:
     return annotation if copy_with is None else copy_with(rewritten)
 
 
-@final
-class _MembersByValue:
-    """``Annotated`` metadata of a ``Literal`` of Enum members: from JSON, their values.
-
-    Python input is validated as before (the members themselves). A new one is
-    made for every field, equal only to itself, as ``_NullMeansDefault`` is.
-    """
-
-    __slots__ = ("_choices",)
-
-    def __init__(self, choices: tuple[Any, ...]) -> None:
-        self._choices = choices
-
-    def __get_pydantic_core_schema__(
-        self, source: Any, handler: GetCoreSchemaHandler
-    ) -> CoreSchema:
-        by_value: dict[Any, Any] = {}
-        for choice in self._choices:  # the first written wins a value two choices share
-            by_value.setdefault(choice.value if isinstance(choice, Enum) else choice, choice)
-        from_json = core_schema.no_info_after_validator_function(
-            by_value.__getitem__, core_schema.literal_schema(list(by_value))
-        )
-        python = handler(source)
-        return core_schema.json_or_python_schema(json_schema=from_json, python_schema=python)
-
-    def __repr__(self) -> str:
-        return f"<enum members by value, at {id(self):#x}>"
+def _class_as_argument(cls: type[object]) -> Any:
+    if issubclass(cls, Enum):
+        return enum_as_argument(cls)
+    if takes_the_holders_config(cls):
+        return closed(cls, _ARGUMENT_CLASS_CONFIG)
+    return cls
 
 
 _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)

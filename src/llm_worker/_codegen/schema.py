@@ -44,6 +44,8 @@ from pydantic_core import CoreSchema, core_schema, to_jsonable_python
 
 from .fields import ARGS_CONFIG, NULL_MEANS_DEFAULT, field_of
 from .introspect import REQUIRED, ParameterSpec, annotation_key
+from .json_choices import SCHEMA_OF_PYTHON_SIDE
+from .json_keys import KEY_NAMES
 
 if TYPE_CHECKING:  # the type of generate_inner's argument, which pydantic only declares
     from pydantic._internal._core_utils import CoreSchemaOrField
@@ -86,6 +88,32 @@ class _ToolJsonSchema(GenerateJsonSchema):
         if schema.get("metadata", {}).get(NULL_MEANS_DEFAULT):
             return self.generate_inner(schema["schema"])
         return super().nullable_schema(schema)
+
+    def json_or_python_schema(self, schema: core_schema.JsonOrPythonSchema) -> JsonSchemaValue:
+        # An Enum read exactly from JSON (see `fields`) is described as the Enum itself.
+        if schema.get("metadata", {}).get(SCHEMA_OF_PYTHON_SIDE):
+            return self.generate_inner(schema["python_schema"])
+        return super().json_or_python_schema(schema)
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        return self._keys_named(schema, super().dict_schema)
+
+    def ordered_dict_schema(self, schema: Any) -> JsonSchemaValue:
+        return self._keys_named(schema, super().ordered_dict_schema)
+
+    def counter_schema(self, schema: Any) -> JsonSchemaValue:
+        return self._keys_named(schema, super().counter_schema)
+
+    def _keys_named(self, schema: Any, write: Callable[[Any], JsonSchemaValue]) -> JsonSchemaValue:
+        """A mapping's schema, with the keys `fields` reads one way each (an int as
+        json.dumps writes it) as its `propertyNames`: pydantic would write a key pattern
+        as `patternProperties`, which lets any other key through."""
+        keys = schema.get("keys_schema")
+        names = None if keys is None else keys.get("metadata", {}).get(KEY_NAMES)
+        if names is None:
+            return write(schema)
+        written = write({**schema, "keys_schema": core_schema.str_schema()})
+        return {**written, "propertyNames": dict(names)}
 
 
 @dataclass(frozen=True, slots=True)
