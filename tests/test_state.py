@@ -97,6 +97,9 @@ class TestRoundTrip:
         assert isinstance(older, AssistantMessage)
         assert (older.response_id, older.model) == (None, None)
         assert older == answer  # they are the provider's account: equality ignores them
+        # ... but a state keeps them, so states differing only in them differ
+        assert RunState.from_json(json.dumps(document)) != RunState.from_json(text)
+        assert RunState.from_json(text) == RunState.from_json(text)
 
     @pytest.mark.anyio
     async def test_a_paused_run_round_trips(self):
@@ -298,6 +301,10 @@ class TestChecks:
         ("change", "problem"),
         [
             (lambda d: d.update(version=2), "format version 2 is not supported"),
+            (  # a later version's shape: its number is the problem, not its fields
+                lambda d: d.update(version=2, history={"messages": []}, usage=None),
+                "format version 2 is not supported",
+            ),
             (lambda d: d.update(format="other"), "format: Input should be 'llm-worker.run-state'"),
             (
                 lambda d: d["history"][0].update(text=5),
@@ -310,7 +317,15 @@ class TestChecks:
                 "history[1]: tool call 'call_0_0' (echo) has no result",
             ),
         ],
-        ids=["version", "format", "field-type", "unknown-message", "missing-field", "no-result"],
+        ids=[
+            "version",
+            "version-and-shape",
+            "format",
+            "field-type",
+            "unknown-message",
+            "missing-field",
+            "no-result",
+        ],
     )
     @pytest.mark.anyio
     async def test_corrupt_json_is_refused(self, change, problem):

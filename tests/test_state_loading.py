@@ -441,6 +441,26 @@ class TestToolChoiceOnLoad:
         assert worker.history == ()
         assert not worker.is_paused
 
+    @pytest.mark.anyio
+    async def test_allowed_tools_naming_no_tool_are_refused(self):
+        """A state's allowed_tools are checked as run() checks them: a name that is no tool
+        of the worker would be offered to the model. Nothing is loaded."""
+        with anyio.fail_after(10):
+            text = await paused_text()
+        state = edited(text, lambda d: d["run"].update(allowed_tools=["read", "ghost_tool"]))
+        worker, _ = files_worker()
+        with pytest.raises(RunStateError) as info:
+            worker.load_state(state)
+        assert str(info.value) == (
+            "the state's allowed_tools names what is not a tool of this worker: 'ghost_tool' "
+            "(its tools: 'delete', 'fetch', 'read')"
+        )
+        assert worker.history == ()
+        assert not worker.is_paused
+        fits = edited(text, lambda d: d["run"].update(allowed_tools=["read", "delete"]))
+        worker.load_state(fits)
+        assert set(worker.state.allowed_tools or ()) == {"delete", "read"}
+
     @pytest.mark.parametrize(
         ("tool_choice", "output_type", "native", "loads"),
         [

@@ -1,6 +1,6 @@
 """What a ``Worker`` refuses where it is given it, not at a run: a client that is not one,
-``allowed_tools`` naming no tool of the worker, deps that a tool's ``ToolContext[Deps]``
-cannot use (with no ``deps_type``).
+a system prompt that is no text, ``allowed_tools`` naming no tool of the worker, deps that
+a tool's ``ToolContext[Deps]`` cannot use (with no ``deps_type``).
 """
 
 from __future__ import annotations
@@ -102,6 +102,39 @@ class TestClient:
 
         with pytest.raises(TypeError, match=r"with a stream\(request\) method"):
             Worker(NotAClient())  # type: ignore[call-overload]
+
+
+class TestSystemPrompt:
+    @pytest.mark.parametrize("prompt", [123, b"You are terse.", ["You are terse."]])
+    def test_what_is_no_str_is_refused_where_it_is_given(self, prompt):
+        """Given to Worker() or set later, a prompt that is not a str (nor None) is a
+        TypeError then, not a failure of every request (or of worker.state) after."""
+        with pytest.raises(TypeError) as info:
+            Worker(ScriptedClient(), system_prompt=prompt)
+        shown = type(prompt).__name__
+        assert str(info.value) == f"system_prompt must be a str or None, not {shown}"
+        worker = Worker(ScriptedClient(), system_prompt="kept")
+        with pytest.raises(TypeError):
+            worker.system_prompt = prompt
+        assert worker.system_prompt == "kept"
+
+    async def test_a_lone_surrogate_is_sent_as_valid_unicode(self):
+        """A lone surrogate (bytes decoded with surrogateescape) cannot be encoded as UTF-8:
+        the prompt keeps U+FFFD in its place, so requests and saved states can be."""
+        client = ScriptedClient(["hi", "again"])
+        worker = Worker(client, system_prompt="be \udce9 terse")
+        assert worker.system_prompt == "be \ufffd terse"
+        with anyio.fail_after(10):
+            await worker.run("go")
+            worker.system_prompt = "\ud800 new"
+            await worker.run("again")
+        assert [r.system_prompt for r in client.requests] == ["be \ufffd terse", "\ufffd new"]
+        for request in client.requests:
+            assert request.system_prompt is not None
+            request.system_prompt.encode("utf-8")
+        worker.state.to_json().encode("utf-8")
+        worker.system_prompt = None
+        assert worker.system_prompt is None
 
 
 class TestAllowedTools:

@@ -9,10 +9,14 @@ from llm_worker import (
     AssistantMessage,
     MaxTurnsExceededError,
     ProviderError,
+    ToolResult,
     UserMessage,
     Worker,
     WorkerResult,
     WorkerStateError,
+    tool,
+    tool_definitions,
+    tool_registry,
 )
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
@@ -95,3 +99,97 @@ class TestRetry:
             match=r"^Nothing to retry: the model has answered the last message$",
         ):
             await worker.retry()
+
+
+def final(arguments: str, call_id: str) -> ScriptedResponse:
+    return ScriptedResponse(tool_calls=[ScriptedCall("final_result", arguments, call_id)])
+
+
+class TestRetryAfterTheOutputTool:
+    """A client without native structured output answers through the final_result tool:
+    the history then ends with that call's result, and the model has still answered."""
+
+    @pytest.mark.anyio
+    async def test_an_answer_through_the_output_tool_leaves_nothing_to_retry(self):
+        client = ScriptedClient(
+            [final('{"result": [1, 2]}', "f1"), "never sent"], supports_output_format=False
+        )
+        worker = Worker(client, output_type=list[int])
+        with anyio.fail_after(10):
+            assert await worker.run("numbers?") is WorkerResult.FINISHED
+        assert worker.output == [1, 2]
+        with pytest.raises(
+            WorkerStateError, match=r"^Nothing to retry: the model has answered the last message$"
+        ):
+            worker.retry_stream()
+        # a worker that loads the state (and so knows nothing of the run) says the same
+        again = Worker(ScriptedClient(["never sent"]), output_type=list[int])
+        again.load_state(worker.state)
+        with pytest.raises(WorkerStateError, match=r"^Nothing to retry"):
+            await again.retry()
+        assert len(client.requests) == 1
+
+    @pytest.mark.anyio
+    async def test_a_refused_answer_can_be_retried(self):
+        """An answer the output type refused got an error result: the model still owes one."""
+        client = ScriptedClient(
+            [final('{"result": ["x"]}', "f1"), final('{"result": [3]}', "f2")],
+            supports_output_format=False,
+        )
+        worker = Worker(client, output_type=list[int], max_turns=1)
+        with anyio.fail_after(10):
+            with pytest.raises(MaxTurnsExceededError):
+                await worker.run("numbers?")
+            assert await worker.retry() is WorkerResult.FINISHED
+        assert worker.output == [3]
+
+    @pytest.mark.anyio
+    async def test_a_tool_of_the_application_named_final_result_is_no_answer(self):
+        """Without an output type a worker may have its own tool of that name: its result is
+        a tool's result, which the model has not answered yet."""
+        client = ScriptedClient(
+            [final('{"text": "a"}', "c1"), "now I answer"], supports_output_format=False
+        )
+        worker = Worker(client, max_turns=1)
+        worker.register_tools(tool_definitions(Recorder()))
+        with anyio.fail_after(10):
+            with pytest.raises(MaxTurnsExceededError):
+                await worker.run("go")
+            assert worker.history[-1] == ToolResult("c1", "a")
+            assert await worker.retry() is WorkerResult.FINISHED
+        assert worker.final_text == "now I answer"
+
+
+@tool_registry
+class Recorder:
+    @tool
+    async def final_result(self, text: str) -> str:
+        """Record the final result."""
+        return text
+
+
+class TestRetryStreamMadeEarlier:
+    @pytest.mark.anyio
+    async def test_a_retry_made_before_another_conversation_is_refused_on_entry(self):
+        """A retry stream continues the run it was made for: after load_state(),
+        set_history() or a new run it would answer with that run's output_type, so
+        entering it is a WorkerStateError that says to make it again."""
+        for replace in ("set_history", "load_state", "run"):
+            client = FailingOnce("ok", "ok again")
+            worker = Worker(client)
+            with anyio.fail_after(10):
+                with pytest.raises(ProviderError):
+                    await worker.run("question", output_type=list[int])
+                stale = worker.retry_stream()
+                if replace == "set_history":
+                    worker.set_history([UserMessage("other")])
+                elif replace == "load_state":
+                    worker.load_state(worker.state)
+                else:
+                    await worker.run("another")
+                with pytest.raises(WorkerStateError, match=r"^This retry was made for a run"):
+                    async with stale:
+                        pass
+                if replace != "run":
+                    assert await worker.retry() is WorkerResult.FINISHED  # made again: text
+                    assert worker.output == "ok"

@@ -112,7 +112,7 @@ PreToolCallDecision: TypeAlias = Continue | Skip | Abort | Pause | SyntheticResu
 PostToolCallDecision: TypeAlias = Continue | Abort
 
 
-DepsT = TypeVar("DepsT", default=Any)
+DepsT = TypeVar("DepsT", covariant=True, default=Any)
 
 
 class ToolCallContext(Generic[DepsT]):

@@ -163,6 +163,7 @@ class RunStream(Generic[DepsT, OutputT]):
         "_group",
         "_owner",
         "_pause",
+        "_run_number",
         "_session",
         "_start",
         "_state",
@@ -186,6 +187,7 @@ class RunStream(Generic[DepsT, OutputT]):
         self._owner = session.owner  # the Worker or LockedWorker that made it
         # The pause a resume decides: its decisions are about those calls, and no later ones.
         self._pause = session.paused
+        self._run_number = session.run_number  # the one a retry continues
         self._start = start
         self._turns = _Turns(session, deps, tool_choice, allowed_tools, output, own_output)
         self._group: TaskGroup | None = None
@@ -229,6 +231,11 @@ class RunStream(Generic[DepsT, OutputT]):
                     "This resume was made for a pause that has ended (the run was resumed, "
                     "or another state was loaded); read worker.pending and resume again"
                 )
+        elif self._start.kind == "retry" and self._session.run_number != self._run_number:
+            raise WorkerStateError(
+                "This retry was made for a run that is no longer the last (a run was "
+                "started, a state loaded or the history set since); make it again"
+            )
         _check_start(self._session, self._start)
         group = anyio.create_task_group()
         await group.__aenter__()
@@ -392,6 +399,7 @@ class _Turns:
             self.batch = session.apply_decisions(start.decisions)
         elif start.kind == "run":
             session.history.append(UserMessage(valid_unicode(start.user_input)))
+            session.run_number += 1
             session.run_tally = UsageTally()
             session.run_requests_sent = 0
             session.own_output = self.own_output
@@ -400,6 +408,7 @@ class _Turns:
             session.trace_link = None  # a new run continues none
         session.run_output = self.output
         session.has_output = False
+        session.ran_last_run = True
         if start.kind == "retry" and self.output is not None:
             self.output.ask_again()
         session.phase = Phase.RUNNING

@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from ._output import RunOutput
     from ._state_json import CallStatus
 
-__all__ = ["Phase", "RunStateWarning", "Session", "UsageTally", "WorkerResult"]
+__all__ = [
+    "Phase",
+    "RunStateWarning",
+    "Session",
+    "UsageTally",
+    "WorkerResult",
+    "checked_system_prompt",
+]
 
 
 class WorkerResult(enum.Enum):
@@ -54,6 +61,15 @@ class WorkerResult(enum.Enum):
 
 class RunStateWarning(UserWarning):
     """A state was loaded into a worker whose system prompt or tools differ from its own."""
+
+
+def checked_system_prompt(value: object) -> str | None:
+    """``value`` if it is a ``str`` (as valid Unicode) or ``None``; else ``TypeError``."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"system_prompt must be a str or None, not {type(value).__name__}")
+    return valid_unicode(value)  # a lone surrogate would fail every request to encode
 
 
 class Phase(enum.Enum):
@@ -131,7 +147,7 @@ class Session:
         self.output_type = output_type  # the default of every run (None: text)
         self.output_retries = output_retries
         self.instrumentation = instrumentation
-        self.system_prompt = system_prompt
+        self.system_prompt = checked_system_prompt(system_prompt)
         self.max_turns = max_turns
         self.limits = limits
         self.deps_type = deps_type
@@ -162,12 +178,17 @@ class Session:
         self.run_output: RunOutput | None = None
         self.output: Any = None
         self.has_output = False
+        # Whether this worker ran the history's last run (not a loaded or a set history).
+        self.ran_last_run = False
         # The current (or last) run was given an output_type that is not the worker's: its
         # answer is not of the type worker.output has.
         self.own_output = False
         # What the last traced run gave a resume or retry of it to link to (RunSpan.link()).
         self.trace_link: Mapping[str, str] | None = None
         self.owner: object = None
+        # Numbers the runs a retry may continue: a new run, a loaded state and a new history
+        # each make another. A retry made for one does not continue the next.
+        self.run_number = 0
 
     @property
     def usage(self) -> RunUsage:
@@ -209,11 +230,39 @@ class Session:
 
     def require_retryable(self) -> None:
         self.require_phase(Phase.IDLE, "retry()")
-        last = self.history[-1] if self.history else None
-        if last is None or (
-            isinstance(last, AssistantMessage) and last.stop_reason != "pause_turn"
-        ):
+        if self._answered():
             raise WorkerStateError("Nothing to retry: the model has answered the last message")
+
+    def _answered(self) -> bool:
+        """Whether the history ends with the model's answer: a response without calls, or
+        the results of one whose call to the output tool was taken (and whose run, if this
+        worker ran it, finished)."""
+        history = self.history
+        if not history:
+            return True  # nothing asked
+        last = history[-1]
+        if isinstance(last, AssistantMessage):
+            return last.stop_reason != "pause_turn"
+        if not isinstance(last, ToolResult):
+            return False
+        if self.ran_last_run:  # it knows how that run ended (an abort may follow an answer)
+            return self.has_output
+        from ._output import OUTPUT_TOOL_NAME  # builds pydantic validators
+
+        if entry_of(self.handle, OUTPUT_TOOL_NAME) is not None:
+            return False  # the worker's own tool of that name: its calls are not answers
+        index = len(history) - 1
+        while index >= 0 and isinstance(history[index], ToolResult):
+            index -= 1
+        response = history[index] if index >= 0 else None
+        if not isinstance(response, AssistantMessage):
+            return False
+        results = history[index + 1 :]
+        return any(
+            call.name == OUTPUT_TOOL_NAME and not result.is_error
+            for call, result in zip(response.tool_calls, results, strict=False)
+            if isinstance(result, ToolResult)
+        )
 
     # -- decisions -------------------------------------------------------------------
 
@@ -433,8 +482,11 @@ class Session:
         self.require_not_running("load_state()")
         if not isinstance(state, RunState):
             raise TypeError(f"load_state() takes a RunState, not {type(state).__name__}")
+        output_tool = self.output_tool()
         try:
-            self.check_tool_choice(state.tool_choice, self.output_tool())
+            self.check_tool_choice(state.tool_choice, output_tool)
+            if state.allowed_tools is not None:
+                self.check_allowed_tools(state.allowed_tools, output_tool)
         except (TypeError, ValueError) as exc:
             raise RunStateError(f"the state's {exc}") from None
         batch = None
@@ -480,6 +532,8 @@ class Session:
         self._forget_last_run()
 
     def _forget_last_run(self) -> None:
+        self.run_number += 1
+        self.ran_last_run = False
         # Another conversation: a resume or retry of it answers with the worker's own
         # output_type, not with what an earlier run asked for (or was already given), links
         # to no earlier run's span, and worker.output has no answer until a run finishes.

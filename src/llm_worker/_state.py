@@ -226,10 +226,11 @@ class RunState:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RunState):
             return NotImplemented
-        # Usage is left out of AssistantMessage equality; a saved state keeps it too.
-        return self._key() == other._key() and [
-            m.usage for m in self._history if isinstance(m, AssistantMessage)
-        ] == [m.usage for m in other._history if isinstance(m, AssistantMessage)]
+        # A response's usage, id and model are left out of AssistantMessage equality; a
+        # saved state keeps them too.
+        return self._key() == other._key() and _provider_labels(self._history) == (
+            _provider_labels(other._history)
+        )
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -248,6 +249,10 @@ def fingerprint_of(system_prompt: str | None, tools: Sequence[LlmToolDefinition]
 
 
 # -- the checks --------------------------------------------------------------------------
+
+
+def _provider_labels(history: Sequence[Message]) -> list[tuple[object, ...]]:
+    return [(m.usage, m.response_id, m.model) for m in history if isinstance(m, AssistantMessage)]
 
 
 def _pause_id_of(pause_id: object) -> str:

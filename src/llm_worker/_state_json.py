@@ -197,11 +197,19 @@ class _StateJson(TypedDict):
     usage: _RunUsageJson
 
 
+class _HeaderJson(TypedDict):
+    """What every version of the format begins with (the rest is ignored)."""
+
+    format: Literal["llm-worker.run-state"]
+    version: int
+
+
 _ADAPTER = TypeAdapter(_StateJson)
 # The format is our own TypedDicts, with no code of the application in it: its screen
 # reads exactly what the adapter reads, its lists failing fast (a hostile file of a
 # million bad messages is one error, not a million).
 _VALIDATOR = screen_of(_ADAPTER.core_schema) or _ADAPTER.validator
+_HEADER_ADAPTER = TypeAdapter(_HeaderJson)
 _RESULT_ADAPTER = TypeAdapter(_ResultJson)
 _MESSAGE_ADAPTER: TypeAdapter[_UserJson | _AssistantJson | _ToolResultJson] = TypeAdapter(
     _MessageJson
@@ -213,12 +221,10 @@ def load_state(text: str | bytes) -> dict[str, Any]:
     try:
         data: _StateJson = _VALIDATOR.validate_json(text, strict=True)
     except ValidationError as exc:
+        # Another version may have another shape: its number is what is wrong, not a field.
+        _check_version(_version_of(text))
         raise RunStateError(f"Not a valid run state: {_describe(exc)}") from exc
-    if data["version"] != FORMAT_VERSION:
-        raise RunStateError(
-            f"Not a valid run state: format version {data['version']} is not supported "
-            f"(this llm-worker reads version {FORMAT_VERSION})"
-        )
+    _check_version(data["version"])
     paused = data["paused"]
     run = data["run"]
     allowed = run["allowed_tools"]
@@ -235,6 +241,21 @@ def load_state(text: str | bytes) -> dict[str, Any]:
         "trace_link": run.get("trace_link"),
         "pause_id": None if paused is None else paused.get("pause_id"),
     }
+
+
+def _version_of(text: str | bytes) -> int | None:
+    try:
+        return _HEADER_ADAPTER.validate_json(text, strict=True)["version"]
+    except ValidationError:
+        return None
+
+
+def _check_version(version: int | None) -> None:
+    if version is not None and version != FORMAT_VERSION:
+        raise RunStateError(
+            f"Not a valid run state: format version {version} is not supported "
+            f"(this llm-worker reads version {FORMAT_VERSION})"
+        )
 
 
 def dump_state(

@@ -24,7 +24,7 @@ forms; each tested under the same words):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, cast, overload
 
 from typing_extensions import TypeVar
@@ -34,7 +34,13 @@ from ._client import LlmClient, ToolChoice
 from ._context import deps_fit, deps_types_fit
 from ._conversation import AssistantMessage, Message, RunUsage
 from ._exceptions import WorkerStateError
-from ._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
+from ._hooks import (
+    ApprovalPolicy,
+    PostToolCallContext,
+    PostToolCallDecision,
+    PreToolCallDecision,
+    ToolCallContext,
+)
 from ._instrumentation import Instrumentation
 from ._limits import Limits, check_count
 from ._run import RunStream, Start
@@ -46,7 +52,7 @@ from ._server import (
     entry_of,
     make_entries,
 )
-from ._session import RunStateWarning, Session, WorkerResult
+from ._session import RunStateWarning, Session, WorkerResult, checked_system_prompt
 from ._state import RunState
 from ._types import ToolDefinition
 
@@ -59,9 +65,14 @@ DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
 _D = TypeVar("_D")
 _O = TypeVar("_O")
-# A hook as it was given: used as a decorator, add_*_hook returns it with its own type.
-_PreHook = TypeVar("_PreHook", bound=PreToolCallHook)
-_PostHook = TypeVar("_PostHook", bound=PostToolCallHook)
+# What a hook returns, as it was given: add_*_hook returns the hook typed by it, and by
+# the worker's deps, which the hook's context must take.
+_PreResult = TypeVar(
+    "_PreResult", bound=Awaitable[PreToolCallDecision | None] | PreToolCallDecision | None
+)
+_PostResult = TypeVar(
+    "_PostResult", bound=Awaitable[PostToolCallDecision | None] | PostToolCallDecision | None
+)
 
 
 class _WorkerBase(Generic[DepsT, OutputT]):
@@ -168,13 +179,17 @@ class _WorkerBase(Generic[DepsT, OutputT]):
                 return message.text
         return None
 
-    def add_pre_tool_call_hook(self, hook: _PreHook) -> _PreHook:
+    def add_pre_tool_call_hook(
+        self, hook: Callable[[ToolCallContext[DepsT]], _PreResult]
+    ) -> Callable[[ToolCallContext[DepsT]], _PreResult]:
         """Run ``hook`` before each tool call (after those added earlier). Returns ``hook``."""
         self._require_owner()
         self._session.pre_hooks.append(hook)
         return hook
 
-    def add_post_tool_call_hook(self, hook: _PostHook) -> _PostHook:
+    def add_post_tool_call_hook(
+        self, hook: Callable[[PostToolCallContext[DepsT]], _PostResult]
+    ) -> Callable[[PostToolCallContext[DepsT]], _PostResult]:
         """Run ``hook`` after each tool call (after those added earlier). Returns ``hook``."""
         self._require_owner()
         self._session.post_hooks.append(hook)
@@ -643,7 +658,7 @@ class Worker(_WorkerBase[DepsT, OutputT]):
     @system_prompt.setter
     def system_prompt(self, value: str | None) -> None:
         self._require_owner()
-        self._session.system_prompt = value
+        self._session.system_prompt = checked_system_prompt(value)
 
     def set_history(self, messages: Sequence[Message]) -> None:
         """Replace the conversation; ``RunStateError`` if a tool call lacks its result.

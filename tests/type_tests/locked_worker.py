@@ -13,6 +13,7 @@ must really be needed; the test also strips them and asserts the reported line n
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Literal, Union
 
 from typing_extensions import assert_type
@@ -230,9 +231,35 @@ async def main() -> list[str]:
     ]
 
 
+@dataclasses.dataclass
+class AdminDeps(Deps):
+    admin: bool
+
+
+def for_other_deps(ctx: ToolCallContext[OtherDeps]) -> None:
+    print(ctx.deps.tenant)
+
+
+def after_for_other_deps(ctx: PostToolCallContext[OtherDeps]) -> None:
+    print(ctx.deps.tenant)
+
+
+def for_any_deps(ctx: ToolCallContext[Deps]) -> None:
+    print(ctx.deps.user)
+
+
 async def wrong_deps(worker: Worker[Deps], locked: LockedWorker[Deps]) -> None:
     await worker.run("x", deps=OtherDeps(1))  # type: ignore[arg-type]
     await locked.retry(deps="ada")  # type: ignore[arg-type]
+    # A hook reads the deps of the worker's runs: one typed for other deps would fail.
+    worker.add_pre_tool_call_hook(for_other_deps)  # type: ignore[arg-type]
+    locked.add_post_tool_call_hook(after_for_other_deps)  # type: ignore[arg-type]
+
+
+def hooks_for_a_base_of_the_deps(worker: Worker[AdminDeps]) -> None:
+    """A hook typed for a base class of the worker's deps reads them as that base."""
+    hook = worker.add_pre_tool_call_hook(for_any_deps)
+    assert_type(hook, Callable[[ToolCallContext[AdminDeps]], None])
 
 
 def wrong_context(ctx: ToolContext[Deps]) -> None:
