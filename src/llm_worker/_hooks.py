@@ -30,9 +30,11 @@ __all__ = [
     "ApprovalPolicy",
     "Continue",
     "Pause",
+    "PostHookResult",
     "PostToolCallContext",
     "PostToolCallDecision",
     "PostToolCallHook",
+    "PreHookResult",
     "PreToolCallDecision",
     "PreToolCallHook",
     "Skip",
@@ -180,6 +182,13 @@ PostToolCallHook: TypeAlias = Callable[
     [PostToolCallContext],
     Awaitable[PostToolCallDecision | None] | PostToolCallDecision | None,
 ]
+# What a hook given to add_*_hook returns: the adder hands the hook back typed by it.
+PreHookResult = TypeVar(
+    "PreHookResult", bound=Awaitable[PreToolCallDecision | None] | PreToolCallDecision | None
+)
+PostHookResult = TypeVar(
+    "PostHookResult", bound=Awaitable[PostToolCallDecision | None] | PostToolCallDecision | None
+)
 ApprovalPolicy: TypeAlias = bool | Callable[[ToolCallContext], bool | Awaitable[bool]]
 """Whether a tool's calls need a human's approval: always, never, or decided per call."""
 

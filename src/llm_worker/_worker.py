@@ -24,7 +24,7 @@ forms; each tested under the same words):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, cast, overload
 
 from typing_extensions import TypeVar
@@ -36,9 +36,9 @@ from ._conversation import AssistantMessage, Message, RunUsage
 from ._exceptions import WorkerStateError
 from ._hooks import (
     ApprovalPolicy,
+    PostHookResult,
     PostToolCallContext,
-    PostToolCallDecision,
-    PreToolCallDecision,
+    PreHookResult,
     ToolCallContext,
 )
 from ._instrumentation import Instrumentation
@@ -65,14 +65,6 @@ DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
 _D = TypeVar("_D")
 _O = TypeVar("_O")
-# What a hook returns, as it was given: add_*_hook returns the hook typed by it, and by
-# the worker's deps, which the hook's context must take.
-_PreResult = TypeVar(
-    "_PreResult", bound=Awaitable[PreToolCallDecision | None] | PreToolCallDecision | None
-)
-_PostResult = TypeVar(
-    "_PostResult", bound=Awaitable[PostToolCallDecision | None] | PostToolCallDecision | None
-)
 
 
 class _WorkerBase(Generic[DepsT, OutputT]):
@@ -180,16 +172,16 @@ class _WorkerBase(Generic[DepsT, OutputT]):
         return None
 
     def add_pre_tool_call_hook(
-        self, hook: Callable[[ToolCallContext[DepsT]], _PreResult]
-    ) -> Callable[[ToolCallContext[DepsT]], _PreResult]:
+        self, hook: Callable[[ToolCallContext[DepsT]], PreHookResult]
+    ) -> Callable[[ToolCallContext[DepsT]], PreHookResult]:
         """Run ``hook`` before each tool call (after those added earlier). Returns ``hook``."""
         self._require_owner()
         self._session.pre_hooks.append(hook)
         return hook
 
     def add_post_tool_call_hook(
-        self, hook: Callable[[PostToolCallContext[DepsT]], _PostResult]
-    ) -> Callable[[PostToolCallContext[DepsT]], _PostResult]:
+        self, hook: Callable[[PostToolCallContext[DepsT]], PostHookResult]
+    ) -> Callable[[PostToolCallContext[DepsT]], PostHookResult]:
         """Run ``hook`` after each tool call (after those added earlier). Returns ``hook``."""
         self._require_owner()
         self._session.post_hooks.append(hook)

@@ -255,15 +255,20 @@ class TestDurableWorker:
         for config in bounded:
             DurableWorker("d", limits=limits, tool_activity=config)
 
-    def test_an_added_hook_keeps_its_own_type(self):
-        """As Worker's: the hook comes back as the type it was given (not the hooks' alias),
-        so a decorated function keeps its signature."""
+    def test_an_added_hook_is_typed_as_worker_types_it(self):
+        """As Worker's: the hook takes the context of the worker's deps and comes back
+        typed by what it returns, so a decorated function keeps its return type."""
         for adder in ("add_pre_tool_call_hook", "add_post_tool_call_hook"):
             hints = typing.get_type_hints(getattr(DurableWorker, adder))
             worker_hints = typing.get_type_hints(getattr(Worker, adder))
-            assert isinstance(hints["return"], typing.TypeVar)
-            assert hints["return"] is hints["hook"]
-            assert hints["return"].__bound__ == worker_hints["return"].__bound__
+            assert hints["return"] == hints["hook"]
+            (context,), returns = typing.get_args(hints["hook"])
+            (worker_context,), worker_returns = typing.get_args(worker_hints["hook"])
+            assert isinstance(returns, typing.TypeVar)
+            assert returns is worker_returns
+            assert typing.get_origin(context) is typing.get_origin(worker_context)
+            (deps,) = typing.get_args(context)
+            assert deps is typing.get_args(DurableWorker.__orig_bases__[0])[0]  # type: ignore[attr-defined]
 
     def test_deps_cross_as_json_and_come_back_as_the_deps_type(self):
         """With deps_type, dump gives JSON data and load the instance again."""

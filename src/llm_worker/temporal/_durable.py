@@ -25,7 +25,15 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from .._client import LlmClient
-from .._hooks import ApprovalPolicy, PostToolCallHook, PreToolCallHook
+from .._hooks import (
+    ApprovalPolicy,
+    PostHookResult,
+    PostToolCallContext,
+    PostToolCallHook,
+    PreHookResult,
+    PreToolCallHook,
+    ToolCallContext,
+)
 from .._limits import Limits, check_count
 from .._meta import ToolMeta
 from .._registry import (
@@ -49,8 +57,6 @@ __all__ = ["DurableWorker"]
 
 DepsT = TypeVar("DepsT", default=None)
 OutputT = TypeVar("OutputT", default=Any)
-_PreHook = TypeVar("_PreHook", bound=PreToolCallHook)
-_PostHook = TypeVar("_PostHook", bound=PostToolCallHook)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,12 +206,16 @@ class DurableWorker(Generic[DepsT, OutputT]):
             self._check_timeout(activity.over(self.tool_activity), "activity")
         self._tools.update(batch)
 
-    def add_pre_tool_call_hook(self, hook: _PreHook) -> _PreHook:
+    def add_pre_tool_call_hook(
+        self, hook: Callable[[ToolCallContext[DepsT]], PreHookResult]
+    ) -> Callable[[ToolCallContext[DepsT]], PreHookResult]:
         """Run ``hook`` (in the workflow) before each tool call. Returns ``hook``."""
         self._pre_hooks.append(hook)
         return hook
 
-    def add_post_tool_call_hook(self, hook: _PostHook) -> _PostHook:
+    def add_post_tool_call_hook(
+        self, hook: Callable[[PostToolCallContext[DepsT]], PostHookResult]
+    ) -> Callable[[PostToolCallContext[DepsT]], PostHookResult]:
         """Run ``hook`` (in the workflow) after each tool call. Returns ``hook``."""
         self._post_hooks.append(hook)
         return hook
