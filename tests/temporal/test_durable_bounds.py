@@ -1,6 +1,7 @@
 """Durable runs at Temporal's own limits: the history's size, a workflow task's commands,
 timeouts and Retry-After values past what a timedelta holds, workflows Temporal closes
-itself, cache evictions, and a tool the activity worker lacks.
+itself, cache evictions, a tool the activity worker lacks, and pending calls that do
+not fit in one query's answer.
 
 Against the local Temporal dev server, as test_durable_runs.py (asyncio only: Temporal's
 SDK is). The workflows here run unsandboxed: this module imports pytest.
@@ -9,10 +10,13 @@ SDK is). The workflows here run unsandboxed: this module imports pytest.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -26,11 +30,17 @@ from llm_worker import (
     Approve,
     Deny,
     Limits,
+    Pause,
     ProviderError,
+    Tool,
+    ToolCallContext,
     ToolContext,
+    ToolDefinition,
+    ToolMeta,
     ToolResult,
     UserMessage,
     Worker,
+    WorkerResult,
     tool,
     tool_definitions,
     tool_registry,
@@ -45,6 +55,7 @@ from llm_worker.temporal import (
 )
 from llm_worker.temporal._activities import MAX_RETRY_AFTER, _retry_delay
 from llm_worker.temporal._payloads import payload_size
+from llm_worker.temporal._wire import dump_pending
 
 from .durable_apps import (
     FAST_RETRIES,
@@ -563,3 +574,276 @@ class TestLargeTexts:
         with pytest.raises(RPCError) as missing:  # no workflow was started
             await client.get_workflow_handle(id).describe()
         assert missing.value.status is RPCStatusCode.NOT_FOUND
+
+
+# -- the pending calls, in pages of one payload ------------------------------------------------
+
+
+@tool_registry
+class Payments:
+    @tool(requires_approval=True)
+    async def pay(self, account: str, amount: int) -> str:
+        """Send a payment."""
+        return f"paid {amount} to {account}"
+
+
+@tool_registry
+class Forms:
+    @tool(requires_approval=True)
+    async def sign(self, form: str) -> str:
+        """Sign a form."""
+        return f"signed {form}"
+
+
+RULES = " ".join(
+    f"Rule {i}: payments to accounts of kind {i} need a reference." for i in range(450)
+)
+# A tool whose description is 27 KB: every request carries it, far under the limit.
+PAY = Payments.pay.meta().with_description("Send a payment. " + RULES)
+PAYING = DurableWorker("paying", limits=Limits(tool_timeout=30))
+PAYING.register_tools([PAY], requires_approval=True)
+
+
+@workflow.defn(sandboxed=False)
+class PayingWorkflow(ConversationWorkflow):
+    durable = PAYING
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+# Payloads of 6 000 bytes at most, and a pre-hook that holds each call with a note of the
+# size its arguments ask for: the pending calls outgrow one payload, the requests do not.
+FILE = Forms.sign.meta().with_description("Sign a form. " + "Forms are read first. " * 25)
+FORMS = DurableWorker("forms", limits=Limits(tool_timeout=30), max_payload_bytes=6_000)
+FORMS.register_tools([FILE])
+
+
+@FORMS.add_pre_tool_call_hook
+def review_each_form(ctx: ToolCallContext) -> Pause:
+    return Pause("review: " + "n" * json.loads(ctx.call.input_json)["note"])
+
+
+@workflow.defn(sandboxed=False)
+class FormsWorkflow(ConversationWorkflow):
+    durable = FORMS
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+# A tool whose meta alone nearly fills a payload: with a call, no page holds it.
+HUGE = Forms.sign.meta().with_description("Sign a form. " + "x" * 5_800)
+HUGE_SIZE = payload_size({"description": HUGE.description, "input_schema": HUGE.input_schema})
+SIGNING = DurableWorker("signing", limits=Limits(tool_timeout=30), max_payload_bytes=6_000)
+SIGNING.register_tools([HUGE], requires_approval=True)
+
+
+@workflow.defn(sandboxed=False)
+class SigningWorkflow(ConversationWorkflow):
+    durable = SIGNING
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
+@workflow.defn(name="LedgerWorkflow", sandboxed=False)
+class EarlierLedgerWorkflow(ConversationWorkflow):
+    """``LedgerWorkflow`` as an earlier version answered the ``pending`` query: every call
+    with its tool's meta, in one list."""
+
+    durable = LEDGER
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+    @workflow.query
+    def pending(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        worker = self._worker
+        return [] if worker is None else [dump_pending(p) for p in worker.pending]
+
+
+async def pending_pages(conversation: Conversation) -> list[dict[str, Any]]:
+    """The pages of the ``pending`` query, from the first to the last, as it answers them."""
+    pages = [await conversation.handle.query("pending", result_type=dict)]
+    while pages[-1]["next"] < pages[-1]["total"]:
+        pages.append(
+            await conversation.handle.query("pending", pages[-1]["next"], result_type=dict)
+        )
+    return pages
+
+
+async def whole_feed(conversation: Conversation) -> list[Mapping[str, Any]]:
+    feed: list[Mapping[str, Any]] = []
+    while True:
+        page = await conversation.events(len(feed))
+        if not page.events:
+            return feed
+        feed += page.events
+
+
+def with_meta(definition: ToolDefinition, meta: ToolMeta) -> ToolDefinition:
+    """``definition``'s tool, with ``meta``."""
+
+    def make() -> tuple[ToolMeta, Tool]:
+        return meta, definition()[1]
+
+    return make
+
+
+class TestPendingPages:
+    async def test_many_calls_of_one_large_tool_come_whole_and_each_page_fits(
+        self, client: Client, task_queue: str
+    ):
+        """90 calls of a tool with a 27 KB description: the pending query repeated the
+        tool's meta for each call (2.4 MB, over Temporal's payload limit, while every
+        payload of the run was far under it) and Conversation.pending() raised Temporal's
+        WorkflowQueryFailedError. A page has each tool's meta once. The feed's run_paused,
+        as large as that, is left out of it (keeping its pause id); each call's
+        approval_requested comes."""
+        calls = [call("pay", f"p{i}", account=f"acct{i}", amount=i) for i in range(90)]
+        activities = PAYING.activities(model=PlanModel(), tools=tool_definitions(Payments()))
+        async with temporal_worker(
+            client, task_queue, workflows=[PayingWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client, PayingWorkflow, plan(calls), id=workflow_id(), task_queue=task_queue
+            )
+            await wait_for_status(conversation, "paused")
+            pending = await conversation.pending()
+            pages = await pending_pages(conversation)
+            feed = await whole_feed(conversation)
+            state = await conversation.state()
+            assert state is not None
+            await conversation.decide(Deny("no"), pause_id=state.pause_id)
+            result = await finished(conversation)
+        assert [(p.call.id, p.call.input_json, p.reason) for p in pending] == [
+            (f"p{i}", json.dumps({"account": f"acct{i}", "amount": i}), "requires approval")
+            for i in range(90)
+        ]
+        assert all(
+            (p.meta.name, p.meta.description, p.meta.input_schema)
+            == (PAY.name, PAY.description, PAY.input_schema)
+            for p in pending
+        )
+        [page] = pages
+        assert (page["next"], page["total"], page["pause_id"]) == (90, 90, state.pause_id)
+        assert page["tools"] == {
+            "pay": {"description": PAY.description, "input_schema": PAY.input_schema}
+        }
+        assert payload_size(page) < 41_000
+        asked = [e for e in feed if e["type"] == "approval_requested"]
+        assert [e["pending"]["call"]["id"] for e in asked] == [f"p{i}" for i in range(90)]
+        [paused] = [e for e in feed if e["type"] == "run_paused"]
+        assert sorted(paused) == ["left_out", "pause_id", "seq", "type"]
+        assert paused["pause_id"] == state.pause_id
+        assert paused["left_out"].startswith("this event is 24")
+        assert result.final_text is not None
+
+    async def test_calls_come_in_pages_and_one_too_large_for_any_from_the_state(
+        self, client: Client, task_queue: str
+    ):
+        """Held calls whose notes (their reasons) together pass max_payload_bytes: pages
+        each within it, each with the tool's meta once; a call too large for a page of
+        its own is left out of it, and Conversation.pending() reads it in the state."""
+        notes = [500] * 10 + [6_500] + [500] * 2
+        forms = [call("sign", f"f{i}", form=f"form {i}", note=n) for i, n in enumerate(notes)]
+        activities = FORMS.activities(model=PlanModel(), tools=tool_definitions(Forms()))
+        async with temporal_worker(
+            client, task_queue, workflows=[FormsWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client, FormsWorkflow, plan(forms), id=workflow_id(), task_queue=task_queue
+            )
+            await wait_for_status(conversation, "paused")
+            pending = await conversation.pending()
+            pages = await pending_pages(conversation)
+            feed = await whole_feed(conversation)
+            [pause_id] = {e["pause_id"] for e in feed if "pause_id" in e}
+            await conversation.decide(Deny("no"), pause_id=pause_id)
+            result = await finished(conversation)
+        assert [(p.call.id, p.call.input_json, p.reason) for p in pending] == [
+            (f"f{i}", json.dumps({"form": f"form {i}", "note": n}), "review: " + "n" * n)
+            for i, n in enumerate(notes)
+        ]
+        assert {(p.meta.name, p.meta.description) for p in pending} == {("sign", FILE.description)}
+        assert [(page["next"], page["total"]) for page in pages] == [(8, 13), (10, 13), (13, 13)]
+        assert all(payload_size(page) <= FORMS.max_payload_bytes for page in pages)
+        assert all(page["pause_id"] == pause_id for page in pages)
+        assert all(list(page["tools"]) == ["sign"] for page in pages)
+        left_out = pages[2]["calls"][0]
+        assert sorted(left_out) == ["call_id", "left_out", "tool"]
+        assert (left_out["call_id"], left_out["tool"]) == ("f10", "sign")
+        assert left_out["left_out"].startswith("this call is 66")
+        assert left_out["left_out"].endswith(
+            "together over max_payload_bytes (6000); read the call in the run state "
+            "(Conversation.state(), its paused_calls)"
+        )
+        # The feed's events too large for a page keep their pause's id.
+        stubs = [(e["type"], e["pause_id"]) for e in feed if "left_out" in e]
+        assert stubs == [("approval_requested", pause_id), ("run_paused", pause_id)]
+        assert result.final_text is not None
+
+    async def test_a_tool_too_large_for_any_page_is_an_error_naming_the_limit(
+        self, client: Client, task_queue: str
+    ):
+        """A paused state whose call's tool has a meta of nearly max_payload_bytes (a
+        process paused it: no request of this run carried the tool yet): no page holds
+        the tool with a call, and pending() says so instead of answering without it."""
+        local = Worker(PlanModel())
+        [definition] = tool_definitions(Forms())
+        local.register_tools([with_meta(definition, HUGE)], requires_approval=True)
+        assert await local.run(plan([call("sign", "s1", form="lease")])) is WorkerResult.PAUSED
+        activities = SIGNING.activities(model=PlanModel(), tools=tool_definitions(Forms()))
+        async with temporal_worker(
+            client, task_queue, workflows=[SigningWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                SigningWorkflow,
+                None,
+                id=workflow_id(),
+                task_queue=task_queue,
+                state=local.state,
+            )
+            await wait_for_status(conversation, "paused")
+            with pytest.raises(ValueError, match="cannot be read") as refused:
+                await conversation.pending()
+            [page] = await pending_pages(conversation)
+            await conversation.handle.terminate("done")
+        assert payload_size(page) <= SIGNING.max_payload_bytes
+        assert str(refused.value) == (
+            "the pending calls of tool 'sign' cannot be read: its description and input "
+            f"schema are {HUGE_SIZE} bytes as JSON: with a call, over what one answer of the "
+            "pending query holds (max_payload_bytes, 6000 bytes); raise "
+            "DurableWorker(max_payload_bytes=...), within the cluster's blob size limit"
+        )
+
+    async def test_a_worker_of_an_earlier_version_is_read_as_it_answers(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """During a deploy, a Temporal worker of the earlier code answers the pending
+        query with every call whole: Conversation.pending() reads that too."""
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[EarlierLedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                plan([call("transfer_out", "t1", account="ada", amount=3)]),
+                id=workflow_id(),
+                task_queue=task_queue,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            pending = await conversation.pending()
+            await conversation.decide(Deny("no"))
+            await finished(conversation)
+        assert [(p.call.id, p.meta.name, p.reason) for p in pending] == [
+            ("t1", "transfer_out", "requires approval")
+        ]

@@ -24,6 +24,7 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.worker import Replayer
 
 from llm_worker import (
     Approve,
@@ -41,7 +42,9 @@ from llm_worker.temporal import (
     Conversation,
     ConversationNotFoundError,
     DurableWorker,
+    LlmWorkerPlugin,
 )
+from llm_worker.temporal._wire import dump_pending
 
 from .durable_apps import (
     ANSWERING,
@@ -839,6 +842,66 @@ class TestPauseIds:
             result = await finished(conversation)
         assert result.final_text == "sent: sent 2 from ada"
         assert result.state.pause_id is None
+
+    async def test_a_run_started_from_a_paused_state_shows_the_pause_in_its_feed(
+        self, client: Client, task_queue: str, tmp_path: Path
+    ):
+        """A state a process's Worker paused in: the workflow waits for decisions, and its
+        feed says so as a run's pause does (an ``approval_requested`` per pending call,
+        then ``run_paused``, with the pause's id); it had no event at all. Its history
+        replays."""
+        local: Worker[Deps] = Worker(
+            PlanModel(), system_prompt=LEDGER.system_prompt, limits=LEDGER.limits, deps_type=Deps
+        )
+        local.register_tools(tool_definitions(Ledger(tmp_path)))
+        message = plan(
+            [
+                call("credit", "c1", account="ada", amount=10),
+                call("transfer_out", "t1", account="ada", amount=4),
+                call("transfer_out", "t2", account="ada", amount=5),
+            ],
+            answer="settled",
+        )
+        assert await local.run(message, deps=Deps("ada")) is WorkerResult.PAUSED
+        state = local.state
+        activities = LEDGER.activities(model=PlanModel(), tools=tool_definitions(Ledger(tmp_path)))
+        async with temporal_worker(
+            client, task_queue, workflows=[LedgerWorkflow], activities=activities
+        ):
+            conversation = await Conversation.start(
+                client,
+                LedgerWorkflow,
+                None,
+                id=workflow_id(),
+                task_queue=task_queue,
+                state=state,
+                deps=Deps("ada"),
+            )
+            await wait_for_status(conversation, "paused")
+            page = await conversation.events()
+            assert await feed_pause_ids(conversation) == [state.pause_id]
+            await conversation.decide(Approve(), pause_id=state.pause_id)
+            result = await finished(conversation)
+            history = await conversation.handle.fetch_history()
+        assert [e["type"] for e in page.events] == [
+            "approval_requested",
+            "approval_requested",
+            "run_paused",
+        ]
+        # The very events a run that pauses records (test_the_event_feed_shows_...).
+        pending = [dump_pending(p) for p in local.pending]
+        assert [e["pending"] for e in page.events[:2]] == pending
+        assert page.events[2] == {
+            "seq": 2,
+            "type": "run_paused",
+            "pending": pending,
+            "pause_id": state.pause_id,
+        }
+        assert result.final_text is not None
+        assert result.final_text.startswith("settled: ")
+        replayer = Replayer(workflows=[LedgerWorkflow], plugins=[LlmWorkerPlugin()])
+        replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+        assert replayed.replay_failure is None
 
     @pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
     async def test_outside_a_workflow_a_pause_id_is_random(self, anyio_backend: str):

@@ -32,7 +32,7 @@ from .._conversation import Message
 from .._exceptions import WorkerStateError
 from .._state import RunState
 from ._payloads import DEFAULT_MAX_PAYLOAD_BYTES, payload_size
-from ._wire import dump_decisions, load_history, load_pending
+from ._wire import LeftOutCall, dump_decisions, load_history, load_pending, load_pending_page
 from ._workflow import ConversationOutcome, ConversationStart, ConversationWorkflow
 
 __all__ = ["Conversation", "ConversationNotFoundError", "ConversationResult", "EventPage"]
@@ -154,9 +154,52 @@ class Conversation:
         return status
 
     async def pending(self) -> tuple[PendingCall, ...]:
-        """The calls waiting for a decision, in call order."""
-        data = await self._found(self.handle.query("pending", result_type=list))
-        return tuple(load_pending(item) for item in data)
+        """The calls waiting for a decision, in call order.
+
+        Read in pages (the ``pending`` query), each within one Temporal payload; a call
+        too large for a page of its own is read from the run state (``state()``).
+        Raises ``ValueError`` (naming ``max_payload_bytes``) for a call whose tool's
+        description and input schema alone do not fit in one.
+        """
+        for _ in range(_STATE_READS):
+            data: object = await self._found(self.handle.query("pending"))
+            if isinstance(data, list):  # a worker of an earlier version: every call, whole
+                return tuple(load_pending(item) for item in cast("list[object]", data))
+            first = page = load_pending_page(data)
+            calls = list(page.calls)
+            while page.next < page.total:
+                page = load_pending_page(await self.handle.query("pending", page.next))
+                if page.pause_id != first.pause_id:
+                    break  # the run moved on meanwhile: read its calls now
+                calls += page.calls
+            else:
+                found = await self._left_out_calls(calls, first.pause_id)
+                if found is not None:
+                    return found
+        raise WorkerStateError(
+            f"the pending calls of {self.handle.id!r} changed at every one of {_STATE_READS} reads"
+        )
+
+    async def _left_out_calls(
+        self, calls: list[PendingCall | LeftOutCall], pause_id: str | None
+    ) -> tuple[PendingCall, ...] | None:
+        """``calls``, each left out of its page read from the run state; ``None`` if the
+        state is no longer that of pause ``pause_id``."""
+        if all(isinstance(call, PendingCall) for call in calls):
+            return tuple(cast("list[PendingCall]", calls))
+        state = await self.state()
+        if state is None or state.pause_id != pause_id:
+            return None
+        held = {paused.call.id: paused for paused in state.paused_calls if paused.status == "held"}
+        found: list[PendingCall] = []
+        for call in calls:
+            if isinstance(call, LeftOutCall):
+                paused = held.get(call.call_id)
+                if paused is None:
+                    return None
+                call = PendingCall(paused.call, call.meta, paused.reason or "")
+            found.append(call)
+        return tuple(found)
 
     async def history(self) -> tuple[Message, ...]:
         """The conversation so far."""

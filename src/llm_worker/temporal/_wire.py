@@ -14,6 +14,7 @@ hand to an update, must not fail somewhere deep in the turn loop.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from .._approvals import Approve, Decision, Deny, PendingCall
@@ -54,19 +55,24 @@ from .._state_json import (
 )
 
 __all__ = [
+    "LeftOutCall",
+    "PendingPage",
     "coalesce",
     "dump_decisions",
     "dump_event",
     "dump_events",
     "dump_history",
     "dump_pending",
+    "dump_pending_call",
     "dump_request",
+    "dump_tool",
     "load_call",
     "load_decisions",
     "load_events",
     "load_history",
     "load_pause_id",
     "load_pending",
+    "load_pending_page",
     "load_request",
     "load_result",
 ]
@@ -246,12 +252,75 @@ def dump_pending(pending: PendingCall) -> JsonDict:
 def load_pending(data: Any) -> PendingCall:
     """The ``PendingCall`` ``dump_pending`` wrote."""
     tool = _field(data, "tool", dict)
-    meta = ToolMeta(
-        name=_field(tool, "name", str),
-        description=_field(tool, "description", str),
-        input_schema=_field(tool, "input_schema", dict),
-    )
+    meta = _load_tool(_field(tool, "name", str), tool)
     return PendingCall(load_call(_field(data, "call", dict)), meta, _field(data, "reason", str))
+
+
+def dump_pending_call(pending: PendingCall) -> JsonDict:
+    """A call waiting for a decision as a ``pending`` page lists it: its tool by name, the
+    tool's meta once in the page's ``tools`` (``dump_tool``), however many calls it has."""
+    return {"call": dump_call(pending.call), "tool": pending.meta.name, "reason": pending.reason}
+
+
+def dump_tool(meta: ToolMeta) -> JsonDict:
+    """A tool's meta as a ``pending`` page's ``tools`` has it, under the tool's name."""
+    return {"description": meta.description, "input_schema": meta.input_schema}
+
+
+@dataclass(frozen=True)
+class LeftOutCall:
+    """A call of a ``pending`` page that did not fit in it: ``call_id`` and its tool's
+    ``meta``; the call and its reason are in the run state (its ``paused_calls``)."""
+
+    call_id: str
+    meta: ToolMeta
+
+
+@dataclass(frozen=True)
+class PendingPage:
+    """One answer of the ``pending`` query: its ``calls`` (in call order), the ``pause_id``
+    they wait in, and where the next page starts (``next``, of ``total`` calls)."""
+
+    calls: list[PendingCall | LeftOutCall]
+    pause_id: str | None
+    next: int
+    total: int
+
+
+def load_pending_page(data: object) -> PendingPage:
+    """The page the workflow's ``pending`` query answered.
+
+    Raises ``ValueError`` for a page whose tool did not fit in it (its meta is nowhere
+    else), naming the limit.
+    """
+    tools: Mapping[str, object] = _field(data, "tools", dict)
+    metas: dict[str, ToolMeta] = {}
+    calls: list[PendingCall | LeftOutCall] = []
+    for entry in _field(data, "calls", list):
+        name: str = _field(entry, "tool", str)
+        meta = metas.get(name)
+        if meta is None:
+            meta = metas[name] = _load_tool(name, _field(tools, name, dict))
+        if "left_out" in entry:
+            calls.append(LeftOutCall(_field(entry, "call_id", str), meta))
+        else:
+            call = load_call(_field(entry, "call", dict))
+            calls.append(PendingCall(call, meta, _field(entry, "reason", str)))
+    pause_id: str | None = _field(data, "pause_id", (str, type(None)))
+    return PendingPage(calls, pause_id, _field(data, "next", int), _field(data, "total", int))
+
+
+def _load_tool(name: str, data: Mapping[str, object]) -> ToolMeta:
+    if "left_out" in data:
+        raise ValueError(
+            f"the pending calls of tool {name!r} cannot be read: {data['left_out']}; raise "
+            f"DurableWorker(max_payload_bytes=...), within the cluster's blob size limit"
+        )
+    return ToolMeta(
+        name=name,
+        description=_field(data, "description", str),
+        input_schema=_field(data, "input_schema", dict),
+    )
 
 
 def dump_decisions(

@@ -34,7 +34,7 @@ task for ever): the ``state`` query still gives it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, ClassVar
@@ -42,8 +42,8 @@ from typing import Any, ClassVar
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from .._approvals import Decision, Deny
-from .._events import RunEvent, RunFinished
+from .._approvals import Decision, Deny, PendingCall
+from .._events import ApprovalRequested, RunEvent, RunFinished, RunPaused
 from .._exceptions import WorkerError, WorkerStateError
 from .._run import RunStream
 from .._session import WorkerResult
@@ -56,7 +56,8 @@ from ._wire import (
     dump_decisions,
     dump_event,
     dump_history,
-    dump_pending,
+    dump_pending_call,
+    dump_tool,
     load_decisions,
     load_pause_id,
 )
@@ -229,8 +230,11 @@ class ConversationWorkflow:
                 allowed_tools=start.allowed_tools,
                 tool_choice=start.tool_choice,
             )
-        if worker.is_paused:
-            return None  # decisions first
+        if worker.is_paused:  # decisions first; the feed shows the pause as a run's does
+            for pending in worker.pending:
+                self._record(ApprovalRequested(pending))
+            self._record(RunPaused(worker.pending, worker.pause_id))
+            return None
         return worker.retry_stream(deps=deps)
 
     def _record(self, event: RunEvent) -> None:
@@ -293,10 +297,21 @@ class ConversationWorkflow:
         return self._status
 
     @workflow.query
-    def pending(self) -> list[dict[str, Any]]:
-        """The calls waiting for a decision, in call order (as ``worker.pending``)."""
+    def pending(self, after: int = 0) -> dict[str, Any]:
+        """The calls waiting for a decision, in call order (as ``worker.pending``), from
+        call ``after`` on: ``{"calls": [...], "tools": {...}, "next": n, "total": t,
+        "pause_id": p}``, as many as fit in one payload (``max_payload_bytes``).
+
+        Each call names its tool, whose meta the page's ``tools`` has once. Ask again
+        from ``next`` until it is ``total``, with the same ``pause_id`` (another one:
+        the run has moved on, read from 0 again; ``Conversation.pending()`` does).
+        """
         worker = self._worker
-        return [] if worker is None else [dump_pending(p) for p in worker.pending]
+        if worker is None:
+            return {"calls": [], "tools": {}, "next": 0, "total": 0, "pause_id": None}
+        return _pending_page(
+            worker.pending, worker.pause_id, after, type(self).durable.max_payload_bytes
+        )
 
     @workflow.query
     def history(self) -> list[dict[str, Any]]:
@@ -374,13 +389,72 @@ def _cuts(text: str, budget: int) -> list[int]:
 
 def _left_out(event: dict[str, Any], size: int) -> dict[str, Any]:
     """An event too large for a query's answer, as the feed gives it: what it was, and
-    where its content is (the history, or the state, both read in ways that fit)."""
-    return {
-        "seq": event["seq"],
-        "type": event["type"],
-        "left_out": f"this event is {size} bytes, over max_payload_bytes: read its content "
-        f"in the run state (Conversation.state())",
+    where its content is (the history, or the state, both read in ways that fit); a
+    pause's events keep their ``pause_id``."""
+    stub: dict[str, Any] = {"seq": event["seq"], "type": event["type"]}
+    if "pause_id" in event:
+        stub["pause_id"] = event["pause_id"]
+    stub["left_out"] = (
+        f"this event is {size} bytes, over max_payload_bytes: read its content in the run "
+        f"state (Conversation.state())"
+    )
+    return stub
+
+
+def _pending_page(
+    waiting: Sequence[PendingCall], pause_id: str | None, after: int, limit: int
+) -> dict[str, Any]:
+    """The ``pending`` query's page of ``waiting`` from ``after``, within ``limit`` bytes.
+
+    The page has the meta of each tool its calls name, once. A call that does not fit
+    with its tool in a page of its own is left out: its id, its tool, and where to read
+    it (the run state has the call and its reason). If its tool does not fit even so,
+    the tool is left out too (its meta is nowhere else: ``Conversation.pending()``
+    raises ``ValueError``).
+    """
+    start = min(max(0, after), len(waiting))
+    calls: list[dict[str, Any]] = []
+    tools: dict[str, dict[str, Any]] = {}
+    page: dict[str, Any] = {
+        "calls": calls,
+        "tools": tools,
+        "next": len(waiting),  # as large as it can be, while the page is measured
+        "total": len(waiting),
+        "pause_id": pause_id,
     }
+    size = payload_size(page)
+    for pending in waiting[start:]:
+        name = pending.meta.name
+        tool = None if name in tools else dump_tool(pending.meta)
+        # An entry's size, a comma; a tool's name, a colon, its meta and a comma.
+        tool_size = 0 if tool is None else payload_size(name) + payload_size(tool) + 2
+        entry = dump_pending_call(pending)
+        entry_size = payload_size(entry) + 1
+        if size + tool_size + entry_size > limit:
+            if calls:
+                break  # the next page begins with it
+            assert tool is not None  # the page's first call brings its tool
+            entry = {
+                "call_id": pending.call.id,
+                "tool": name,
+                "left_out": f"this call is {entry_size - 1} bytes as JSON, and its tool "
+                f"{tool_size}: together over max_payload_bytes ({limit}); read the call in "
+                f"the run state (Conversation.state(), its paused_calls)",
+            }
+            entry_size = payload_size(entry) + 1
+            if size + tool_size + entry_size > limit:
+                tool = {
+                    "left_out": f"its description and input schema are {payload_size(tool)} "
+                    f"bytes as JSON: with a call, over what one answer of the pending query "
+                    f"holds (max_payload_bytes, {limit} bytes)"
+                }
+                tool_size = payload_size(name) + payload_size(tool) + 2
+        if tool is not None:
+            tools[name] = tool
+        calls.append(entry)
+        size += tool_size + entry_size
+    page["next"] = start + len(calls)
+    return page
 
 
 def _share_anyio_backend() -> None:
