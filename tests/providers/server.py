@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +31,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     cut: bool = False  # drop the connection after the events, mid chunked body
     stall: bool = False  # after the events (if any), send nothing more until close()
+    keep_alive: str | None = None  # with stall: this frame every 50 ms instead of nothing
 
 
 def stream(*events: str, cut: bool = False) -> Reply:
@@ -41,9 +43,10 @@ STALL = Reply(stall=True)
 """A reply that never comes: the handler waits for ``close()`` and hangs up."""
 
 
-def stalled_stream(*events: str) -> Reply:
-    """A stream that sends ``events`` and then nothing until the server closes."""
-    return Reply(events=events, stall=True)
+def stalled_stream(*events: str, keep_alive: str | None = None) -> Reply:
+    """A stream that sends ``events`` and then nothing until the server closes (or, with
+    ``keep_alive``, that frame every 50 ms: a ping, an SSE comment)."""
+    return Reply(events=events, stall=True, keep_alive=keep_alive)
 
 
 def error(status: int, body: Any, **headers: str) -> Reply:
@@ -134,10 +137,24 @@ class _Handler(BaseHTTPRequestHandler):
             with self.server.state.lock:
                 self.server.state.frames_sent += 1
         if reply.stall:
-            self.server.state.closing.wait(self.timeout)
+            self._hold_open(reply.keep_alive)
             return
         if not reply.cut:
             self.wfile.write(b"0\r\n\r\n")
+
+    def _hold_open(self, keep_alive: str | None) -> None:
+        # Send nothing more (or keep-alives) until close(), or the client hangs up.
+        closing, deadline = self.server.state.closing, time.monotonic() + self.timeout
+        if keep_alive is None:
+            closing.wait(self.timeout)
+            return
+        data = keep_alive.encode()
+        while not closing.wait(0.05) and time.monotonic() < deadline:
+            try:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            except OSError:  # the client closed the stream: what it should do
+                return
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # keep test output clean

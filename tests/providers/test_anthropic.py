@@ -913,4 +913,16 @@ class TestToolSelection:
         assert result["content"] == (
             "Tool call 'add_note' did not run: that tool is not available now (available: get_note)"
         )
+
+    @pytest.mark.anyio
+    async def test_no_allowed_tools_is_tool_choice_none(self, server, notes):
+        """An empty ``allowed_tools``, "auto" or "required": no tool may be called, which
+        the API can say (``{"type": "none"}``)."""
+        for _ in range(2):
+            server.add(stream(*wire.claude_text("Hi.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("a", allowed_tools=[])
+            await worker.run("b", tool_choice="required", allowed_tools=[])
+        assert [r.json["tool_choice"] for r in server.requests] == [{"type": "none"}] * 2
         assert notes.notes == {}

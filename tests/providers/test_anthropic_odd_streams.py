@@ -82,6 +82,44 @@ class TestForeignCallIds:
         assert used[2] == "toolu_01A"
         assert used[0].startswith("functions_add_note_0_")
 
+    @pytest.mark.anyio
+    async def test_kept_blocks_send_their_ids_as_the_results_do(
+        self, server: ProviderServer, notes: Notes
+    ) -> None:
+        """A turn sent back from its kept blocks (here, thinking before the call) has its
+        ``tool_use`` ids rewritten as its ``tool_result``\\s are (an Anthropic-compatible
+        endpoint's ``functions.add_note:0``), on every later request; the other blocks go as
+        they came, and the history keeps the id the server gave."""
+        call_id = "functions.add_note:0"
+        first = wire.claude_message(
+            [
+                *wire.thinking_block(0, ["I should save it."], "EqQBCkYIBRgCKkDsig"),
+                *wire.tool_use_block(1, call_id, "add_note", ['{"title": "milk"}']),
+            ],
+            "tool_use",
+        )
+        server.add(stream(*first), stream(*wire.claude_text("Saved.")))
+        server.add(stream(*wire.claude_text("Yes.")))
+        async with make_client(server) as client:
+            worker = Worker(client)
+            worker.register_tools(tool_definitions(notes))
+            with anyio.fail_after(10):
+                await worker.run("remember milk")
+                await worker.run("saved?")
+        for received in server.requests[1:]:
+            _, assistant, results, *_ = received.json["messages"]
+            thinking, use = assistant["content"]
+            assert thinking == {
+                "type": "thinking",
+                "thinking": "I should save it.",
+                "signature": "EqQBCkYIBRgCKkDsig",
+            }
+            assert ANTHROPIC_ID.fullmatch(use["id"])
+            assert use["id"].startswith("functions_add_note_0_")
+            assert [block["tool_use_id"] for block in results["content"]] == [use["id"]]
+        kept = [item.json() for item in worker.history[1].provider_items]
+        assert [block.get("id") for block in kept] == [None, call_id]
+
 
 INVALID_KEY = {
     "error": {"message": "Invalid API key provided", "type": "invalid_request_error", "code": 401}

@@ -287,6 +287,19 @@ class TestToolSelection:
             assert names == ["add_note", "get_note"]  # every tool, every time
 
     @pytest.mark.anyio
+    async def test_no_allowed_tools_is_mode_none(self, server, notes):
+        """An empty ``allowed_tools``, "auto" or "required", is mode NONE: an empty
+        ``allowedFunctionNames`` would restrict nothing."""
+        for _ in range(2):
+            server.add(stream(*wire.gemini_text("Hi.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("a", allowed_tools=[])
+            await worker.run("b", tool_choice="required", allowed_tools=[])
+        configs = [r.json.get("toolConfig") for r in server.requests]
+        assert configs == [{"functionCallingConfig": {"mode": "NONE"}}] * 2
+
+    @pytest.mark.anyio
     async def test_a_call_outside_allowed_tools_does_not_run(self, server, notes):
         """Whatever the model does, the worker refuses a call outside ``allowed_tools``."""
         server.add(

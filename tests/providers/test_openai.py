@@ -766,6 +766,19 @@ class TestToolSelection:
         assert all(len(body["tools"]) == 2 for body in bodies)
 
     @pytest.mark.anyio
+    async def test_no_allowed_tools_is_tool_choice_none(self, server, notes):
+        """An empty ``allowed_tools`` (no tool may be called), "auto" or "required", is
+        ``"none"``: an ``allowed_tools`` choice with no tools says nothing the API can keep."""
+        for _ in range(2):
+            server.add(stream(*wire.chat_text("Hi.")))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("a", allowed_tools=[])
+            await worker.run("b", tool_choice="required", allowed_tools=[])
+        assert [r.json["tool_choice"] for r in server.requests] == ["none", "none"]
+        assert all(len(r.json["tools"]) == 2 for r in server.requests)
+
+    @pytest.mark.anyio
     async def test_cached_and_reasoning_tokens(self, server):
         """``prompt_tokens_details.cached_tokens`` and ``completion_tokens_details.
         reasoning_tokens`` reach the response's Usage."""

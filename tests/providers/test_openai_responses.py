@@ -458,6 +458,18 @@ class TestToolSelection:
         }
 
     @pytest.mark.anyio
+    async def test_no_allowed_tools_is_tool_choice_none(self, server, notes):
+        """An empty ``allowed_tools``, "auto" or "required", is ``"none"``, not an
+        ``allowed_tools`` choice with no tools."""
+        for _ in range(2):
+            server.add(stream(*wire.ResponseEvents().text("Hi.").completed()))
+        async with make_client(server) as client:
+            worker = make_worker(client, notes)
+            await worker.run("a", allowed_tools=[])
+            await worker.run("b", tool_choice="required", allowed_tools=[])
+        assert [r.json["tool_choice"] for r in server.requests] == ["none", "none"]
+
+    @pytest.mark.anyio
     async def test_cached_and_reasoning_tokens(self, server, notes):
         """``input_tokens_details.cached_tokens`` and ``output_tokens_details.
         reasoning_tokens`` reach the response's Usage."""

@@ -16,9 +16,10 @@ import math
 import re
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
+import anyio
 import httpx2
 import pydantic
 from typing_extensions import Self
@@ -28,6 +29,7 @@ from .._conversation import AssistantMessage, Message, ProviderItem
 from .._exceptions import ProviderError
 from .._formats import FormatName, export_tools
 from .._meta import LlmToolDefinition
+from .._safe_text import safe_text
 
 __all__ = [
     "MALFORMED_STREAM",
@@ -46,7 +48,10 @@ __all__ = [
     "connection_failed",
     "detail_text",
     "error_field",
+    "exception_detail",
+    "exception_text",
     "given_text",
+    "http_failure",
     "is_retryable_status",
     "malformed_stream",
     "not_a_stream",
@@ -55,6 +60,7 @@ __all__ = [
     "proxied_message",
     "request_not_built",
     "retry_after",
+    "sdk_request",
     "stream_ended",
 ]
 
@@ -65,6 +71,10 @@ MALFORMED_STREAM = "the provider sent a malformed stream event"
 REQUEST_NOT_BUILT = "the request could not be built, so it was not sent"
 
 _MAX_BODY_TEXT = 300
+
+# How long what follows a response's terminal event is read, unfed, before the stream is
+# closed (the openai SDK drains a body after `[DONE]` as long).
+_DRAIN_SECONDS = 0.1
 
 
 def is_retryable_status(status: int) -> bool:
@@ -165,30 +175,84 @@ def body_text(body: object) -> str | None:
     return text if len(text) <= _MAX_BODY_TEXT else text[: _MAX_BODY_TEXT - 3] + "..."
 
 
+def http_failure(provider: str, cause: BaseException | None, fallback: str) -> ProviderError:
+    """What the HTTP library raised (``cause``; ``fallback`` if it says nothing): a request
+    it refused to send (``httpx2.LocalProtocolError``: a header value with a line break,
+    such as an API key read from a file with its newline) could not be built and is not
+    retryable; anything else is a connection that failed (``connection_failed``)."""
+    if isinstance(cause, httpx2.LocalProtocolError):
+        return request_not_built(provider, cause)
+    return connection_failed(provider, cause, fallback)
+
+
 def connection_failed(provider: str, cause: BaseException | None, fallback: str) -> ProviderError:
     """The connection failed or broke mid-response: always worth retrying."""
-    detail = f"{type(cause).__name__}: {cause}" if cause is not None and str(cause) else fallback
+    said = body_text(_said(cause)) if cause is not None else None
+    detail = f"{type(cause).__name__}: {said}" if said else fallback
     return ProviderError(provider, f"the connection failed ({detail})", retryable=True)
 
 
 def malformed_stream(provider: str, cause: Exception) -> ProviderError:
     """A stream event that cannot be read (a field missing, or of another type). Not
     retryable: the server that sent it would send it again."""
-    return ProviderError(provider, f"{MALFORMED_STREAM} ({_detail(cause)})", retryable=False)
+    return ProviderError(
+        provider, f"{MALFORMED_STREAM} ({exception_detail(cause)})", retryable=False
+    )
 
 
-def request_not_built(provider: str, cause: Exception) -> ProviderError:
+def request_not_built(provider: str, cause: BaseException) -> ProviderError:
     """The SDK refused to build the request (an empty history, a setting of a type it does
     not take), so nothing was sent. Not retryable: the same request would be refused
     again, and no provider is at fault."""
-    return ProviderError(provider, f"{REQUEST_NOT_BUILT} ({_detail(cause)})", retryable=False)
+    return ProviderError(
+        provider, f"{REQUEST_NOT_BUILT} ({exception_detail(cause)})", retryable=False
+    )
 
 
-def _detail(cause: Exception) -> str:
-    # What an exception says, for a message: its class and its text, on one line, shortened.
+_T = TypeVar("_T")
+
+
+async def sdk_request(provider: str, call: Awaitable[_T]) -> _T:
+    """Await the SDK's ``call`` that builds a request and sends it (its arguments, our own
+    conversions, are made before): a ``TypeError`` or ``ValueError`` it raises is a request
+    it could not build (``request_not_built``: a value in ``extra_body`` JSON cannot
+    encode, an API key with a character a header cannot hold). Nothing was sent: what
+    sending raises, the SDKs raise as their own errors."""
+    try:
+        return await call
+    except (TypeError, ValueError) as exc:
+        raise request_not_built(provider, exc) from exc
+
+
+def exception_text(exc: BaseException) -> str:
+    """What an exception says, for a ``ProviderError``'s message: its text with secrets,
+    paths and addresses taken out (``safe_text``), else its class's name."""
+    return _said(exc) or type(exc).__name__
+
+
+def exception_detail(cause: BaseException) -> str:
+    """What an exception says, for a message: its class and its text (``exception_text``'s),
+    on one line, shortened."""
     name = type(cause).__name__
-    said = body_text(str(cause)[: 2 * _MAX_BODY_TEXT])
+    said = body_text(_said(cause))
     return f"{name}: {said}" if said else name
+
+
+# What h11 says of a header it refuses quotes the header's value, which may be a credential
+# a header's name does not give away (`x-api-key`, Azure's `api-key`): it is not shown.
+_QUOTED_HEADER = re.compile(r"(Illegal header (?:name|value))\s.*", re.DOTALL)
+
+
+def _said(exc: BaseException) -> str:
+    # An exception's text, scrubbed: every exception text a ProviderError quotes goes
+    # through here (the HTTP library's quotes the request's headers: `Bearer sk-...`).
+    try:
+        text = str(exc)
+    except Exception:  # a broken __str__ must not break the error path
+        return ""
+    if isinstance(exc, httpx2.LocalProtocolError):
+        text = _QUOTED_HEADER.sub(r"\1 (not shown)", text)
+    return safe_text(text)
 
 
 @contextlib.contextmanager
@@ -234,6 +298,22 @@ def not_a_stream(provider: str, body: str, error_kind: ErrorKind) -> ProviderErr
 # A line of server-sent events: a comment, a field the SDKs read, or blank (one that ends
 # an event). A body of such lines only (keep-alive comments, `event: ping`) is a stream.
 _SSE_LINE = re.compile(rb"(?::.*|(?:data|event|id|retry)(?::.*)?)?")
+
+
+async def _drain(response: SdkStream[object]) -> None:
+    """Read what follows a response's terminal event, unfed, until the body ends or
+    ``_DRAIN_SECONDS`` have passed: a server that holds the stream open (or sends
+    keep-alives) costs that long, not a timeout, and the body a server ends at once is read
+    to its end, so the SDK's async generators finish rather than being left to the garbage
+    collector (which trio reports as ResourceWarnings) and the connection can be reused."""
+    with anyio.move_on_after(_DRAIN_SECONDS):
+        while True:
+            try:
+                await response.__anext__()
+            except StopAsyncIteration:
+                return
+            except Exception:  # the response is complete: what breaks after it is no failure
+                return
 
 
 class _BodyHead(httpx2.AsyncByteStream):
@@ -429,9 +509,21 @@ class SdkStream(Protocol[_ChunkT_co]):
 
 
 class StreamReader(Protocol[_ChunkT_contra]):
-    """Turns one response's chunks into our events; ``end()`` once the stream has ended."""
+    """Turns one response's chunks into our events; ``end()`` once the stream has ended,
+    or once ``done`` says the response is complete."""
 
     def feed(self, chunk: _ChunkT_contra, /) -> list[LlmEvent]: ...
+
+    @property
+    def done(self) -> bool:
+        """Whether the response's terminal event came (Anthropic's ``message_stop``,
+        Responses' ``response.completed``): nothing after it belongs to the response, so
+        nothing more is fed, and the stream is closed after a short drain (``_drain``). A
+        server may hold the connection open after it, or send keep-alives: reading on to
+        the end of the body would wait for them. ``False`` for a stream whose end the SDK
+        finds (Chat Completions' ``[DONE]``), or that has no terminal event (Gemini: a
+        usage chunk may follow the finish reason)."""
+        ...
 
     def end(self) -> list[LlmEvent]:
         """What the end of the stream brings, the ``Completion`` last; raises a
@@ -449,7 +541,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
     provider, tool format and SDK (the class attributes below) and writes:
 
     - ``_make_client(...)``: the SDK client, from the connection settings;
-    - ``_open_stream(request, tools)``: send the request, return the streamed response;
+    - ``_open_stream(request, tools)``: send the request (the SDK's call awaited through
+      ``sdk_request``), return the streamed response;
     - ``_reader(request)``: a new ``StreamReader`` for one response to ``request``;
     - ``_provider_error(exc)``: an SDK exception as a ``ProviderError``;
 
@@ -574,7 +667,9 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         failed response), an event the reader cannot read (``malformed_stream``), a
         200 whose body holds no event (``not_a_stream``), a stream that ends before the
         response is complete, a request the SDK could not build (``request_not_built``:
-        a subclass's stream may raise it on its first read, where its SDK builds it).
+        ``_open_stream`` raises it, through ``sdk_request``; a subclass's stream may
+        raise it on its first read, where its SDK builds it). The stream is closed once
+        the reader is ``done``, or it ends.
         """
         tools = self._tool_dicts(request.tools)
         try:
@@ -585,7 +680,7 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         body = _BodyHead.tap(response)
         chunks = 0
         try:
-            while True:
+            while not reader.done:  # then what follows is not the response's (_drain)
                 try:
                     chunk = await response.__anext__()
                 except StopAsyncIteration:
@@ -603,6 +698,8 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
                     events = reader.feed(chunk)
                 for event in events:  # yielded outside: the consumer's exceptions pass
                     yield event
+            if reader.done:
+                await _drain(response)
         finally:
             await response.close()
         with _reading_events(self._provider):
@@ -618,7 +715,7 @@ class ProviderClient(ABC, Generic[_SdkT, _ChunkT]):
         if isinstance(exc, self._timeout_error):
             return ProviderError(self._provider, TIMED_OUT, retryable=True)
         # The HTTP library's own error: the stream broke.
-        return connection_failed(self._provider, exc, "the response stream broke")
+        return http_failure(self._provider, exc, "the response stream broke")
 
     def _tool_dicts(self, tools: Sequence[LlmToolDefinition]) -> list[dict[str, Any]]:
         # A locked worker sends the same tools every time: convert them once, and again

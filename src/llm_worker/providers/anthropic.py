@@ -41,7 +41,8 @@ blocks are interleaved, every block of the response becomes one
 ``ProviderItem("anthropic", <block type>, <the block as JSON>)``, in order, with its
 streamed parts put together (text, thinking, signature, citations, input). Later
 requests send those blocks back unchanged, as the API requires for thinking during
-tool use and for a turn paused with ``pause_turn``. A response of plain text and
+tool use and for a turn paused with ``pause_turn`` (but a ``tool_use`` block's id, which
+goes out as its ``tool_result``'s does: ``tool_use_id``). A response of plain text and
 tool_use blocks keeps no items: it is rebuilt from the message. The blocks are used
 while the message's tool calls are the ``tool_use`` blocks among them (same ids, in
 order); a message edited to other calls is rebuilt, without them. Items of another
@@ -113,13 +114,16 @@ from ._common import (
     ProviderClient,
     body_text,
     compact_json,
-    connection_failed,
     error_field,
+    exception_detail,
+    exception_text,
     given_text,
+    http_failure,
     is_retryable_status,
     output_schema,
     own_items,
     retry_after,
+    sdk_request,
     stream_ended,
 )
 from ._parts import base64_of, has_media, mime_type, plain_text, result_blocks
@@ -260,16 +264,19 @@ class AnthropicClient(ProviderClient[anthropic.AsyncAnthropic, "RawMessageStream
             # send both, the worker's first.
             tools = [*tools, *cast("list[dict[str, Any]]", server_tools)]
             extra_body = {k: v for k, v in (extra_body or {}).items() if k != "tools"} or None
-        return await self._client.messages.create(
-            model=self.model,
-            max_tokens=self.max_tokens,
-            messages=claude_messages(request.messages, self._history),
-            system=request.system_prompt if request.system_prompt else anthropic.omit,
-            tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
-            tool_choice=claude_tool_choice(request) if tools else anthropic.omit,
-            output_config=output_config,
-            stream=True,
-            extra_body=extra_body,
+        return await sdk_request(
+            PROVIDER,
+            self._client.messages.create(
+                model=self.model,
+                max_tokens=self.max_tokens,
+                messages=claude_messages(request.messages, self._history),
+                system=request.system_prompt if request.system_prompt else anthropic.omit,
+                tools=cast("list[ToolParam]", tools) if tools else anthropic.omit,
+                tool_choice=claude_tool_choice(request) if tools else anthropic.omit,
+                output_config=output_config,
+                stream=True,
+                extra_body=extra_body,
+            ),
         )
 
     def _output_config(self, output_format: OutputFormat | None) -> OutputConfigParam | Omit:
@@ -347,7 +354,7 @@ def _rewritten(schema: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
     try:
         rewritten = anthropic.transform_schema(original)
     except Exception as exc:  # however it fails (ValueError, assert_never on a type list...)
-        return original, f"anthropic.transform_schema cannot read it ({type(exc).__name__}: {exc})"
+        return original, f"anthropic.transform_schema cannot read it ({exception_detail(exc)})"
     problem = _closed_open_object(original, rewritten, "#") or _recursion(rewritten)
     return rewritten, problem
 
@@ -486,9 +493,12 @@ def claude_tool_choice(request: LlmRequest) -> ToolChoiceParam | Omit:
     """The request's ``tool_choice`` as the Messages API's; left out for ``"auto"``.
 
     The API has no allowed-tools field: ``request.allowed_tools`` is enforced by the worker
-    (a call to another tool gets an error result and does not run).
+    (a call to another tool gets an error result and does not run); an empty one, no tool
+    allowed, is ``{"type": "none"}``.
     """
-    choice = request.tool_choice
+    choice, allowed = request.tool_choice, request.allowed_tools
+    if choice in ("auto", "required") and allowed is not None and not allowed:
+        return {"type": "none"}  # no tool may be called
     if choice == "auto":
         return anthropic.omit
     if choice == "required":
@@ -531,7 +541,8 @@ def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
         blocks = [cast("ContentBlockParam", item.json()) for item in items]
         calls = [block.get("id") for block in blocks if block["type"] == "tool_use"]
         if calls == [call.id for call in message.tool_calls]:
-            return [block for block in blocks if not _blank_text(block)]
+            # Their ids go out as the results' do (tool_use_id): the pairs stay pairs.
+            return [_sent_block(block) for block in blocks if not _blank_text(block)]
     content: list[ContentBlockParam] = []
     if message.text.strip():
         content.append({"type": "text", "text": message.text})
@@ -545,6 +556,14 @@ def assistant_content(message: AssistantMessage) -> list[ContentBlockParam]:
         for call in message.tool_calls
     )
     return content
+
+
+def _sent_block(block: ContentBlockParam) -> ContentBlockParam:
+    """A kept block as it goes back: a ``tool_use`` block with its id as the API takes it
+    (``tool_use_id``, as its ``tool_result`` has it), any other as it came."""
+    if block["type"] == "tool_use":
+        block["id"] = tool_use_id(block["id"])  # a fresh copy: item.json() parses anew
+    return block
 
 
 def _blank_text(block: ContentBlockParam) -> bool:
@@ -727,6 +746,11 @@ class _EventReader:
         self.compaction_input = 0
         self.compaction_output = 0
         self.stopped = False
+
+    @property
+    def done(self) -> bool:
+        """Once ``message_stop`` came: the response's last event."""
+        return self.stopped
 
     def text(self, text: str) -> list[LlmEvent]:
         if not text:
@@ -936,5 +960,5 @@ def provider_error(exc: anthropic.AnthropicError) -> ProviderError:
     if isinstance(exc, anthropic.APITimeoutError):
         return ProviderError(PROVIDER, TIMED_OUT, retryable=True)
     if isinstance(exc, anthropic.APIConnectionError):
-        return connection_failed(PROVIDER, exc.__cause__, exc.message)
-    return ProviderError(PROVIDER, str(exc) or type(exc).__name__)
+        return http_failure(PROVIDER, exc.__cause__, exc.message)
+    return ProviderError(PROVIDER, exception_text(exc))

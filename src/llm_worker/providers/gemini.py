@@ -138,15 +138,17 @@ from ._common import (
     ProviderClient,
     body_text,
     compact_json,
-    connection_failed,
     detail_text,
+    exception_text,
     given_text,
+    http_failure,
     is_retryable_status,
     malformed_stream,
     output_schema,
     own_items,
     request_not_built,
     retry_after,
+    sdk_request,
     stream_ended,
 )
 from ._parts import attached_note, has_media, mime_type, not_sent, plain_text
@@ -348,14 +350,15 @@ class GeminiClient(ProviderClient[genai.Client, types.GenerateContentResponse]):
         config = self._request_config(request, tools)
         # The SDK's types name PIL's Image, which is unknown without Pillow installed.
         stream_content = self._client.aio.models.generate_content_stream  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        try:
-            chunks = await stream_content(
+        # A ValueError or TypeError here: its types refused the config, nothing was sent.
+        chunks = await sdk_request(
+            PROVIDER,
+            stream_content(
                 model=self.model,
                 contents=cast("types.ContentListUnionDict", contents),
                 config=config,
-            )
-        except (ValueError, TypeError) as exc:  # its types refused the config: nothing sent
-            raise request_not_built(PROVIDER, exc) from exc
+            ),
+        )
         return _Stream(chunks, watched=self._http is not None)
 
     def _request_config(
@@ -492,12 +495,13 @@ def gemini_tool_config(request: LlmRequest) -> types.ToolConfigDict | None:
     ``"required"`` → mode ``ANY``, ``"none"`` → ``NONE``, a tool's name → ``ANY`` with
     ``allowed_function_names: [name]``; ``allowed_tools`` → ``allowed_function_names``,
     with mode ``ANY`` for ``"required"`` and ``VALIDATED`` (the model may answer in text,
-    and a call it makes is one of those) for ``"auto"``.
+    and a call it makes is one of those) for ``"auto"``; an empty ``allowed_tools`` →
+    ``NONE`` (an empty ``allowed_function_names`` restricts nothing).
     """
     choice, allowed = request.tool_choice, request.allowed_tools
     if choice == "auto" and allowed is None:
         return None
-    if choice == "none":
+    if choice == "none" or (choice in ("auto", "required") and allowed is not None and not allowed):
         return {"function_calling_config": {"mode": types.FunctionCallingConfigMode.NONE}}
     if choice not in ("auto", "required"):
         allowed = (choice,)
@@ -762,6 +766,12 @@ class _ChunkReader:
         self.blocked: str | None = None
         self.usage: Usage | None = None
 
+    @property
+    def done(self) -> bool:
+        """Never before the stream ends: a chunk with the usage may follow the one with the
+        finish reason."""
+        return False
+
     def feed(self, chunk: types.GenerateContentResponse) -> list[LlmEvent]:
         if chunk.response_id:
             self.response_id = chunk.response_id
@@ -1014,7 +1024,7 @@ def provider_error(exc: Exception) -> ProviderError:
         message = exc.message if isinstance(exc.message, str) else None
         if message and not from_body:
             message = body_text(message)  # a page that is not JSON (a proxy's...)
-        message = message or detailed or exc.status or str(exc)
+        message = message or detailed or exc.status or exception_text(exc)
         retryable = status is None or is_retryable_status(status)
         response: object = getattr(exc, "response", None)  # httpx's, aiohttp's or requests'
         headers: object = getattr(response, "headers", None)
@@ -1030,7 +1040,7 @@ def provider_error(exc: Exception) -> ProviderError:
     if isinstance(exc, httpx2.TimeoutException):
         return ProviderError(PROVIDER, TIMED_OUT, retryable=True)
     if isinstance(exc, (httpx2.HTTPError, google.auth.exceptions.TransportError)):
-        return connection_failed(PROVIDER, exc, "the request failed")
+        return http_failure(PROVIDER, exc, "the request failed")
     if isinstance(exc, errors.UnknownApiResponseError):  # a response that is not JSON
         return malformed_stream(PROVIDER, exc)
-    return ProviderError(PROVIDER, str(exc) or type(exc).__name__)
+    return ProviderError(PROVIDER, exception_text(exc))

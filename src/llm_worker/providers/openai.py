@@ -143,15 +143,17 @@ from ._common import (
     body_status,
     body_text,
     compact_json,
-    connection_failed,
     detail_text,
     error_field,
+    exception_text,
     given_text,
+    http_failure,
     is_retryable_status,
     output_schema,
     own_items,
     proxied_message,
     retry_after,
+    sdk_request,
     stream_ended,
 )
 from ._parts import (
@@ -355,17 +357,22 @@ class OpenAIChatClient(_OpenAIClient["ChatCompletionChunk", "ChatCompletionMessa
     async def _open_stream(
         self, request: LlmRequest, tools: list[dict[str, Any]]
     ) -> openai.AsyncStream[ChatCompletionChunk]:
-        return await self._client.chat.completions.create(
-            model=self.model,
-            messages=chat_messages(request.system_prompt, request.messages, self._history),
-            tools=cast("list[ChatCompletionFunctionToolParam]", tools) if tools else openai.omit,
-            tool_choice=chat_tool_choice(request) if tools else openai.omit,
-            stream=True,
-            stream_options={"include_usage": True},
-            response_format=self._response_format(request.output_format),
-            max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
-            temperature=openai.omit if self.temperature is None else self.temperature,
-            extra_body=self.extra_body or None,
+        return await sdk_request(
+            PROVIDER,
+            self._client.chat.completions.create(
+                model=self.model,
+                messages=chat_messages(request.system_prompt, request.messages, self._history),
+                tools=cast("list[ChatCompletionFunctionToolParam]", tools)
+                if tools
+                else openai.omit,
+                tool_choice=chat_tool_choice(request) if tools else openai.omit,
+                stream=True,
+                stream_options={"include_usage": True},
+                response_format=self._response_format(request.output_format),
+                max_completion_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
+                temperature=openai.omit if self.temperature is None else self.temperature,
+                extra_body=self.extra_body or None,
+            ),
         )
 
     def _response_format(self, output_format: OutputFormat | None) -> ResponseFormat | Omit:
@@ -402,19 +409,22 @@ class OpenAIResponsesClient(_OpenAIClient["ResponseStreamEvent", "ResponseInputI
         self, request: LlmRequest, tools: list[dict[str, Any]]
     ) -> openai.AsyncStream[ResponseStreamEvent]:
         stored = self.extra_body.get("store") is True  # then item ids go back
-        return await self._client.responses.create(
-            model=self.model,
-            input=responses_input(request.messages, self._history, stored=stored),
-            instructions=request.system_prompt if request.system_prompt else openai.omit,
-            tools=cast("list[FunctionToolParam]", tools) if tools else openai.omit,
-            tool_choice=responses_tool_choice(request) if tools else openai.omit,
-            stream=True,
-            store=False,
-            include=["reasoning.encrypted_content"],
-            text=self._text_format(request.output_format),
-            max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
-            temperature=openai.omit if self.temperature is None else self.temperature,
-            extra_body=self.extra_body or None,
+        return await sdk_request(
+            PROVIDER,
+            self._client.responses.create(
+                model=self.model,
+                input=responses_input(request.messages, self._history, stored=stored),
+                instructions=request.system_prompt if request.system_prompt else openai.omit,
+                tools=cast("list[FunctionToolParam]", tools) if tools else openai.omit,
+                tool_choice=responses_tool_choice(request) if tools else openai.omit,
+                stream=True,
+                store=False,
+                include=["reasoning.encrypted_content"],
+                text=self._text_format(request.output_format),
+                max_output_tokens=openai.omit if self.max_tokens is None else self.max_tokens,
+                temperature=openai.omit if self.temperature is None else self.temperature,
+                extra_body=self.extra_body or None,
+            ),
         )
 
     def _text_format(self, output_format: OutputFormat | None) -> ResponseTextConfigParam | Omit:
@@ -705,13 +715,16 @@ def responses_media_item(part: MediaPart) -> ResponseFunctionCallOutputItemParam
 def chat_tool_choice(request: LlmRequest) -> ChatCompletionToolChoiceOptionParam | Omit:
     """The request's ``tool_choice`` and ``allowed_tools`` as Chat Completions' ``tool_choice``.
 
-    Left out for the default (``"auto"``, every tool), so such requests stay as they were.
+    Left out for the default (``"auto"``, every tool), so such requests stay as they were;
+    ``"none"`` when ``allowed_tools`` is empty (an ``allowed_tools`` choice needs tools).
     """
     choice, allowed = request.tool_choice, request.allowed_tools
     if choice == "auto" and allowed is None:
         return openai.omit
     if choice not in ("auto", "required", "none"):
         return {"type": "function", "function": {"name": choice}}
+    if allowed is not None and not allowed:
+        return "none"  # no tool may be called
     if allowed is None or choice == "none":
         return cast("ChatCompletionToolChoiceOptionParam", choice)
     return {
@@ -724,12 +737,15 @@ def chat_tool_choice(request: LlmRequest) -> ChatCompletionToolChoiceOptionParam
 
 
 def responses_tool_choice(request: LlmRequest) -> ToolChoiceParam | Omit:
-    """The request's ``tool_choice`` and ``allowed_tools`` as the Responses ``tool_choice``."""
+    """The request's ``tool_choice`` and ``allowed_tools`` as the Responses ``tool_choice``
+    (as ``chat_tool_choice`` writes them)."""
     choice, allowed = request.tool_choice, request.allowed_tools
     if choice == "auto" and allowed is None:
         return openai.omit
     if choice not in ("auto", "required", "none"):
         return {"type": "function", "name": choice}
+    if allowed is not None and not allowed:
+        return "none"  # no tool may be called
     if allowed is None or choice == "none":
         return cast("ToolChoiceParam", choice)
     return {
@@ -800,6 +816,12 @@ class _ChunkReader:
         self.call_ids: dict[int, str] = {}  # started calls: index -> the id they went out with
         self.extra_contents: dict[int, object] = {}  # index -> the call's extra_content
         self.refused = False  # a `refusal` delta came
+
+    @property
+    def done(self) -> bool:
+        """Never before the stream ends: the SDK ends it at ``[DONE]``, and the usage chunk
+        comes after the ``finish_reason``."""
+        return False
 
     def feed(self, chunk: ChatCompletionChunk) -> list[LlmEvent]:
         events: list[LlmEvent] = []
@@ -1023,6 +1045,11 @@ class _ResponseEventReader:
         self.refused = False  # a refusal came (its events, or a refusal part of the output)
         self.result: Completion | None = None
 
+    @property
+    def done(self) -> bool:
+        """Once ``response.completed`` or ``response.incomplete`` came: the last event."""
+        return self.result is not None
+
     def feed(self, event: ResponseStreamEvent) -> list[LlmEvent]:
         if event.type == "response.output_text.delta":
             return [TextDelta(event.delta)] if event.delta else []
@@ -1210,7 +1237,7 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
     if isinstance(exc, openai.APITimeoutError):
         return ProviderError(PROVIDER, TIMED_OUT, retryable=True)
     if isinstance(exc, openai.APIConnectionError):
-        return connection_failed(PROVIDER, exc.__cause__, exc.message)
+        return http_failure(PROVIDER, exc.__cause__, exc.message)
     if isinstance(exc, openai.APIError):
         # An error sent inside a Chat Completions stream: {"error": {"message", "type"...}},
         # which compatible servers extend with the status it stands for.
@@ -1227,4 +1254,4 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
             )
         kind = error_field(exc.body, "type")
         return ProviderError(PROVIDER, message, retryable=kind != "invalid_request_error")
-    return ProviderError(PROVIDER, str(exc) or type(exc).__name__)
+    return ProviderError(PROVIDER, exception_text(exc))
