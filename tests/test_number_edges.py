@@ -398,6 +398,11 @@ class Flavour(str, enum.Enum):
     PLAIN = "plain"
 
 
+class Colour(enum.Enum):  # plain Enum, str values
+    RED = "red"
+    BLUE = "blue"
+
+
 @tool_registry
 class Choices:
     @tool
@@ -535,6 +540,27 @@ class Stock:
         """Keys of several types."""
         return repr((flags, levels, literal, flavours, positive, dict(ordered)))
 
+    @tool
+    async def colours(
+        self,
+        members: dict[Literal[Colour.RED, Colour.BLUE], int] = {},  # noqa: B006
+        mixed: dict[Literal[Colour.RED, "green"], int] = {},  # noqa: B006
+        enum_keys: dict[Colour, int] = {},  # noqa: B006
+    ) -> str:
+        """Keys that are Enum members with str values."""
+        return repr((members, mixed, enum_keys))
+
+    @tool
+    async def bounded(
+        self,
+        adults: dict[Annotated[int, Field(ge=18)], str] = {},  # noqa: B006
+        below: dict[Annotated[int, Field(lt=10)], str] = {},  # noqa: B006
+        between: dict[Annotated[int, Field(gt=-3, le=12)], str] = {},  # noqa: B006
+        none: dict[Annotated[int, Field(gt=5, lt=6)], str] = {},  # noqa: B006
+    ) -> str:
+        """Keys with bounds."""
+        return repr((adults, below, between, none))
+
 
 INT_KEY_PATTERN = r"^(0|-?[1-9][0-9]*)$"  # an integer as json.dumps writes it, "-0" not
 NOT_ONE_WAY = ["sku-1", "01", " 1", "+1", "1_0", "1.0", "-0", "1e2", "", "\u0661"]
@@ -592,7 +618,7 @@ class TestIntKeysAreWrittenOneWay:
             "levels": {"enum": ["1", "2"]},
             "literal": {"enum": ["1", "a"]},
             "flavours": {"$ref": "#/$defs/Flavour"},
-            "positive": {"pattern": INT_KEY_PATTERN},
+            "positive": {"pattern": "^(0|[1-9][0-9]*)$"},  # ge=0: no "-"
             "ordered": {"pattern": INT_KEY_PATTERN},
         }
 
@@ -620,9 +646,102 @@ class TestIntKeysAreWrittenOneWay:
         ids=["bool", "enum", "literal", "constrained", "ordered-dict"],
     )
     async def test_other_texts_are_refused(self, arguments: dict[str, Any], message: str) -> None:
+        assert not _schema_admits(Stock, "keyed", arguments)  # "-1" too: the bound is in it
         with pytest.raises(InvalidArgumentError) as caught:
             await _call(Stock, "keyed", arguments)
         assert caught.value.message == message
+
+    @pytest.mark.parametrize("key", ["1\n", "-5\n", "0\n"])
+    async def test_a_key_with_a_newline_after_it_is_refused(self, key: str) -> None:
+        """ "1\n" is no "1" (Python's re.match and '$' took it, and one value was lost), as
+        the schema's pattern says in ECMA-262, where '$' is the end of the text."""
+        pattern = Stock.set_quantities.meta().input_schema["properties"]["quantities"]
+        assert re.fullmatch(pattern["propertyNames"]["pattern"], key) is None
+        with pytest.raises(InvalidArgumentError) as caught:
+            await _call(Stock, "set_quantities", {"quantities": {key.strip(): 5, key: 7}})
+        assert caught.value.message == (
+            f"'quantities.{key}.[key]': String should match pattern "
+            f"'{INT_KEY_PATTERN}' (got {json.dumps(key)})"
+        )
+
+    async def test_a_key_of_more_digits_than_python_reads_is_refused_in_words(self) -> None:
+        """Past sys.get_int_max_str_digits() a key gets pydantic's words for an int too
+        large, not CPython's advice to call sys.set_int_max_str_digits()."""
+        key = "9" * 4301
+        with pytest.raises(InvalidArgumentError) as caught:
+            await _call(Stock, "set_quantities", {"quantities": {key: 1}})
+        assert caught.value.message == (
+            f"'quantities.{key}.[key]': Unable to parse input string as an integer, "
+            f'exceeded maximum size (got "{key[:58]}…)'
+        )
+
+    async def test_enum_members_in_a_literal_are_keys_of_their_values(self) -> None:
+        """dict[Literal[Colour.RED, Colour.BLUE], int] takes "red", as its schema lists it,
+        and the method gets the members (every key was refused: strict mode took only
+        members)."""
+        arguments = {
+            "members": {"red": 1, "blue": 2},
+            "mixed": {"red": 3, "green": 4},
+            "enum_keys": {"blue": 5},
+        }
+        assert _schema_admits(Stock, "colours", arguments)
+        assert await _call(Stock, "colours", arguments) == repr(
+            (
+                {Colour.RED: 1, Colour.BLUE: 2},
+                {Colour.RED: 3, "green": 4},
+                {Colour.BLUE: 5},
+            )
+        )
+        properties = Stock.colours.meta().input_schema["properties"]
+        assert properties["members"]["propertyNames"] == {"enum": ["red", "blue"]}
+        assert properties["mixed"]["propertyNames"] == {"enum": ["red", "green"]}
+        refused = {"members": {"RED": 1}}
+        assert not _schema_admits(Stock, "colours", refused)
+        with pytest.raises(InvalidArgumentError) as caught:
+            await _call(Stock, "colours", refused)
+        assert caught.value.message == (
+            "'members.RED.[key]': Input should be 'red' or 'blue' (got \"RED\")"
+        )
+
+    def test_the_bounds_of_int_keys_are_in_their_pattern(self) -> None:
+        """A JSON Schema's minimum is for numbers, not keys: the bounds go in the pattern."""
+        properties = Stock.bounded.meta().input_schema["properties"]
+        names = {name: properties[name]["propertyNames"] for name in properties}
+        assert names == {
+            "adults": {"pattern": "^(1[8-9]|[2-9][0-9]|[1-9][0-9]{2,})$"},
+            "below": {"pattern": "^(0|[1-9]|-[1-9][0-9]*)$"},
+            "between": {"pattern": "^(0|[1-9]|1[0-2]|-[1-2])$"},
+            "none": {"not": {}},
+        }
+
+    @pytest.mark.parametrize(
+        ("name", "key", "taken"),
+        [
+            ("adults", "18", True),
+            ("adults", "17", False),
+            ("adults", "100000000000000000000", True),
+            ("below", "9", True),
+            ("below", "10", False),
+            ("below", "-123", True),
+            ("between", "-2", True),
+            ("between", "-3", False),
+            ("between", "12", True),
+            ("between", "13", False),
+            ("none", "5", False),
+            ("none", "6", False),
+        ],
+    )
+    async def test_the_schema_and_the_tool_agree_on_bounded_keys(
+        self, name: str, key: str, taken: bool
+    ) -> None:
+        """Before, the schema's pattern let "17" through for ge=18, which the tool refused."""
+        arguments = {name: {key: "x"}}
+        assert _schema_admits(Stock, "bounded", arguments) is taken
+        if taken:
+            await _call(Stock, "bounded", arguments)
+        else:
+            with pytest.raises(InvalidArgumentError, match=r"should be (greater|less)"):
+                await _call(Stock, "bounded", arguments)
 
     def test_every_format_takes_the_key_names(self) -> None:
         """propertyNames stays where the provider takes JSON Schema, and each provider's SDK
@@ -712,10 +831,29 @@ class TestKeysNoJsonTextNamesOneWay:
         ]
 
     @pytest.mark.parametrize(
+        ("annotation", "multiple"),
+        [
+            (dict[Annotated[int, Field(multiple_of=2)], int], "2"),
+            (dict[Annotated[int, Field(ge=0, multiple_of=5)], int] | None, "5"),
+        ],
+    )
+    def test_a_multiple_of_on_int_keys_is_named(self, annotation: Any, multiple: str) -> None:
+        """No pattern says "a multiple of 2" well: the schema would let "3" through."""
+        from llm_worker._codegen.json_keys import mapping_key_problem
+
+        assert mapping_key_problem(annotation) == (
+            f"its dict keys are ints that are multiples of {multiple}, which a schema cannot "
+            f"say of a JSON object's keys (text); drop multiple_of from the keys and check "
+            f"them in the method"
+        )
+
+    @pytest.mark.parametrize(
         "annotation",
         [
             dict[str, float],
             dict[int, float],
+            dict[Annotated[int, Field(ge=0, lt=10)], float],
+            dict[Literal[Colour.RED], int],
             dict[bool, int],
             dict[Level, int],
             dict[Flavour, int],

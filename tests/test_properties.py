@@ -2,6 +2,8 @@
 
 import enum
 import json
+import math
+import re
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -10,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from llm_worker import Description, InvalidArgumentError, tool, tool_registry
 from llm_worker._registry import BuiltTool
@@ -262,6 +264,11 @@ class Loose:
         """Choices."""
         return f"{n!r} {level!r}"
 
+    @tool
+    async def bounded(self, counts: dict[Annotated[int, Field(ge=-5, lt=100)], int]) -> str:
+        """Counts by an id from -5 to 99."""
+        return json.dumps(sorted(counts.items()))
+
 
 LOOSE = {record.name: record for record in Loose.__llm_worker_tools__}
 
@@ -300,6 +307,17 @@ class TestLooseReadingsAgreeWithTheSchema:
             assert json.loads(answer) == sorted([int(k), v] for k, v in counts.items())
 
     @PROPERTY_SETTINGS
+    @given(counts=st.dictionaries(integer_keys | st.integers(-12, 120).map(str), st.integers(0, 9)))
+    @example(counts={"-5": 1, "99": 2})
+    @example(counts={"-6": 1})  # the schema's pattern once let it through
+    @example(counts={"100": 1})
+    def test_bounded_int_keys(self, counts: dict[str, int]) -> None:
+        """Keys with bounds: the tool takes them exactly when the schema does."""
+        schema = LOOSE["bounded"].meta().input_schema
+        admitted = jsonschema.Draft202012Validator(schema).is_valid({"counts": counts})
+        assert (_run_loose("bounded", {"counts": counts}) is not None) == admitted, counts
+
+    @PROPERTY_SETTINGS
     @given(n=json_scalars, level=json_scalars)
     @example(n=True, level=1)  # true was read as 1
     @example(n=0, level=True)
@@ -311,3 +329,40 @@ class TestLooseReadingsAgreeWithTheSchema:
         meant = {k: v for k, v in arguments.items() if v is not None}  # null: the default
         admitted = jsonschema.Draft202012Validator(schema).is_valid(meant)
         assert (_run_loose("choose", arguments) is not None) == admitted, arguments
+
+
+def _in_bounds(key: str, least: int | None, greatest: int | None) -> bool:
+    """Whether ``key`` is an integer as json.dumps writes it, from ``least`` to ``greatest``."""
+    digits = key.removeprefix("-")
+    if not (digits.isascii() and digits.isdigit()) or str(int(key)) != key:
+        return False
+    return (least is None or least <= int(key)) and (greatest is None or int(key) <= greatest)
+
+
+class TestIntKeyPatterns:
+    @PROPERTY_SETTINGS
+    @given(
+        least=st.none() | st.integers(-(10**6), 10**6),
+        greatest=st.none() | st.integers(-(10**6), 10**6),
+        keys=st.lists(integer_keys | st.integers(-(10**7), 10**7).map(str), max_size=20),
+    )
+    @example(least=0, greatest=None, keys=["0", "-0", "1", "-1", "01"])
+    @example(least=18, greatest=None, keys=["17", "18", "19", "99", "100", "180"])
+    @example(least=-37, greatest=1234, keys=["-38", "-37", "0", "1234", "1235", "999"])
+    @example(least=5, greatest=3, keys=["4", "5"])
+    def test_a_pattern_takes_the_integers_in_its_bounds(
+        self, least: int | None, greatest: int | None, keys: list[str]
+    ) -> None:
+        """The pattern of int keys in bounds matches exactly the integers, as json.dumps
+        writes them, from the least to the greatest (JSON Schema's minimum is for numbers)."""
+        from llm_worker._codegen.json_keys import int_key_pattern
+
+        pattern = int_key_pattern(
+            -math.inf if least is None else least, math.inf if greatest is None else greatest
+        )
+        for key in [
+            *keys,
+            *(str(b + d) for b in (least, greatest) if b is not None for d in (-1, 0, 1)),
+        ]:
+            matched = pattern is not None and re.fullmatch(pattern, key) is not None
+            assert matched == _in_bounds(key, least, greatest), (pattern, key)

@@ -10,26 +10,34 @@ swaps it for the default; like a default, that value is not validated. The
 schema does not mention ``null``: it shows the type, as for any default.
 
 Where pydantic reads JSON more loosely than the schema says, the annotation
-is rewritten first (``_as_argument``), at any depth of ``Annotated``, unions
-and containers, though not inside models, whose fields are their own:
-``Literal`` and Enum choices (``json_choices``), dict keys (``json_keys``), and
-TypedDicts and dataclasses, closed as arguments (``closed_classes``).
+is rewritten first (``_as_argument``), at any depth of ``Annotated``, unions,
+containers and type aliases (``aliases``), though not inside models, whose
+fields are their own: ``Literal`` and Enum choices (``json_choices``), dict
+keys (``json_keys``), and TypedDicts and dataclasses, closed as arguments
+(``closed_classes``; in their fields, only the classes are closed in turn).
+What is rewritten keeps its annotation (``Annotated[Movie, ...]``), so
+``Args.model_fields`` shows the types as written, and a union member keeps
+its name in errors (``'n.literal[1,2]'``), not the names of the validators
+that read it.
 """
 
 from __future__ import annotations
 
 import copy
+import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from enum import Enum
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import ConfigDict, Field, GetCoreSchemaHandler, ValidationInfo
+import typing_extensions
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler, Tag, TypeAdapter, ValidationInfo
 from pydantic_core import CoreSchema, core_schema
 from typing_extensions import final
 
+from .aliases import ALIAS_TYPES, aliased
 from .closed_classes import closed, takes_the_holders_config
-from .introspect import REQUIRED, DefaultFactory, ParameterSpec
+from .introspect import REQUIRED, DefaultFactory, ParameterSpec, annotation_key
 from .json_choices import enum_as_argument, literal_as_argument
 from .json_keys import MAPPINGS, key_as_argument
 
@@ -101,36 +109,175 @@ class _NullMeansDefault:
 
 def _as_argument(annotation: Any) -> Any:
     """``annotation`` read from JSON as its schema says (see the module docstring)."""
+    return _rewritten(annotation, every=True)
+
+
+def _in_a_closed_class(annotation: Any) -> Any:
+    """A field of a closed TypedDict or dataclass: only the classes in it are closed."""
+    return _rewritten(annotation, every=False)
+
+
+def _rewritten(annotation: Any, *, every: bool) -> Any:
+    """``annotation`` with every rewrite (``every``), or with its classes closed only."""
     if isinstance(annotation, type):
-        return _class_as_argument(annotation)
+        return _class_as_argument(annotation, every=every)
+    value = aliased(annotation)
+    if value is not None:
+        return _alias_as_argument(annotation, value, every=every)
     args = get_args(annotation)
     origin = get_origin(annotation)
     if origin is Literal:
-        return literal_as_argument(annotation, args)
+        return literal_as_argument(annotation, args) if every else annotation
     if origin is Annotated:
-        base = _as_argument(args[0])
+        base = _rewritten(args[0], every=every)
         return annotation if base is args[0] else Annotated[(base, *annotation.__metadata__)]
-    keyed = origin in MAPPINGS
+    keyed = every and origin in MAPPINGS
     rewritten = tuple(
-        key_as_argument(arg) if keyed and i == 0 else _as_argument(arg)
+        key_as_argument(arg) if keyed and i == 0 else _rewritten(arg, every=every)
         for i, arg in enumerate(args)
     )
+    if isinstance(origin, type) and takes_the_holders_config(origin):  # Box[int]
+        return closed(annotation, origin, rewritten, _ARGUMENT_CLASS_CONFIG, _in_a_closed_class)
     if all(new is old for new, old in zip(rewritten, args, strict=True)):
         return annotation
     if origin is Union or isinstance(annotation, types.UnionType):
-        return Union[rewritten]  # noqa: UP007 (the members are not all types)
+        named = every and sum(arg is not _NoneType for arg in args) > 1  # named in errors
+        members = (
+            _named_as_written(new, old) if named and new is not old else new
+            for new, old in zip(rewritten, args, strict=True)
+        )
+        return Union[tuple(members)]  # noqa: UP007 (the members are not all types)
     if isinstance(annotation, types.GenericAlias):
         return types.GenericAlias(origin, rewritten)
     copy_with = getattr(annotation, "copy_with", None)  # typing's: List[...], Sequence[...]
     return annotation if copy_with is None else copy_with(rewritten)
 
 
-def _class_as_argument(cls: type[object]) -> Any:
+def _class_as_argument(cls: type[object], *, every: bool) -> Any:
     if issubclass(cls, Enum):
-        return enum_as_argument(cls)
+        return enum_as_argument(cls) if every else cls
     if takes_the_holders_config(cls):
-        return closed(cls, _ARGUMENT_CLASS_CONFIG)
+        return closed(cls, cls, (), _ARGUMENT_CLASS_CONFIG, _in_a_closed_class)
     return cls
+
+
+# -- type aliases -------------------------------------------------------------------------
+
+# A TypeAliasType -> what it is as an argument (and in a closed class's field), made once:
+# a TypeAliasType of the same name, so its $defs entry is named as before.
+_ALIASES: dict[tuple[Any, bool], Any] = {}
+_rewriting = threading.local()  # the aliases being rewritten, in this thread
+
+
+def _alias_as_argument(alias: Any, value: Any, *, every: bool) -> Any:
+    key = (alias, every)
+    done = _ALIASES.get(key) if isinstance(alias, ALIAS_TYPES) else None
+    if done is not None:
+        return done
+    underway: set[tuple[int, bool]] = getattr(_rewriting, "aliases", None) or set()
+    _rewriting.aliases = underway
+    token = (id(get_origin(alias) or alias), every)  # Pair for Pair[int]
+    if token in underway:
+        return alias  # an alias of itself (type Tree = list[Tree] | int): read as it is within
+    underway.add(token)
+    try:
+        new = _rewritten(value, every=every)
+    finally:
+        underway.discard(token)
+    if new is value:
+        return alias
+    if not isinstance(alias, ALIAS_TYPES):  # a NewType, a generic alias given its arguments
+        return Annotated[alias, _ValidatedAs(new)]
+    return _ALIASES.setdefault(key, Annotated[alias, _ValidatedAs(_renamed(alias, new))])
+
+
+def _renamed(alias: Any, value: Any) -> Any:
+    """A ``TypeAliasType`` of ``value`` named and placed as ``alias`` (its text annotations
+    are resolved in its module); ``value`` itself where it cannot be placed so."""
+    new = _make_alias(alias.__name__, value)
+    try:
+        new.__module__ = alias.__module__
+    except (AttributeError, TypeError):
+        return value
+    return new
+
+
+_make_alias: Any = typing_extensions.TypeAliasType  # not `X = TypeAliasType("X", ...)`
+
+
+@final
+class _ValidatedAs:
+    """``Annotated`` metadata of a type alias: validated (and described) as ``replacement``,
+    the alias rewritten. The annotation stays the alias."""
+
+    __slots__ = ("_replacement",)
+
+    def __init__(self, replacement: Any) -> None:
+        self._replacement = replacement
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return handler.generate_schema(self._replacement)
+
+    def __repr__(self) -> str:
+        return f"<validated as {self._replacement!r}>"
+
+
+# -- the names of union members in errors ---------------------------------------------------
+
+
+def _named_as_written(member: Any, written: Any) -> Any:
+    """Union member ``member``, rewritten from ``written``, named in errors as ``written``."""
+    if any(isinstance(meta, Tag) for meta in getattr(written, "__metadata__", ())):
+        return member  # the user's Tag names it (and may pick it: Discriminator)
+    return Annotated[member, _NamedAsWritten(written)]
+
+
+@final
+class _NamedAsWritten:
+    """``Annotated`` metadata of a rewritten union member: pydantic-core names a union's
+    members in the locations of their errors, and this one after its validators
+    (``json-or-python[...]``), so it is given the name of the member as written
+    (``literal[1,2]``), as pydantic's ``Tag`` gives one."""
+
+    __slots__ = ("_written",)
+
+    def __init__(self, written: Any) -> None:
+        self._written = written
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        name = _validator_name(self._written)
+        if name is None:
+            return handler(source)
+        return Tag(name).__get_pydantic_core_schema__(source, handler)
+
+    def __repr__(self) -> str:
+        return f"<named {self._written!r} in errors>"
+
+
+_VALIDATOR_NAMES: dict[Hashable, str | None] = {}
+
+
+def _validator_name(annotation: Any) -> str | None:
+    """The name pydantic-core gives a validator of ``annotation`` (made once per type)."""
+    try:
+        key = annotation_key(annotation)
+    except TypeError:  # unhashable metadata: not kept
+        return _name_of_validator(annotation)
+    try:
+        return _VALIDATOR_NAMES[key]
+    except KeyError:
+        return _VALIDATOR_NAMES.setdefault(key, _name_of_validator(annotation))
+
+
+def _name_of_validator(annotation: Any) -> str | None:
+    try:
+        return str(TypeAdapter(annotation).validator.title)
+    except Exception:  # a type only the whole model resolves: pydantic-core's name stays
+        return None
 
 
 _IMMUTABLE_DEFAULTS = (str, int, float, bool, tuple, frozenset)
@@ -197,5 +344,5 @@ def _admits_none(annotation: Any) -> bool:
         return any(_admits_none(arg) for arg in get_args(annotation))
     if origin is Literal:
         return None in get_args(annotation)
-    aliased = getattr(annotation, "__value__", None) or getattr(annotation, "__supertype__", None)
-    return aliased is not None and _admits_none(aliased)  # TypeAliasType, NewType
+    value = aliased(annotation)  # TypeAliasType, NewType
+    return value is not None and _admits_none(value)

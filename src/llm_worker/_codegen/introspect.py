@@ -26,6 +26,7 @@ from .._context import ToolContext
 from .._docstrings import parse_docstring
 from .._options import Description, ToolOptions
 from .._tool_names import is_valid_tool_name
+from .closed_classes import closing_problem
 from .json_keys import mapping_key_problem
 
 __all__ = [
@@ -248,9 +249,9 @@ def _read_parameters(
                 f"which pydantic cannot validate or describe in JSON Schema ({type_problem})"
             )
             continue
-        key_problem = mapping_key_problem(annotation)
-        if key_problem is not None:
-            errors.append(f"{attr_name}: parameter {param.name!r}: {key_problem}")
+        argument_problem = mapping_key_problem(annotation) or closing_problem(annotation)
+        if argument_problem is not None:
+            errors.append(f"{attr_name}: parameter {param.name!r}: {argument_problem}")
             continue
         specs.append(ParameterSpec(param.name, annotation, default, description, default_factory))
     return tuple(specs)
