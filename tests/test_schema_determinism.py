@@ -74,9 +74,44 @@ class Shop:
 '''
 
 
-def _schema_in_processes(tmp_path: Path, *args: str) -> list[str]:
+# What a tool returns reaches the schema too (MCP's outputSchema), with its set defaults.
+_RETURNING_TARGET = f'''
+import enum
+from pydantic import BaseModel, Field
+from llm_worker import tool, tool_registry
+
+WORDS = {WORDS!r}
+
+
+class Color(enum.Enum):
+    ANT = "ant"
+    BEE = "bee"
+    CAT = "cat"
+    DOG = "dog"
+
+
+class Report(BaseModel):
+    tags: set[str] = Field(set(WORDS), examples=[frozenset(WORDS)])
+    colors: frozenset[Color] = frozenset(Color)
+
+
+@tool_registry
+class Reports:
+    @tool
+    def report(self) -> Report:
+        """Make a report."""
+        return Report()
+
+    @tool
+    def tag_sets(self) -> list[frozenset[str]]:
+        """Tags, grouped."""
+        return [frozenset(WORDS)]
+'''
+
+
+def _schema_in_processes(tmp_path: Path, *args: str, target: str = _TARGET) -> list[str]:
     """``llm-worker schema`` of the target in one fresh process per seed: their outputs."""
-    (tmp_path / "determinism_target.py").write_text(_TARGET, encoding="utf-8")
+    (tmp_path / "determinism_target.py").write_text(target, encoding="utf-8")
     outputs = []
     for seed in SEEDS:
         result = subprocess.run(
@@ -116,6 +151,18 @@ def test_the_same_bytes_in_every_process(outputs):
 def test_other_formats_are_the_same_bytes_in_every_process(tmp_path, args):
     """The formats that carry the examples and extras on are as deterministic."""
     assert len(set(_schema_in_processes(tmp_path, *args))) == 1
+
+
+def test_output_schemas_are_the_same_bytes_in_every_process(tmp_path):
+    """MCP's outputSchema of a returned model with set defaults and examples (it was as
+    many outputs as seeds): the sets are written sorted, as in input schemas."""
+    outputs = _schema_in_processes(tmp_path, "--format", "mcp", target=_RETURNING_TARGET)
+    assert len(set(outputs)) == 1
+    report = next(t for t in json.loads(outputs[0]) if t["name"] == "report")
+    fields = report["outputSchema"]["properties"]
+    assert fields["tags"]["default"] == sorted(WORDS)
+    assert fields["tags"]["examples"] == [sorted(WORDS)]
+    assert fields["colors"]["default"] == ["ant", "bee", "cat", "dog"]
 
 
 class TestExamples:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic_core import SchemaValidator
 
+from ._codegen.schema import StableJsonSchema
 from ._content import DataPart, MediaPart, TextPart, ToolReturn
 from ._fail_fast import SCREENED_FROM, screen_of
 
@@ -81,7 +82,7 @@ def _shape(output_type: Any) -> OutputShape:
 def _build_shape(output_type: Any) -> OutputShape:
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-        schema = adapter.json_schema(mode="serialization")
+        schema = adapter.json_schema(mode="serialization", schema_generator=StableJsonSchema)
     except Exception as exc:
         raise TypeError(
             f"output type {_type_name(output_type)} cannot be validated or described in "
@@ -91,7 +92,7 @@ def _build_shape(output_type: Any) -> OutputShape:
         return OutputShape(output_type, schema, False, adapter)
     model: type[BaseModel] = create_model("Output", result=(output_type, ...))
     wrapper: TypeAdapter[Any] = TypeAdapter(model)
-    inner = wrapper.json_schema(mode="serialization")
+    inner = wrapper.json_schema(mode="serialization", schema_generator=StableJsonSchema)
     inner.pop("title", None)
     inner[WRAPPED] = True
     properties = inner.get("properties", {})

@@ -50,21 +50,20 @@ from .json_keys import KEY_NAMES
 if TYPE_CHECKING:  # the type of generate_inner's argument, which pydantic only declares
     from pydantic._internal._core_utils import CoreSchemaOrField
 
-__all__ = ["input_schema_of", "model_schema_of"]
+__all__ = ["StableJsonSchema", "input_schema_of", "model_schema_of"]
 
 
-class _ToolJsonSchema(GenerateJsonSchema):
+class StableJsonSchema(GenerateJsonSchema):
+    """pydantic's JSON Schema, the same bytes in every process: the items of sets (in
+    defaults, examples and a model's extra) written in one order, not in the order they
+    iterate, which for strings changes with ``PYTHONHASHSEED``."""
+
     def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
         result = super().generate(schema, mode)
-        result.pop("title", None)
-        result.pop("description", None)
         return cast("JsonSchemaValue", _examples_in_order(result, result.get("$defs", {})))
 
     def generate_inner(self, schema: CoreSchemaOrField) -> JsonSchemaValue:
         return super().generate_inner(_with_extra_in_order(schema))
-
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
 
     def get_default_value(self, schema: core_schema.WithDefaultSchema) -> Any:
         default: object = super().get_default_value(schema)
@@ -81,6 +80,19 @@ class _ToolJsonSchema(GenerateJsonSchema):
             return dft
         value = dft.value if isinstance(dft, _SetDefault) else cast(object, dft)
         return _sets_in_order(value, super().encode_default(value))
+
+
+class _ToolJsonSchema(StableJsonSchema):
+    """An input schema: no titles, and the arguments as ``fields`` reads them."""
+
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
+        result = super().generate(schema, mode)
+        result.pop("title", None)
+        result.pop("description", None)
+        return result
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
 
     def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
         # `null` for an argument with a default means that default (see `fields`):
