@@ -74,13 +74,37 @@ def __getattr__(name: str) -> object:
 )
 
 
+# A target that moves to its data directory as it is imported, as many applications do.
+_MOVES = (
+    _TOOLS
+    + """
+import os
+
+os.makedirs(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data"), exist_ok=True)
+os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data"))
+"""
+)
+
+# A target that starts a thread (not a daemon) as it is imported, as a connection pool or a
+# metrics exporter does, which ends only when told to: Python waits for it at exit.
+_STARTS_A_THREAD = (
+    _TOOLS
+    + """
+import threading
+
+_stop = threading.Event()
+threading.Thread(target=_stop.wait, name="metrics-flusher").start()
+"""
+)
+
+
 def _write(directory: Path, name: str, text: str) -> None:
     path = directory / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 
 
-def _run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def _run(cwd: Path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``python -m llm_worker ARGV`` in a fresh process started in ``cwd``."""
     return subprocess.run(
         [sys.executable, "-m", "llm_worker", *argv],
@@ -90,7 +114,7 @@ def _run(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
         cwd=cwd,
         check=False,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -122,6 +146,82 @@ class TestOutputAfterTheCommand:
         print("still stdout")
         os.write(1, b"descriptor 1 too\n")
         assert capfd.readouterr().out == "still stdout\ndescriptor 1 too\n"
+
+
+class TestImportSideEffects:
+    def test_o_writes_where_the_command_started_when_a_target_changes_directory(self, tmp_path):
+        """A target that chdir()s as it is imported: -o writes the path given from where the
+        command started (it was read from the target's directory: "cannot write
+        schemas/tools.json: No such file or directory", or the wrong file written)."""
+        _write(tmp_path, "moves.py", _MOVES)
+        (tmp_path / "schemas").mkdir()
+        result = _run(tmp_path, "schema", "moves", "-o", "schemas/tools.json")
+        assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+        written = json.loads((tmp_path / "schemas" / "tools.json").read_text(encoding="utf-8"))
+        assert [tool["name"] for tool in written] == ["ping"]
+        assert not (tmp_path / "data" / "schemas").exists()
+
+    def test_check_reads_where_the_command_started_when_a_target_changes_directory(self, tmp_path):
+        """--check compares the file given from where the command started, and names it as
+        given: up to date, 0; out of date, 1 with its diff; missing, 1."""
+        _write(tmp_path, "moves.py", _MOVES)
+        (tmp_path / "schemas").mkdir()
+        assert _run(tmp_path, "schema", "moves", "-o", "schemas/tools.json").returncode == 0
+        fresh = _run(tmp_path, "schema", "moves", "--check", "schemas/tools.json")
+        assert (fresh.returncode, fresh.stdout, fresh.stderr) == (0, "", "")
+        (tmp_path / "schemas" / "tools.json").write_text("[]\n", encoding="utf-8")
+        stale = _run(tmp_path, "schema", "moves", "--check", "schemas/tools.json")
+        assert stale.returncode == 1
+        assert stale.stdout.startswith(
+            "--- schemas/tools.json\n+++ schemas/tools.json (regenerated)\n"
+        )
+        assert stale.stderr == (
+            "schemas/tools.json is out of date; regenerate it with:\n"
+            "  python -m llm_worker schema moves -o schemas/tools.json\n"
+        )
+        missing = _run(tmp_path, "schema", "moves", "--check", "schemas/other.json")
+        assert missing.returncode == 1
+        assert missing.stderr.startswith("schemas/other.json does not exist; create it with:")
+
+    def test_in_process_too(self, tmp_path, monkeypatch):
+        """main(argv) resolves -o before the import as the program does."""
+        monkeypatch.chdir(tmp_path)
+        _write(tmp_path, "moves_in_process.py", _MOVES)
+        assert _cli.main(["schema", "moves_in_process", "-o", "tools.json"]) == 0
+        assert (tmp_path / "tools.json").is_file()
+        assert not (tmp_path / "data" / "tools.json").exists()
+
+    @pytest.mark.parametrize(
+        ("options", "status"),
+        [([], 0), (["-o", "tools.json"], 0), (["--check", "stale.json"], 1)],
+        ids=["stdout", "output", "check"],
+    )
+    def test_a_thread_left_running_does_not_keep_the_command(self, tmp_path, options, status):
+        """A target that starts a thread (not a daemon) which never ends: once the output is
+        written, the command exits with its status, within moments (it never exited: Python
+        waits for such threads, so a CI step hung until its job's timeout)."""
+        _write(tmp_path, "starts_a_thread.py", _STARTS_A_THREAD)
+        _write(tmp_path, "stale.json", "[]\n")
+        result = _run(tmp_path, "schema", "starts_a_thread", *options, timeout=30)
+        assert (result.returncode, result.stderr.startswith("stale.json is out")) == (
+            status,
+            status == 1,
+        )
+        if not options:
+            assert [tool["name"] for tool in json.loads(result.stdout)] == ["ping"]
+        elif options[0] == "-o":
+            assert json.loads((tmp_path / "tools.json").read_text(encoding="utf-8"))
+        else:
+            assert result.stdout.startswith("--- stale.json\n+++ stale.json (regenerated)\n")
+
+    def test_a_thread_left_running_after_a_usage_error(self, tmp_path):
+        """The same for a target that is refused (no tools): exit 2, the one line."""
+        _write(tmp_path, "starts_a_thread.py", _STARTS_A_THREAD)
+        result = _run(tmp_path, "schema", "starts_a_thread:Missing", timeout=30)
+        assert (result.returncode, result.stdout) == (2, "")
+        assert result.stderr == (
+            "python -m llm_worker schema: error: module 'starts_a_thread' has no class 'Missing'\n"
+        )
 
 
 class TestUnexpectedErrors:

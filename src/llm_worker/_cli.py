@@ -21,7 +21,11 @@ ensure_ascii=False)`` plus a newline, so the same tools give the same bytes.
 
 What the targets print while they are imported goes to stderr, at the file
 descriptor level too (``os.write(1, ...)``, a C extension's banner); so does
-what they print at exit (``atexit``), after the output.
+what they print at exit (``atexit``), after the output. The ``-o`` and
+``--check`` paths are read from the directory the command started in (a target
+may ``os.chdir()`` as it is imported), and a thread a target started and left
+running (not a daemon) does not keep the command from ending, once its output
+is written (``_exit_now_if_threads_run``).
 
 Exit status: 0 done (or, with ``--check``, the file is up to date); 1 the
 ``--check`` file is out of date or missing (a unified diff and the command that
@@ -92,14 +96,19 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
 
     Without ``argv`` it is the program (the console script, ``python -m``): once
     the command is done, stdout points at stderr, so what the targets' code
-    prints at exit (an ``atexit`` handler) does not end up after the output.
+    prints at exit (an ``atexit`` handler) does not end up after the output; and
+    a thread their code started and left running (a pool, an exporter) does not
+    keep the process from ending (``_exit_now_if_threads_run``).
     """
     prog = prog or _DEFAULT_PROG
     try:
-        return _main(argv, prog)
+        status = _main(argv, prog)
     finally:
         if argv is None:
             _stdout_to_stderr_for_good()
+    if argv is None:
+        _exit_now_if_threads_run(status, logging.getLogger("llm_worker"), _DONE)
+    return status
 
 
 def _main(argv: Sequence[str] | None, prog: str) -> int:
@@ -271,21 +280,27 @@ def _add_mcp_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser
         "--max-result-bytes",
         type=int,
         metavar="N",
-        help="cut longer results, with a note (default with the limits: 100000)",
+        help="cut longer results, with a note (default with the limits: 100000); a typed "
+        "result (one with an outputSchema) cut so is an isError result, without "
+        "structuredContent (cut, it conforms to no schema)",
     )
 
 
 def _schema(args: argparse.Namespace, prog: str) -> int:
     if args.strict and args.format not in STRICT_FORMATS:
         raise _UsageError("--strict applies only to --format openai and --format openai-responses")
+    # The file (as given, and where it is), found from the directory the command started in
+    # before a target can chdir() as it is imported; messages name it as given.
+    given: str | None = args.check if args.check is not None else args.output
+    file = None if given is None else (given, os.path.abspath(given))
     with _stdout_to_stderr():  # what the targets print is not the schema
         text = render_schema(args.targets, args.format, strict=args.strict)
     data = text.encode("utf-8")  # render_schema made sure it can be
-    if args.check is not None:
-        return _check(args.check, data, _regenerate_command(args, prog))
-    if args.output is not None:
+    if file is not None and args.check is not None:
+        return _check(*file, data, _regenerate_command(args, prog))
+    if file is not None:
         try:
-            _write_whole(args.output, data)
+            _write_whole(file[1], data)
         except OSError as exc:
             raise _UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from exc
         return 0
@@ -546,7 +561,7 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
         print(f"{prog} mcp serve: error: {exc}", file=sys.stderr)
         return 1
     if transport == "stdio":
-        _exit_now_if_threads_run(0)
+        _exit_now_if_threads_run(0, logging.getLogger("llm_worker.mcp"), _CLIENT_GONE)
     return 0
 
 
@@ -570,12 +585,16 @@ def _auth_token(args: argparse.Namespace) -> str | None:
     return token
 
 
-def _exit_now_if_threads_run(status: int) -> None:
-    """End the process at once if tool threads still run: the client is gone, nobody waits.
+def _exit_now_if_threads_run(status: int, logger: logging.Logger, why: str) -> None:
+    """End the process with ``status`` at once if threads other than daemons still run:
+    the command is done, and nobody waits for them.
 
-    A plain-``def`` tool abandoned when the client went away runs on in a worker
-    thread that Python would wait for at exit, keeping the server process alive.
-    Idle worker threads end on their own within moments: those are waited for.
+    Python waits for such threads at exit, before ``atexit`` handlers run: a
+    plain-``def`` tool abandoned when a stdio client went away, runs on in a
+    worker thread; a thread a target started as it was imported (a pool, a metrics
+    exporter) may never end. Threads that end within moments (idle worker
+    threads) are waited for, and the process exits as usual. When it does not
+    wait, ``why`` (a format taking their count) is logged at INFO on ``logger``.
     """
     deadline = time.monotonic() + _THREAD_GRACE_SECONDS
     running: list[threading.Thread] = []
@@ -587,16 +606,16 @@ def _exit_now_if_threads_run(status: int) -> None:
             running.append(thread)
     if not running:
         return
-    logging.getLogger("llm_worker.mcp").info(
-        "the client has gone; exiting without waiting for %d running tool thread(s)", len(running)
-    )
+    logger.info(why, len(running))
     logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        _flush(stream)
     os._exit(status)
 
 
 _THREAD_GRACE_SECONDS = 1.0
+_CLIENT_GONE = "the client has gone; exiting without waiting for %d running tool thread(s)"
+_DONE = "done; exiting without waiting for %d thread(s) the imported code left running"
 
 
 def _load_factory(target: str) -> ToolServer | ToolServerHandle:
@@ -842,9 +861,10 @@ def _import(module_name: str) -> ModuleType:
         raise _UsageError(f"importing {module_name!r} failed: {_describe(exc)}") from None
 
 
-def _check(path: str, expected: bytes, command: str) -> int:
+def _check(path: str, resolved: str, expected: bytes, command: str) -> int:
+    """Compare the file ``path`` (as given; ``resolved``, where it is) with ``expected``."""
     try:
-        with open(path, "rb") as file:
+        with open(resolved, "rb") as file:
             actual = file.read()
     except FileNotFoundError:
         print(f"{path} does not exist; create it with:\n  {command}", file=sys.stderr)

@@ -20,9 +20,9 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic_core import SchemaValidator
 
-from ._codegen.schema import StableJsonSchema
 from ._content import DataPart, MediaPart, TextPart, ToolReturn
 from ._fail_fast import SCREENED_FROM, screen_of
+from ._stable_schema import StableJsonSchema
 
 __all__ = ["WRAPPED", "OutputShape", "output_shape", "tool_output_schema"]
 

@@ -46,6 +46,11 @@ class Hostile:
         return text
 
     @tool
+    def names(self, n: int) -> list[str]:
+        """A typed result as long as the model asks: n file names (a structured result)."""
+        return [f"file_{i:05d}.txt" for i in range(n)]
+
+    @tool
     def sleep(self, seconds: float) -> str:
         """Block a worker thread (and say so, on stderr when served over stdio)."""
         print("sleeping", flush=True)

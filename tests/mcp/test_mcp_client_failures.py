@@ -144,6 +144,83 @@ class TestNamesThatClash:
         ]
 
 
+# A stdio MCP server that writes its JSON as Python's json.dumps does: float("inf") in a
+# schema goes out as Infinity (the SDK's own server would send null). It lists the tools
+# of its first argument (JSON text, read as json.loads reads it) and answers calls by name.
+RAW_SERVER = """
+import json, sys
+tools = sys.argv[1]
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" not in message:
+        continue
+    if message["method"] == "initialize":
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "raw", "version": "1"}}
+    elif message["method"] == "tools/list":
+        result = {"tools": json.loads(tools)}
+    elif message["method"] == "tools/call":
+        text = "called " + message["params"]["name"]
+        result = {"content": [{"type": "text", "text": text}]}
+    else:
+        result = {}
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+"""
+
+
+def raw_tool(name: str, properties: str = "{}", output: str | None = None) -> str:
+    """A tool of RAW_SERVER's listing, as JSON text (which may hold NaN or Infinity)."""
+    tool = f'{{"name": "{name}", "inputSchema": {{"type": "object", "properties": {properties}}}'
+    return tool + ("}" if output is None else f', "outputSchema": {output}}}')
+
+
+class TestSchemasNoModelTakes:
+    async def test_a_tool_whose_schema_holds_no_json_number_is_left_out(self, caplog):
+        """NaN, 1e400 (read as infinity) or -Infinity in a remote tool's schemas (as a Python
+        server writing with json.dumps sends float("inf")): that tool is left out with a
+        warning naming it and why (mcp_tool_definitions raised TypeError, and none of the
+        server's tools could be used); the others are offered and called; a tool left out
+        takes no name from another (files.read is files_read, no hash suffix)."""
+        tools = [
+            raw_tool("ok"),
+            raw_tool("nan_bound", '{"x": {"type": "number", "maximum": NaN}}'),
+            raw_tool("files_read", '{"x": {"type": "number", "default": 1e400}}'),
+            raw_tool("files.read"),
+            raw_tool(
+                "result", output='{"type": "object", "properties": {"r": {"minimum": -Infinity}}}'
+            ),
+        ]
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-c", RAW_SERVER, f"[{', '.join(tools)}]"],
+            env=server_env(),
+        )
+        with caplog.at_level(logging.INFO, logger="llm_worker.mcp"), anyio.fail_after(GUARD):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                definitions = await mcp_tool_definitions(session)
+                worker = Worker(scripted("ok", "files_read"))
+                worker.register_tools(definitions)
+                await worker.lock().run("go")
+        assert [(d.meta.name, d.remote_name) for d in definitions] == [
+            ("ok", "ok"),
+            ("files_read", "files.read"),
+        ]
+        assert [m.content for m in worker.history if isinstance(m, ToolResult)] == [
+            "called ok",
+            "called files.read",
+        ]
+        refused = "JSON-serialisable: Out of range float values are not JSON compliant"
+        assert warnings_of(caplog) == [
+            f"MCP tool 'nan_bound' is not offered: its schema cannot be used "
+            f"(ToolMeta input_schema must be {refused})",
+            f"MCP tool 'files_read' is not offered: its schema cannot be used "
+            f"(ToolMeta input_schema must be {refused})",
+            f"MCP tool 'result' is not offered: its schema cannot be used "
+            f"(ToolMeta output_schema must be {refused})",
+        ]
+
+
 class TestFailureLogs:
     async def test_an_mcp_error_is_logged_once_without_a_traceback(self, caplog):
         """A remote MCP error response: the model reads it, and it is logged once at INFO as a

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -34,8 +36,15 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
 from mcp_support import ROOT, SERVE, connect, free_port, server_env, text_of, wait_until_listening
+from test_mcp_stdio_unreadable import exchange
 
-from llm_worker import ExecutionFailedError, InvalidArgumentError, ToolResult, Worker
+from llm_worker import (
+    ExecutionFailedError,
+    InvalidArgumentError,
+    ToolResult,
+    Worker,
+    tool_definitions,
+)
 from llm_worker.mcp import McpToolDefinition, create_server, mcp_http_client, mcp_tool_definitions
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
@@ -314,6 +323,156 @@ class TestRequestIds:
             for kind in ["1.5", "null", "true", "an object", "an array"]
         ]
 
+    async def test_json_that_is_no_message_gets_400_invalid_request_as_over_stdio(
+        self, http_server
+    ):
+        """A POST of JSON that is no JSON-RPC message (a batch, no "jsonrpc", another version,
+        params that are no object) gets 400 with -32600 Invalid Request, id null, and the
+        warning a line on stdin gets (the SDK answered -32602 with pydantic's dump of why);
+        a body that is not JSON keeps the SDK's -32700; the session goes on."""
+        server = http_server()
+        bodies = [
+            b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]',
+            b'{"foo": 1}',
+            b'{"id": 2, "method": "ping"}',
+            b'{"jsonrpc": "1.0", "id": 3, "method": "ping"}',
+            b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": 5}',
+        ]
+        with anyio.fail_after(GUARD):
+            async with httpx2.AsyncClient() as client:
+                first = await client.post(server.url(), headers=ACCEPT, json=INITIALIZE)
+                session = {
+                    **ACCEPT,
+                    "Mcp-Session-Id": first.headers["mcp-session-id"],
+                    "Mcp-Protocol-Version": "2025-06-18",
+                }
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await client.post(server.url(), headers=session, json=initialized)
+                answers = [
+                    await client.post(server.url(), headers=session, content=body)
+                    for body in bodies
+                ]
+                not_json = await client.post(server.url(), headers=session, content=b"{nope")
+                ping = await client.post(
+                    server.url(),
+                    headers=session,
+                    json={"jsonrpc": "2.0", "id": 9, "method": "ping"},
+                )
+        invalid = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "Invalid Request"},
+        }
+        assert [(a.status_code, a.json()) for a in answers] == [(400, invalid)] * len(bodies)
+        assert (not_json.status_code, not_json.json()["error"]["code"]) == (400, -32700)
+        assert (ping.status_code, '"id":9' in ping.text) == (200, True)
+        warnings = [
+            line
+            for line in server.stderr.read_text(encoding="utf-8").splitlines()
+            if line.startswith("WARNING llm_worker.mcp: answered")
+        ]
+        assert warnings == [
+            "WARNING llm_worker.mcp: answered a POST with Invalid Request (-32600): "
+            "not a JSON-RPC message"
+        ] * len(bodies)
+        # The same lines over stdio: the same answers, the same warnings.
+        lines = [json.dumps(INITIALIZE).encode(), *bodies]
+        over_stdio, stderr = exchange([*SERVE, HOSTILE], lines, 1 + len(bodies))
+        assert over_stdio[1:] == [invalid] * len(bodies)
+        assert [
+            line.replace("a line on stdin", "a POST")
+            for line in stderr.splitlines()
+            if line.startswith("WARNING llm_worker.mcp: answered")
+        ] == warnings
+
+
+def _slow_post(port: int, *, declared: int, hold: float) -> tuple[bytes, float | None]:
+    """A POST to the server declaring a ``declared``-byte body, of which it sends a byte now
+    and then for up to ``hold`` seconds: what the server answered, and when it closed the
+    connection (``None``: still open)."""
+    start = time.monotonic()
+    answer = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=GUARD) as sock:
+        sock.sendall(
+            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Accept: application/json, text/event-stream\r\n"
+            b"Content-Length: %d\r\n\r\n{" % declared
+        )
+        sock.settimeout(0.5)
+        while time.monotonic() - start < hold:
+            try:
+                sock.sendall(b" ")
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                continue
+            except OSError:  # reset: the server closed it
+                return answer, time.monotonic() - start
+            if not chunk:
+                return answer, time.monotonic() - start
+            answer += chunk
+    return answer, None
+
+
+class TestSlowClients:
+    def test_a_body_that_never_comes_whole_gets_408_and_is_closed(self, http_server):
+        """A POST whose declared body never comes whole (a byte now and then): 408 once
+        BODY_TIMEOUT_SECONDS have passed, and the connection closed, with a warning (it was
+        held open for good, a descriptor and a task each); the server goes on."""
+        from llm_worker.mcp._serve import BODY_TIMEOUT_SECONDS
+
+        server = http_server()
+        answer, closed = _slow_post(server.port, declared=100_000, hold=BODY_TIMEOUT_SECONDS + 10)
+        assert closed is not None
+        assert BODY_TIMEOUT_SECONDS - 1 < closed < BODY_TIMEOUT_SECONDS + 5
+        assert answer.startswith(b"HTTP/1.1 408 ")
+        assert answer.endswith(b"Request Timeout: the body did not come whole within 10 s")
+        warnings = [
+            line
+            for line in server.stderr.read_text(encoding="utf-8").splitlines()
+            if line.startswith("WARNING llm_worker.mcp: answered a POST with 408")
+        ]
+        assert warnings == [
+            "WARNING llm_worker.mcp: answered a POST with 408 Request Timeout: its body did "
+            "not come whole within 10 s"
+        ]
+        with httpx2.Client(timeout=GUARD) as client:
+            assert client.post(server.url(), headers=ACCEPT, json=INITIALIZE).status_code == 200
+
+    def test_connections_past_the_cap_get_503(self, http_server):
+        """With MAX_CONNECTIONS connections open, a request on one more gets 503 (uvicorn's
+        limit_concurrency; there was no cap: each connection took a descriptor until the
+        process had none left); once they close, requests are served again."""
+        from llm_worker.mcp._serve import MAX_CONNECTIONS
+
+        resource = pytest.importorskip("resource")  # POSIX: the descriptors both sides need
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = MAX_CONNECTIONS + 200
+        if soft < wanted and hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.skip(f"needs {wanted} file descriptors (RLIMIT_NOFILE {soft}/{hard})")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted), hard))  # the server's too
+        try:
+            server = http_server()
+            held: list[socket.socket] = []
+            try:
+                for _ in range(MAX_CONNECTIONS):
+                    address = ("127.0.0.1", server.port)
+                    held.append(socket.create_connection(address, timeout=GUARD))
+                with httpx2.Client(timeout=GUARD) as client:
+                    refused = client.post(server.url(), headers=ACCEPT, json=INITIALIZE)
+            finally:
+                for sock in held:
+                    sock.close()
+            with httpx2.Client(timeout=GUARD) as client:
+                deadline = time.monotonic() + GUARD
+                while True:
+                    served = client.post(server.url(), headers=ACCEPT, json=INITIALIZE)
+                    if served.status_code != 503 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.1)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert (refused.status_code, served.status_code) == (503, 200)
+
 
 class TestBearerToken:
     async def test_requests_without_the_token_are_refused(self, http_server):
@@ -507,6 +666,18 @@ def _plain_tools() -> Any:
     return server
 
 
+async def _worker_result(
+    definitions: Any, limits: Any, name: str, arguments: dict[str, Any]
+) -> ToolResult:
+    """What a Worker with ``limits`` gives its model for one call of ``name``."""
+    client = ScriptedClient([ScriptedResponse(tool_calls=[ScriptedCall(name, arguments)]), "ok"])
+    worker = Worker(client, limits=limits)
+    worker.register_tools(definitions)
+    await worker.run("go")
+    [result] = [item for item in worker.history if isinstance(item, ToolResult)]
+    return result
+
+
 class TestServedLimits:
     async def test_without_limits_a_hand_written_tool_has_none(self):
         async with connect(create_server(_plain_tools())) as session:
@@ -532,10 +703,12 @@ class TestServedLimits:
         assert slow.is_error
         assert "timed out after 0.2s" in text_of(slow)
 
-    async def test_a_structured_result_over_the_cap_is_said_not_cut(self):
-        """A tool with an output schema: a result over max_result_bytes cannot be cut (the
-        cut JSON is no value; it read "its output schema does not describe it (not
-        JSON)"): an error saying how large it is. Under the cap it is structured."""
+    async def test_a_structured_result_over_the_cap_is_cut_into_an_error(self):
+        """A tool with an output schema: a result over max_result_bytes is cut as a Worker
+        cuts it, truncation note and all (it read only "returned a structured result of
+        13891 bytes ... cannot be cut", none of the data), in an isError result without
+        structuredContent (a cut value conforms to no schema). Under the cap it is
+        structured."""
         from llm_worker import Limits, ToolServer, tool, tool_definitions, tool_registry
 
         @tool_registry
@@ -552,14 +725,82 @@ class TestServedLimits:
             async with connect(create_server(served, limits=limits)) as s:
                 big = await s.call_tool("numbers", {"n": 3_000})
                 small = await s.call_tool("numbers", {"n": 3})
-        assert big.is_error
-        assert big.structured_content is None
-        assert text_of(big).startswith(
-            "Execution failed: tool 'numbers' returned a structured result of 13891 bytes"
+            local = await _worker_result(
+                tool_definitions(Numbers()), limits, "numbers", {"n": 3_000}
+            )
+        assert (big.is_error, big.structured_content) == (True, None)
+        assert (local.is_error, text_of(big)) == (False, local.content)
+        assert text_of(big).startswith("[0,1,2,3,")
+        assert text_of(big).endswith(
+            ",494\n[truncated: 12021 of 13891 bytes dropped; narrow the request (filter, paginate "
+            "or ask for less) to see the rest]"
         )
-        assert "over the 2000 bytes this server sends (max_result_bytes)" in text_of(big)
         assert not small.is_error
         assert small.structured_content == {"result": [0, 1, 2]}
+
+    async def test_a_rich_structured_result_over_the_cap_is_cut_as_a_worker_cuts_it(self):
+        """A hand-written tool with an output schema returning parts: its texts are cut
+        together as a Worker cuts them (the one that crosses the cap ends in the note, those
+        after it are left out), its media kept, in an isError result."""
+        from llm_worker import (
+            DataPart,
+            Limits,
+            MediaPart,
+            TextPart,
+            ToolMeta,
+            ToolReturn,
+            ToolServer,
+        )
+
+        class Report:
+            async def execute(self, input_json: str) -> ToolReturn:
+                rows = DataPart.of({"rows": ["r" * 50] * 100})
+                image = MediaPart("image/png", data=b"\x89PNG")
+                return ToolReturn([TextPart("head"), image, rows, TextPart("tail")])
+
+        def definition() -> tuple[ToolMeta, Report]:
+            return ToolMeta(name="report", output_schema={"type": "object"}), Report()
+
+        served = ToolServer()
+        served.register_tool(definition)
+        limits = Limits(max_result_bytes=1_000)
+        with anyio.fail_after(GUARD):
+            async with connect(create_server(served, limits=limits)) as session:
+                result = await session.call_tool("report", {})
+            local = await _worker_result([definition], limits, "report", {})
+        assert (result.is_error, result.structured_content) == (True, None)
+        assert [block.type for block in result.content] == ["text", "image", "text"]
+        texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+        assert texts == [part.text for part in local.parts if isinstance(part, TextPart)]
+        assert texts[0] == "head"
+        assert texts[1].startswith('{"rows":["rrrr')
+        assert texts[1].endswith("to see the rest]")  # and "tail", past the cap, left out
+
+    async def test_a_structured_result_over_the_cli_cap_over_stdio(self, tmp_path):
+        """`mcp serve --max-result-bytes`, over stdio: the SDK client reads the Worker's cut
+        text in an isError result; a string result is cut as ever, not an error."""
+        from llm_worker import Limits
+
+        limits = Limits(max_result_bytes=2_000)
+        params = StdioServerParameters(
+            command=SERVE[0], args=[*SERVE[1:], HOSTILE, "--max-result-bytes", "2000"], cwd=ROOT
+        )
+        with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(GUARD):
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                names = await session.call_tool("names", {"n": 500})
+                echo = await session.call_tool("echo", {"text": "e" * 5_000})
+            local = await _worker_result(
+                tool_definitions(hostile_apps.Hostile()), limits, "names", {"n": 500}
+            )
+        assert (names.is_error, names.structured_content) == (True, None)
+        assert (local.is_error, text_of(names)) == (False, local.content)
+        assert "[truncated: 6629 of 8501 bytes dropped;" in text_of(names)
+        assert not echo.is_error
+        assert "[truncated: " in text_of(echo)
 
     async def test_an_error_of_a_structured_tool_is_cut_as_ever(self):
         """Its calls run uncapped (a structured result is measured whole): its error text

@@ -49,7 +49,10 @@ server or the network, logged as any failed call is (at INFO) by whoever runs it
 
 A tool the server marks ``execution.taskSupport: "required"`` can only be
 called as a task, which this client does not do: it is not offered (a warning
-is logged), rather than offered to fail every call.
+is logged), rather than offered to fail every call. Nor is a tool whose schemas
+hold a number JSON has none for (``NaN``, ``Infinity``, ``1e400``: Python's JSON
+reader takes them), which no model request could carry: one such tool leaves the
+server's others offered.
 """
 
 from __future__ import annotations
@@ -117,7 +120,9 @@ async def mcp_tool_definitions(
     under its own name. A name model providers refuse (``files.read``) is
     renamed locally (``files_read``; ``docs/mcp.md`` has the rule), and the
     definition's ``remote_name`` keeps the server's. A tool listed more than once is
-    offered once, as first listed (a warning is logged). Errors of the listing
+    offered once, as first listed; one only run as a task, or whose schemas hold a
+    number JSON has none for (``NaN``, ``Infinity``), is not offered (a warning is
+    logged for each), and takes no name from the others. Errors of the listing
     itself (``mcp.MCPError``...) propagate.
     """
     if not isinstance(session, (ClientSession, Client)):
@@ -127,9 +132,17 @@ async def mcp_tool_definitions(
         )
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
-    tools = [tool for tool in _first_of_each(await _list_tools(session)) if not _task_only(tool)]
-    names = provider_safe_names([prefix + tool.name for tool in tools])
-    for tool, name in zip(tools, names, strict=True):
+    # Each tool's definition is made before the names are chosen, so that one left out
+    # takes no name from the others; one renamed (rarely) is made again under its name.
+    offered: list[tuple[types.Tool, McpToolDefinition]] = []
+    for tool in _first_of_each(await _list_tools(session)):
+        if not _task_only(tool):
+            definition = _definition_or_none(session, tool, prefix + tool.name)
+            if definition is not None:
+                offered.append((tool, definition))
+    names = provider_safe_names([prefix + tool.name for tool, _ in offered])
+    definitions: list[McpToolDefinition] = []
+    for (tool, definition), name in zip(offered, names, strict=True):
         if name != prefix + tool.name:
             logger.info(
                 "MCP tool %r is named %r here: %s",
@@ -137,9 +150,9 @@ async def mcp_tool_definitions(
                 name,
                 _why_renamed(prefix + tool.name, name),
             )
-    return [
-        McpToolDefinition(session, tool, name=name) for tool, name in zip(tools, names, strict=True)
-    ]
+            definition = McpToolDefinition(session, tool, name=name)
+        definitions.append(definition)
+    return definitions
 
 
 def _first_of_each(tools: list[types.Tool]) -> list[types.Tool]:
@@ -177,12 +190,27 @@ def _task_only(tool: types.Tool) -> bool:
     return True
 
 
+def _definition_or_none(
+    session: McpConnection, tool: types.Tool, name: str
+) -> McpToolDefinition | None:
+    """``tool``'s definition, or ``None`` (with a warning saying why) if its schemas are
+    none a ``ToolMeta`` takes: a number JSON has none for (``NaN``, ``Infinity``, ``1e400``,
+    which Python's JSON reader takes), which no model request could carry."""
+    try:
+        return McpToolDefinition(session, tool, name=name)
+    except (TypeError, ValueError) as exc:  # ToolMeta's refusals of a schema
+        logger.warning("MCP tool %r is not offered: its schema cannot be used (%s)", tool.name, exc)
+        return None
+
+
 @final
 class McpToolDefinition:
     """A ``ToolDefinition`` for one tool of an MCP server: makes ``(ToolMeta, McpTool)``.
 
     ``name`` is the tool's local name (default: ``prefix`` + the server's name,
-    renamed by the provider rule if providers would refuse it).
+    renamed by the provider rule if providers would refuse it). A tool only run as
+    a task is a ``ValueError``; schemas a ``ToolMeta`` refuses (a ``NaN`` or an
+    infinity in them) are its ``TypeError``.
     """
 
     __slots__ = ("_meta", "_tool")

@@ -21,11 +21,14 @@ A tool with an ``output_schema`` also gets ``structuredContent``: its JSON value
 (the only ``DataPart`` of a rich result, else its text), as ``{"result": value}``
 when the schema is a wrapped one, checked against the schema (the MCP
 specification says it must conform; a value that does not is an ``isError``
-result naming where); an ``isError`` result never has it. The metadata is
-never sent. Some values of a generated tool fit no schema: NaN and the
-infinities (JSON has no such numbers: pydantic writes them as ``"NaN"``, or as
-``null`` in a model) and integers of more digits than Python reads (4300), so
-their ``isError`` text names them for what they are.
+result naming where); an ``isError`` result never has it. So a result over the
+server's ``max_result_bytes`` (a cut value conforms to no schema) is an
+``isError`` result of the content cut as a ``Worker`` cuts it, with the
+truncation note. The metadata is never sent. Some values of a generated tool
+fit no schema: NaN and the infinities (JSON has no such numbers: pydantic
+writes them as ``"NaN"``, or as ``null`` in a model) and integers of more
+digits than Python reads (4300), so their ``isError`` text names them for what
+they are.
 
 Use: a ``CallToolResult`` becomes what the model reads (``tool_return``):
 
@@ -71,8 +74,8 @@ from jsonschema.protocols import Validator
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._conversation import ToolResult
 from .._exceptions import ExecutionFailedError
-from .._limits import cap_result
-from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, STRUCTURED_TOO_LARGE, call_text
+from .._limits import cap_result, cap_texts
+from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, call_text
 from .._output_schema import WRAPPED
 from .._safe_text import valid_unicode
 
@@ -106,8 +109,17 @@ def call_tool_result(
 ) -> types.CallToolResult:
     """``result`` (of a call of tool ``name``) as MCP content, and its structured content
     when the tool has an output schema (``ToolMeta.output_schema_json``). A value the
-    schema cannot describe (not JSON, not an object), or over ``max_bytes`` (a structured
-    result cannot be cut, so it comes whole), is an ``isError`` result saying so."""
+    schema cannot describe (not JSON, not an object) is an ``isError`` result saying so.
+
+    ``max_bytes`` cuts the result of a tool with an output schema (which runs uncapped:
+    see ``_serve``) as a ``Worker`` cuts it, truncation note and all. A cut value
+    conforms to no schema, and structured content must: such a result is an
+    ``isError`` result (an error need not conform) of the cut content, so the model
+    still reads what fits, and why the rest is missing."""
+    if max_bytes is not None and output_schema_json is not None:
+        cut = _cut(result, max_bytes)
+        if cut is not None:
+            return types.CallToolResult(content=cut, is_error=True)
     content: list[types.ContentBlock]
     if result.parts:
         content = [_block(part) for part in result.parts]
@@ -115,15 +127,7 @@ def call_tool_result(
         # A lone surrogate (a file name that is not UTF-8, from os.listdir) cannot go on the wire.
         content = [types.TextContent(text=valid_unicode(result.content))]
     if output_schema_json is None or result.is_error:
-        if result.is_error and max_bytes is not None and not result.parts:
-            # Run uncapped for its structured form (see _serve): an error is cut as usual.
-            content = [types.TextContent(text=valid_unicode(cap_result(result.content, max_bytes)))]
         return types.CallToolResult(content=content, is_error=result.is_error)
-    if max_bytes is not None:
-        size = len(result.content.encode("utf-8", "surrogatepass"))
-        if size > max_bytes:
-            text = call_text(STRUCTURED_TOO_LARGE, name, size=size, limit=max_bytes)
-            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
     try:
         schema, validator = _validator(output_schema_json)
         structured = _structured(result, wrapped=schema.get(WRAPPED) is True)
@@ -132,6 +136,31 @@ def call_tool_result(
         text = call_text(NOT_STRUCTURED, name, why=str(exc))
         return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
     return types.CallToolResult(content=content, structured_content=structured)
+
+
+def _cut(result: ToolResult, max_bytes: int) -> list[types.ContentBlock] | None:
+    """``result``'s blocks with its texts cut at ``max_bytes`` together, as a ``Worker``
+    cuts them (``cap_texts``: the one that crosses the cap ends in the truncation note,
+    those after it are left out; media as they are), or ``None`` if it is within."""
+    if not result.parts:
+        text = cap_result(result.content, max_bytes)
+        return None if text is result.content else [types.TextContent(text=valid_unicode(text))]
+    texts = [
+        part.text if isinstance(part, TextPart) else part.json_text
+        for part in result.parts
+        if not isinstance(part, MediaPart)
+    ]
+    kept = cap_texts(texts, max_bytes, separator=1)  # one per line, as text_of joins them
+    if kept == texts:  # the same strings (an identity check each) when none was cut
+        return None
+    left = iter(kept)
+    blocks: list[types.ContentBlock] = []
+    for part in result.parts:
+        if isinstance(part, MediaPart):
+            blocks.append(_block(part))
+        elif (cut := next(left, None)) is not None:  # None: past the cap, left out
+            blocks.append(types.TextContent(text=valid_unicode(cut)))
+    return blocks
 
 
 def _block(part: ContentPart) -> types.ContentBlock:

@@ -37,7 +37,9 @@ Over stdio, a line that is not JSON (or holds a lone surrogate) gets the JSON-RP
 drop them unanswered, leaving the client to wait. So does a request whose id
 MCP does not allow (only a string or an integer: not ``1.5``, ``null``,
 ``true``, an object), over stdio and over HTTP (``400``): the SDK would read it
-as a notification, dropping its id, and never answer.
+as a notification, dropping its id, and never answer. Over HTTP, JSON that is no
+JSON-RPC message gets the same ``Invalid Request`` (``400``), where the SDK
+would answer ``-32602`` with pydantic's account of why.
 Cancellation (the client cancelled the request, or the server is shutting
 down) propagates. A lone surrogate in a result becomes U+FFFD. Over HTTP, who
 may send requests at all is ``_http_access``'s (Host/Origin checks on every
@@ -62,6 +64,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast, get_args
 
 import anyio
 import mcp.types as types
+import pydantic_core
 from mcp import MCPError
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -118,6 +121,16 @@ DEFAULT_NAME = "llm-worker"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_PATH = "/mcp"
+
+# Slow clients over HTTP (docs/mcp.md, "Slow clients"). uvicorn (h11) has no deadline for
+# a request's headers: a client that never ends them holds its connection; a proxy has one.
+BODY_TIMEOUT_SECONDS = 10.0
+"""Seconds a POST's body has to come whole, once its headers have (else ``408``)."""
+MAX_CONNECTIONS = 1000
+"""Connections ``serve_async`` takes at once over HTTP, requests in progress too (uvicorn's
+``limit_concurrency``): a request past them gets ``503``."""
+KEEP_ALIVE_SECONDS = 5
+"""Seconds an idle connection is kept open after a response (uvicorn's ``timeout_keep_alive``)."""
 
 
 def create_server(
@@ -210,7 +223,8 @@ async def call_mcp_tool(
     schema_json = entry.meta.output_schema_json
     run_limits = limits
     if limits is not None and schema_json is not None:
-        # A structured result cannot be cut (cut JSON is no value): it is measured whole.
+        # Run uncapped, so that its value comes whole: call_tool_result structures it, or
+        # cuts it into an isError result (cut JSON is no value its schema describes).
         run_limits = dataclasses.replace(limits, max_result_bytes=sys.maxsize)
     try:
         refused = await approvals.check(entry, call, arguments, request, params)
@@ -342,8 +356,10 @@ def create_http_app(
     no client could send, is a ``ValueError``). A warning is logged when ``host`` is not a
     loopback address. A session with no request for ``session_idle_timeout``
     seconds is closed, and at most ``max_sessions`` are open at once (more get
-    ``503``); ``None`` lifts either limit. ``limits`` are ``create_server``'s. Run
-    the app with its lifespan (the streamable-HTTP session manager starts there).
+    ``503``); ``None`` lifts either limit. A POST's body must come whole within
+    ``BODY_TIMEOUT_SECONDS`` (else ``408``, the connection closed). ``limits`` are
+    ``create_server``'s. Run the app with its lifespan (the streamable-HTTP session
+    manager starts there).
     """
     _check_path(path)
     if auth_token is not None:
@@ -361,7 +377,7 @@ def create_http_app(
         max_sessions=max_sessions,
     )
     # Added first, so innermost of ours: after the token, before the SDK's handler.
-    app.add_middleware(_RequestIdsCheckedOverHttp, path=path, security=security)
+    app.add_middleware(_PostedMessagesChecked, path=path, security=security)
     if auth_token is not None:
         app.add_middleware(BearerTokenAuth, token=auth_token)
     cross_origin(app, allowed_origins)
@@ -396,7 +412,10 @@ async def serve_async(
     uvicorn (so asyncio only). ``port=0`` picks a free port; the address is
     logged (logger ``llm_worker.mcp``, level INFO). A port that cannot be
     bound raises ``OSError`` before anything is served. SIGINT and SIGTERM
-    shut the server down gracefully, then take their usual effect. The other
+    shut the server down gracefully, then take their usual effect. At most
+    ``MAX_CONNECTIONS`` connections are served at once (a request past them gets
+    ``503``), an idle one is closed ``KEEP_ALIVE_SECONDS`` after its last response;
+    uvicorn has no deadline for a request's headers (a proxy in front has). The other
     options are ``create_http_app``'s (allowed hosts and origins, bearer token,
     session limits) and ``create_server``'s (``limits``).
     """
@@ -455,7 +474,14 @@ async def serve_async(
         url = f"http://{_url_host(host)}:{bound_port}{path}"
         # log_config=None: leave the application's logging alone (uvicorn's records
         # propagate to the root logger); no access log.
-        config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            limit_concurrency=MAX_CONNECTIONS,
+            timeout_keep_alive=KEEP_ALIVE_SECONDS,
+        )
         logger.info("serving %d tools at %s (streamable HTTP)", len(handle), url)
         await uvicorn.Server(config).serve(sockets=[sock])
     finally:
@@ -601,11 +627,12 @@ def _unreadable_line(exc: Exception) -> SessionMessage | None:
             return None
         error = _answer_error(_ON_STDIN, types.PARSE_ERROR, "Parse error", first["msg"])
     else:
-        error = _answer_error(_ON_STDIN, *_INVALID_REQUEST, "not a JSON-RPC message")
+        error = _answer_error(_ON_STDIN, *_INVALID_REQUEST, _NOT_A_MESSAGE)
     return SessionMessage(error)
 
 
 _ON_STDIN = "a line on stdin"
+_NOT_A_MESSAGE = "not a JSON-RPC message"
 _INVALID_REQUEST = (types.INVALID_REQUEST, "Invalid Request")
 
 
@@ -646,6 +673,29 @@ def _request_id_problem_of(text: str | bytes) -> str | None:
     except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
         return None
     return _request_id_problem(message)
+
+
+def _posted_message_problem(body: bytes) -> str | None:
+    """Why a POST's JSON ``body`` is no message the SDK answers as JSON-RPC asks, or ``None``.
+
+    A request whose id MCP does not allow (``_request_id_problem``), or JSON that is
+    no JSON-RPC message at all (a batch array, ``{"foo": 1}``, no ``"jsonrpc"``), which
+    the SDK answers ``-32602`` and pydantic's dump of why. Parsed and checked as the SDK
+    does (``pydantic_core``, its message adapter), so it sees what the SDK would: a body
+    that is not JSON is ``None``, the SDK's ``Parse error`` to answer.
+    """
+    try:
+        message = pydantic_core.from_json(body)
+    except ValueError:
+        return None
+    why = _request_id_problem(message)
+    if why is not None:
+        return why
+    try:
+        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValidationError:
+        return _NOT_A_MESSAGE
+    return None
 
 
 class _RequestIdsChecked:
@@ -744,13 +794,15 @@ def _text_lines(wire: BinaryIO) -> anyio.AsyncFile[str]:
     return anyio.wrap_file(_Unowned(wire, encoding="utf-8", errors="replace"))
 
 
-class _RequestIdsCheckedOverHttp:
-    """ASGI middleware: a POST to ``path`` whose body is a request with an id MCP does not
-    allow gets ``400`` with ``Invalid Request`` (and a warning), as the SDK answers other
-    bodies that are no message; the SDK would answer ``202 Accepted`` (a notification)
-    and nothing more. Only a request the SDK would take otherwise: one with an allowed
-    Host and Origin and a JSON content type (else the SDK refuses it as ever), whose body
-    is no larger than the SDK reads (else the SDK answers ``413``).
+class _PostedMessagesChecked:
+    """ASGI middleware: a POST to ``path`` whose body is JSON but no message MCP allows gets
+    ``400`` with ``Invalid Request`` (``-32600``, and a warning), as the same line over
+    stdio does: a request with an id MCP does not allow (the SDK would answer ``202
+    Accepted``, a notification, and nothing more), or no JSON-RPC message at all (the SDK
+    would answer ``-32602`` Invalid params with pydantic's dump). Only a request the SDK
+    would take otherwise: one with an allowed Host and Origin and a JSON content type
+    (else the SDK refuses it as ever), whose body is no larger than the SDK reads (else
+    the SDK answers ``413``).
     """
 
     def __init__(self, app: ASGIApp, path: str, security: TransportSecuritySettings) -> None:
@@ -762,8 +814,12 @@ class _RequestIdsCheckedOverHttp:
         if scope["type"] != "http" or scope["method"] != "POST" or _route_path(scope) != self._path:
             await self.app(scope, receive, send)
             return
-        received, body = await _body_of(scope, receive)
-        why = None if body is None else _request_id_problem_of(body)
+        try:
+            received, body = await _body_of(scope, receive)
+        except TimeoutError:
+            await _body_timed_out(scope, receive, send)
+            return
+        why = None if body is None else _posted_message_problem(body)
         if (
             why is not None
             and await self._security.validate_request(Request(scope), is_post=True) is None
@@ -792,19 +848,39 @@ def _route_path(scope: Scope) -> str:
 
 async def _body_of(scope: Scope, receive: Receive) -> tuple[list[Message], bytes | None]:
     """The messages of a request's body as received (to give the app next), and the body;
-    ``None`` for it if it is larger than the SDK reads or did not come whole."""
+    ``None`` for it if it is larger than the SDK reads or did not come whole.
+
+    Raises ``TimeoutError`` if it does not come whole within ``BODY_TIMEOUT_SECONDS``: a
+    client that declares a body and never sends it (or sends a byte now and then) would
+    hold its connection, and a task, for good.
+    """
     received: list[Message] = []
     declared = Headers(scope=scope).get("content-length", "")
     if declared.isdigit() and int(declared) > DEFAULT_MAX_REQUEST_BODY_SIZE:
         return received, None  # refused unread by the SDK
     size = 0
-    while True:
-        message = await receive()
-        received.append(message)
-        if message["type"] != "http.request":
-            return received, None  # the client left
-        size += len(message.get("body", b""))
-        if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
-            return received, None
-        if not message.get("more_body", False):
-            return received, b"".join(part.get("body", b"") for part in received)
+    with anyio.fail_after(BODY_TIMEOUT_SECONDS):
+        while True:
+            message = await receive()
+            received.append(message)
+            if message["type"] != "http.request":
+                return received, None  # the client left
+            size += len(message.get("body", b""))
+            if size > DEFAULT_MAX_REQUEST_BODY_SIZE:
+                return received, None
+            if not message.get("more_body", False):
+                return received, b"".join(part.get("body", b"") for part in received)
+
+
+async def _body_timed_out(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answer a POST whose body did not come in time: ``408``, and the connection closed."""
+    logger.warning(
+        "answered a POST with 408 Request Timeout: its body did not come whole within %g s",
+        BODY_TIMEOUT_SECONDS,
+    )
+    answer = Response(
+        f"Request Timeout: the body did not come whole within {BODY_TIMEOUT_SECONDS:g} s",
+        status_code=408,
+        headers={"Connection": "close"},  # what is left of the body is not read
+    )
+    await answer(scope, receive, send)
