@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import pickle
+import re
+import sys
 
 import anyio
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic_core import to_json
 from support import calls, results_of
 
 from llm_worker import (
@@ -27,6 +33,7 @@ from llm_worker import (
     tool_definitions,
     tool_registry,
 )
+from llm_worker._content import _has_digit_run
 from llm_worker.testing import ScriptedClient, ScriptedResponse
 
 pytestmark = pytest.mark.anyio
@@ -375,3 +382,53 @@ async def test_parts_mixed_with_other_values_are_an_error_not_base64_text(
         f"Internal error: tool '{name}' returned content parts mixed with other values "
         f"({kind}); return only parts (text as a TextPart), or no parts"
     )
+
+
+class TestDataPartOfBigInts:
+    """``DataPart.of`` makes only text a run state reads back: an int of more digits than
+    Python reads (``sys.get_int_max_str_digits()``) is refused as ``DataPart(text)`` is."""
+
+    def test_an_int_of_more_digits_than_python_reads_is_a_value_error(self) -> None:
+        value = {"n": 2000, "factorial": math.factorial(2000)}  # 5 736 digits
+        with pytest.raises(ValueError, match=r"^DataPart json_text is not JSON") as made:
+            DataPart.of(value)
+        with pytest.raises(ValueError, match=r"^DataPart json_text is not JSON") as constructed:
+            DataPart(to_json(value).decode())  # the text DataPart.of would have made
+        assert str(made.value) == str(constructed.value)
+        assert "Exceeds the limit (4300 digits)" in str(made.value)
+
+    def test_digits_up_to_the_limit_and_digits_in_texts_are_taken(self) -> None:
+        limit = sys.get_int_max_str_digits()
+        assert DataPart.of([10 ** (limit - 1)]).value == [10 ** (limit - 1)]
+        assert DataPart.of({"digits": "7" * 10_000}).value == {"digits": "7" * 10_000}
+
+    def test_without_a_limit_any_int_is_taken(self) -> None:
+        before = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(0)
+        try:
+            big = 10**10_000
+            assert DataPart.of([big]).value == [big]
+        finally:
+            sys.set_int_max_str_digits(before)
+
+    async def test_a_tool_making_one_fails_its_call_and_the_state_still_loads(self) -> None:
+        @tool_registry
+        class MathTools:
+            @tool
+            def factorial(self, n: int) -> ToolReturn:
+                """n! as structured data."""
+                return ToolReturn([DataPart.of({"n": n, "factorial": math.factorial(n)})])
+
+        worker = Worker(ScriptedClient([calls(("factorial", {"n": 2000})), "done"]))
+        worker.register_tools(tool_definitions(MathTools()))
+        with anyio.fail_after(10):
+            await worker.run("what is 2000!?")
+        (result,) = results_of(worker.history)
+        assert result.is_error
+        assert result.content.startswith("Execution failed: DataPart json_text is not JSON")
+        RunState.from_json(worker.state.to_json())
+
+    @given(st.text(alphabet="0123456789a", max_size=60), st.integers(min_value=1, max_value=12))
+    def test_a_digit_run_is_found_wherever_it_is(self, text: str, length: int) -> None:
+        """Only every length-th character is looked at, and the runs through it measured."""
+        assert _has_digit_run(text, length) == (re.search(f"[0-9]{{{length}}}", text) is not None)

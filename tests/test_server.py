@@ -548,6 +548,27 @@ class TestCallTool:
         )
 
     @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "name", [5, None, b"echo", ["echo"]], ids=["int", "none", "bytes", "list"]
+    )
+    async def test_a_name_that_is_not_a_str_is_a_type_error(self, name: object) -> None:
+        """As for input_json: a TypeError naming the type, not a ToolNotFoundError (whose
+        text could not be made of it) nor an "unhashable" one."""
+        server = ToolServer()
+        server.register_tool(definition("echo"))
+        with pytest.raises(TypeError) as info:
+            await server.handle().call_tool(name, "{}")  # type: ignore[arg-type]
+        assert str(info.value) == (
+            f"call_tool() takes the tool's name as a str, not {type(name).__name__}: "
+            f"call_tool(name, json.dumps(arguments))"
+        )
+
+    def test_a_tool_not_found_error_of_a_name_that_is_not_a_str_has_a_text(self) -> None:
+        """Its str() shows the name's type instead of raising (logging it must not fail)."""
+        assert str(ToolNotFoundError(5)) == "Tool '<int>' not found"  # type: ignore[arg-type]
+        assert str(ToolNotFoundError(None)) == "Tool '<NoneType>' not found"  # type: ignore[arg-type]
+
+    @pytest.mark.anyio
     async def test_unknown_name(self) -> None:
         """An unknown name raises ToolNotFoundError("Tool '{name}' not found")."""
         server = ToolServer()

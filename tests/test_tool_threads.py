@@ -1,21 +1,25 @@
 """Tool threads against the event loop (``_codegen/threads.py``, ``_codegen/dedicated.py``,
-``_context.py``): what a thread raises fails only its call, a dedicated thread ends with
-its app object, hashable or not, and a progress report from a thread never waits for
-the event loop."""
+``_context.py``, ``_batch.Turn``): what a thread raises fails only its call, a dedicated
+thread ends with its app object, hashable or not, a progress report from a thread never
+waits for the event loop, and a thread its timeout abandoned keeps what its call held in a
+run (a sequential tool's turn, a slot of max_concurrent_calls) until it ends."""
 
 from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import threading
+import time
 import weakref
 from typing import Any
 
 import anyio
 import pytest
-from support import calls, results_of
+from support import calls, hand_written, results_of
 
 from llm_worker import (
+    Limits,
     ToolCallProgress,
     ToolContext,
     ToolServer,
@@ -228,3 +232,253 @@ class TestProgressFromThreads:
         reporter.join(10)
         assert not reporter.is_alive()
         assert errors == []
+
+
+# -- what an abandoned thread keeps ---------------------------------------------------------
+
+
+class Bodies:
+    """The tool bodies of a test: how many ran at once, and when each began and ended."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.active = 0
+        self.peak = 0
+        self.spans: dict[str, tuple[float, float]] = {}
+        self.release = threading.Event()  # what a body that would never end waits for
+
+    def run(self, name: str, seconds: float | None) -> None:
+        """A body of ``seconds`` (``None``: until ``release``, as a hung call would)."""
+        with self.lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+            began = time.monotonic()
+        try:
+            if seconds is None:
+                self.release.wait(30)
+            else:
+                time.sleep(seconds)
+        finally:
+            with self.lock:
+                self.active -= 1
+                self.spans[name] = (began, time.monotonic())
+
+    def began_after_ended(self, later: str, earlier: str) -> bool:
+        return self.spans[later][0] >= self.spans[earlier][1]
+
+    async def wait_idle(self) -> None:
+        """Until every body has ended (none is left running into the next test)."""
+        self.release.set()
+        with anyio.fail_after(10):
+            while self.active:
+                await anyio.sleep(0.02)
+
+
+@tool_registry
+class Writes:
+    """Tools over a connection that is not safe to use twice at once."""
+
+    def __init__(self, bodies: Bodies) -> None:
+        self.bodies = bodies
+
+    @tool(sequential=True, timeout=0.2)
+    def write(self, n: int, seconds: float | None = None) -> str:
+        """Write; abandoned after 0.2 s."""
+        self.bodies.run(f"write {n}", seconds)
+        return f"wrote {n}"
+
+    @tool(sequential=True, timeout=5)
+    def write_patiently(self, n: int) -> str:
+        """Write, with time to wait for its turn."""
+        self.bodies.run(f"patient {n}", 0)
+        return f"wrote {n}"
+
+    @tool(sequential=True, timeout=5)
+    async def write_async(self, n: int) -> str:
+        """Write from the event loop: says how many bodies ran beside it."""
+        return f"async {n} beside {self.bodies.active}"
+
+    @tool(sequential=True, thread="dedicated", timeout=0.2)
+    def write_dedicated(self, n: int, seconds: float | None = None) -> str:
+        """Write on the app object's own thread; abandoned after 0.2 s."""
+        self.bodies.run(f"dedicated {n}", seconds)
+        return f"wrote {n}"
+
+    @tool(timeout=0.2)
+    def plain(self, n: int, seconds: float | None = None) -> str:
+        """Write, not sequential; abandoned after 0.2 s."""
+        self.bodies.run(f"plain {n}", seconds)
+        return f"wrote {n}"
+
+    @tool(timeout=5)
+    def plain_patiently(self, n: int) -> str:
+        """Write, not sequential, with time to wait for a slot."""
+        self.bodies.run(f"plain patient {n}", 0)
+        return f"wrote {n}"
+
+    @tool
+    async def quick(self, n: int, seconds: float = 0.01) -> str:
+        """Answer after a little while."""
+        await anyio.sleep(seconds)
+        return f"quick {n}"
+
+
+class HandWrittenWrite:
+    """A hand-written sequential tool: says how many bodies ran beside it."""
+
+    sequential = True
+
+    def __init__(self, bodies: Bodies) -> None:
+        self.bodies = bodies
+
+    async def execute(self, input_json: str) -> str:
+        return f"hand-written beside {self.bodies.active}"
+
+
+TIMED_OUT = "Execution failed: tool '{}' timed out after {}s"
+
+
+async def _run_writes(
+    *pairs: tuple[str, dict[str, object]], limits: Limits | None = None
+) -> tuple[list[str], Bodies, Worker]:
+    bodies = Bodies()
+    worker = Worker(ScriptedClient([calls(*pairs), "done"]), limits=limits or Limits())
+    worker.register_tools(tool_definitions(Writes(bodies)))
+    worker.register_tool(hand_written("hand_write", HandWrittenWrite(bodies)))
+    try:
+        with anyio.fail_after(10):
+            assert await worker.run("go") is WorkerResult.FINISHED
+    finally:
+        await bodies.wait_idle()
+    return [r.content for r in results_of(worker.history)], bodies, worker
+
+
+class TestAbandonedThreadsKeepTheirTurn:
+    @pytest.mark.anyio
+    async def test_a_sequential_call_waits_for_the_thread_a_timeout_abandoned(self):
+        """The calls before a sequential call finish first, even one abandoned at its
+        timeout: the next call waits for its thread (inside its own timeout), then runs."""
+        contents, bodies, _ = await _run_writes(
+            ("write", {"n": 0, "seconds": 0.5}), ("write_patiently", {"n": 1})
+        )
+        assert contents == [TIMED_OUT.format("write", 0.2), "wrote 1"]
+        assert bodies.peak == 1
+        assert bodies.began_after_ended("patient 1", "write 0")
+
+    @pytest.mark.anyio
+    async def test_sequential_calls_never_overlap_though_each_times_out(self):
+        """Each call waits for the one before it, within its 0.2 s: it times out waiting,
+        with its usual result, and no two bodies run at once."""
+        contents, bodies, _ = await _run_writes(
+            *[("write", {"n": n, "seconds": 0.5}) for n in range(3)]
+        )
+        assert contents == [TIMED_OUT.format("write", 0.2)] * 3
+        assert bodies.peak == 1
+        spans = sorted(bodies.spans.values())  # of those that began: each after the last
+        assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("name", ["write_async", "hand_write"])
+    async def test_an_async_or_hand_written_sequential_call_waits_too(self, name):
+        """Not only thread tools wait: a call of an async def tool, or of a hand-written
+        Tool (for which the run waits), starts once the abandoned thread has ended."""
+        contents, _, _ = await _run_writes(("write", {"n": 0, "seconds": 0.5}), (name, {"n": 0}))
+        beside = "async 0 beside 0" if name == "write_async" else "hand-written beside 0"
+        assert contents == [TIMED_OUT.format("write", 0.2), beside]
+
+    @pytest.mark.anyio
+    async def test_the_calls_after_a_sequential_call_wait_for_its_thread(self):
+        """A sequential call's abandoned thread keeps its turn: the calls after it (run
+        together) wait for it."""
+        contents, bodies, _ = await _run_writes(
+            ("write", {"n": 0, "seconds": 0.5}),
+            ("plain_patiently", {"n": 1}),
+            ("plain_patiently", {"n": 2}),
+        )
+        assert contents == [TIMED_OUT.format("write", 0.2), "wrote 1", "wrote 2"]
+        assert bodies.began_after_ended("plain patient 1", "write 0")
+        assert bodies.began_after_ended("plain patient 2", "write 0")
+
+    @pytest.mark.anyio
+    async def test_a_dedicated_thread_s_call_keeps_its_turn_too(self):
+        contents, bodies, _ = await _run_writes(
+            ("write_dedicated", {"n": 0, "seconds": 0.5}), ("write_patiently", {"n": 1})
+        )
+        assert contents == [TIMED_OUT.format("write_dedicated", 0.2), "wrote 1"]
+        assert bodies.began_after_ended("patient 1", "dedicated 0")
+
+    @pytest.mark.anyio
+    async def test_an_abandoned_thread_keeps_its_slot_of_max_concurrent_calls(self):
+        """With one slot, the next call waits for the thread of the call that timed out."""
+        contents, bodies, _ = await _run_writes(
+            ("plain", {"n": 0, "seconds": 0.5}),
+            ("plain_patiently", {"n": 1}),
+            ("plain", {"n": 2, "seconds": 0}),
+            limits=Limits(max_concurrent_calls=1),
+        )
+        assert contents[:2] == [TIMED_OUT.format("plain", 0.2), "wrote 1"]
+        assert bodies.peak == 1
+        assert bodies.began_after_ended("plain patient 1", "plain 0")
+
+    @pytest.mark.anyio
+    async def test_a_kept_slot_leaves_the_calls_to_the_free_ones(self):
+        """A hung thread keeps one slot of two: the other runs the rest of the calls (none
+        waits for the hung one, under the default 300 s timeout)."""
+        contents, bodies, _ = await _run_writes(
+            ("plain", {"n": 0}),  # hangs; times out while the other slot is busy
+            *[("quick", {"n": n, "seconds": 0.1}) for n in range(1, 6)],
+            limits=Limits(max_concurrent_calls=2),
+        )
+        assert contents == [TIMED_OUT.format("plain", 0.2)] + [f"quick {n}" for n in range(1, 6)]
+        assert bodies.peak == 1
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("tool_timeout", [None, 300.0])
+    async def test_a_thread_that_never_ends_does_not_hang_the_run(self, tool_timeout, caplog):
+        """The waiting calls time out with their own timeout (Limits.tool_timeout off or
+        not), a warning says why, and the worker runs again."""
+        bodies = Bodies()
+        script = [
+            calls(*[("write", {"n": n}) for n in range(3)]),
+            "done",
+            calls(("quick", {"n": 9})),
+            "ok",
+        ]
+        worker = Worker(ScriptedClient(script), limits=Limits(tool_timeout=tool_timeout))
+        worker.register_tools(tool_definitions(Writes(bodies)))
+        try:
+            with anyio.fail_after(5):
+                assert await worker.run("go") is WorkerResult.FINISHED
+                assert await worker.run("again") is WorkerResult.FINISHED
+        finally:
+            await bodies.wait_idle()
+        contents = [r.content for r in results_of(worker.history)]
+        assert contents == [TIMED_OUT.format("write", 0.2)] * 3 + ["quick 9"]
+        assert bodies.peak == 1
+        waited = [
+            r.getMessage() for r in caplog.records if "waiting for its turn" in r.getMessage()
+        ]
+        assert (
+            waited
+            == [
+                "A call of tool 'write' ended waiting for its turn: 1 thread(s) of earlier calls, "
+                "abandoned when those timed out, still run (a sequential tool's turn, or a slot "
+                "of max_concurrent_calls, is theirs until they end)"
+            ]
+            * 2
+        )
+
+    @pytest.mark.anyio
+    async def test_calls_not_in_a_run_take_no_turns(self):
+        """Turns are a Worker run's: call_tool() calls do not wait for each other's threads."""
+        bodies = Bodies()
+        server = ToolServer()
+        server.register_tools(tool_definitions(Writes(bodies)))
+        handle = server.handle()
+        try:
+            with anyio.fail_after(5):
+                with pytest.raises(Exception, match="timed out"):
+                    await handle.call_tool("write", '{"n": 0}')
+                assert await handle.call_tool("write", '{"n": 1, "seconds": 0}') == "wrote 1"
+        finally:
+            await bodies.wait_idle()

@@ -12,13 +12,24 @@ without one the text of how the batch ended and returns all results in call
 order, for the history. Nothing is recorded after ``close``. ``report`` gives
 each result's ``ToolCallFinished`` once, in the order the results came: what
 the run stream yields, however the batch ends.
+
+A call's ``Turn`` is where it takes its turn: a runner (one slot of
+``Limits.max_concurrent_calls``) or the run's own task, after the calls its
+sequential tool (or the sequential call before it) must not overlap. A
+plain-``def`` call whose timeout abandons its thread leaves the thread in its
+``Turn`` (``keep_turn``): until the thread really ends it keeps the turn, and
+the next call there waits for it, inside that call's own timeout.
 """
 
 from __future__ import annotations
 
+import contextvars
 import enum
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+import logging
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Protocol
+
+import anyio  # its submodules load when first used: `import llm_worker` stays cheap
 
 from ._conversation import ToolCall, ToolResult, valid_message
 from ._events import ToolCallFinished, ToolCallOutcome
@@ -29,7 +40,18 @@ if TYPE_CHECKING:
     from ._instrumentation import ToolSpan
     from ._server import ToolEntry
 
-__all__ = ["CallSlot", "SlotState", "ToolBatch"]
+__all__ = [
+    "RECHECK_SECONDS",
+    "TURN",
+    "AbandonedThread",
+    "CallSlot",
+    "SlotState",
+    "ToolBatch",
+    "Turn",
+    "keep_turn",
+]
+
+logger = logging.getLogger("llm_worker")
 
 
 class SlotState(enum.Enum):
@@ -152,3 +174,67 @@ class ToolBatch:
     def __repr__(self) -> str:
         states = ", ".join(slot.state.value for slot in self.slots)
         return f"<ToolBatch [{states}]{' closed' if self.closed else ''}>"
+
+
+class AbandonedThread(Protocol):
+    """The thread of a call that ended before it (its ``_Call``, a dedicated thread's job):
+    ``running`` until the tool's function returns."""
+
+    running: bool
+
+
+# An ending thread wakes no event loop (a call back into a loop that is shutting down could
+# block): a call waiting for its turn looks again this often.
+RECHECK_SECONDS = 0.1
+
+
+class Turn:
+    """Where calls of a run take turns, and the threads that still keep it: abandoned by its
+    calls, or by earlier calls its calls come after.
+
+    ``threads`` is only touched on the event loop's thread; each thread tells that it
+    ended by its own ``running`` (a bool, read without a lock).
+    """
+
+    __slots__ = ("threads",)
+
+    def __init__(self, threads: Iterable[AbandonedThread] = ()) -> None:
+        self.threads: list[AbandonedThread] = list(threads)
+
+    def kept(self) -> bool:
+        """Whether a thread still keeps this turn (the ended ones are forgotten)."""
+        threads = self.threads
+        if threads:
+            threads[:] = [thread for thread in threads if thread.running]
+        return bool(threads)
+
+    async def wait(self, name: str) -> None:
+        """Wait, in a call of tool ``name``, until no thread keeps this turn. Run inside the
+        call's timeout: that ends the wait as it would end the call."""
+        try:
+            while self.kept():
+                await anyio.sleep(RECHECK_SECONDS)
+        except anyio.get_cancelled_exc_class():
+            # The call's result says only that it timed out (or stopped): say why.
+            logger.warning(
+                "A call of tool %r ended waiting for its turn: %d thread(s) of earlier "
+                "calls, abandoned when those timed out, still run (a sequential tool's "
+                "turn, or a slot of max_concurrent_calls, is theirs until they end)",
+                name,
+                len(self.threads),
+            )
+            raise
+
+    def __repr__(self) -> str:
+        return f"<Turn kept by {len(self.threads)} thread(s)>"
+
+
+TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("llm_worker_turn", default=None)
+"""The ``Turn`` of the call running in this context: set by a Worker's run, else ``None``."""
+
+
+def keep_turn(thread: AbandonedThread) -> None:
+    """Leave ``thread``, of a call that ends before it, in the call's ``Turn`` (if any)."""
+    turn = TURN.get()
+    if turn is not None:
+        turn.threads.append(thread)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -132,19 +133,46 @@ class DataPart:
 
     @classmethod
     def of(cls, value: Any) -> DataPart:
-        """The part holding ``value`` (anything pydantic can make JSON of)."""
+        """The part holding ``value`` (anything pydantic can make JSON of).
+
+        ``ValueError``, as ``DataPart(json_text)`` raises it, for an int of more digits
+        than Python reads back (``sys.get_int_max_str_digits()``, 4 300 by default).
+        """
         from pydantic_core import to_json
 
+        text = to_json(value).decode()
         # Not parsed again (which costs more than the writing): pydantic writes JSON that
-        # json.loads reads, at most 254 levels deep.
+        # json.loads reads, at most 254 levels deep, but for an int of more digits than
+        # Python reads (4 300 by default): a text that could hold one is parsed as the
+        # constructor parses it, and raises as it does.
+        limit = sys.get_int_max_str_digits()
+        if limit and len(text) > limit and _has_digit_run(text, limit + 1):
+            return cls(text)
         part = object.__new__(cls)
-        object.__setattr__(part, "json_text", to_json(value).decode())
+        object.__setattr__(part, "json_text", text)
         return part
 
     @property
     def value(self) -> Any:
         """The JSON value, parsed."""
         return json.loads(self.json_text)
+
+
+_DIGITS = "0123456789"
+
+
+def _has_digit_run(text: str, length: int) -> bool:
+    """Whether ``text`` holds ``length`` digits in a row. Such a run holds one of every
+    ``length``-th character: only the runs through those are measured."""
+    for at in range(length - 1, len(text), length):
+        if text[at] in _DIGITS:
+            before = text[max(0, at - length + 1) : at]
+            after = text[at + 1 : at + length]
+            run_before = len(before) - len(before.rstrip(_DIGITS))
+            run_after = len(after) - len(after.lstrip(_DIGITS))
+            if run_before + 1 + run_after >= length:
+                return True
+    return False
 
 
 ContentPart: TypeAlias = TextPart | MediaPart | DataPart

@@ -66,6 +66,7 @@ __all__ = [
     "OUTPUT_INVALID",
     "OUTPUT_NEEDS_TOOL",
     "OUTPUT_TOOL",
+    "PART_INSIDE",
     "SKIPPED",
     "SKIPPED_BECAUSE",
     "STOPPED",
@@ -73,7 +74,6 @@ __all__ = [
     "STOP_CUT_OFF",
     "STOP_OTHER",
     "STOP_REFUSED",
-    "STRUCTURED_TOO_LARGE",
     "TIMED_OUT",
     "UNEXPECTED",
     "UNSENDABLE_RETURN",
@@ -134,12 +134,6 @@ MEDIA_PARTS_DROPPED = (
     "[{count} more media parts from tool '{name}' dropped: over the limit of {limit} "
     "media parts in one result]"
 )
-# A served tool with an output schema whose result is over Limits.max_result_bytes.
-STRUCTURED_TOO_LARGE = (
-    "Execution failed: tool '{name}' returned a structured result of {size} bytes, over the "
-    "{limit} bytes this server sends (max_result_bytes); a structured result cannot be cut: "
-    "return less (a page, a summary)"
-)
 # A served tool with an output schema whose result is not the JSON object it describes.
 NOT_STRUCTURED = (
     "Internal error: tool '{name}' returned a result its output schema does not describe ({why})"
@@ -156,6 +150,13 @@ AN_ITERATOR = "tool '{name}' returned an iterator ({kind}), not a result; return
 MIXED_PARTS = (
     "tool '{name}' returned content parts mixed with other values ({kind}); return only "
     "parts (text as a TextPart), or no parts"
+)
+# ...for a content part inside a dict, a list or another container ({where}: the keys that
+# lead to it): as JSON, its media would reach the model as base64 text, past every limit.
+PART_INSIDE = (
+    "tool '{name}' returned a content part ({kind}) inside its result, at {where}; return "
+    "parts as the result itself (a part, a list of parts only, or a ToolReturn), and other "
+    "values in a DataPart"
 )
 
 # -- structured final output (output_type=) ---------------------------------------------------
@@ -195,7 +196,10 @@ _MAX_NAME_SHOWN = 100  # a model-chosen name can be a megabyte long
 
 
 def shown_name(name: str) -> str:
-    """``name`` as a text shows it: cut short when a model made it long."""
+    """``name`` as a text shows it: cut short when a model made it long. A name that is not a
+    ``str`` (a caller's mistake, ``call_tool(5, ...)``) shows its type: ``<int>``."""
+    if not isinstance(name, str):
+        return f"<{type(name).__name__}>"
     return name if len(name) <= _MAX_NAME_SHOWN else name[: _MAX_NAME_SHOWN - 1] + "…"
 
 

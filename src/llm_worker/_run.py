@@ -29,6 +29,7 @@ from collections.abc import (
     Awaitable,
     Callable,
     Coroutine,
+    Iterable,
     Mapping,
     Sequence,
 )
@@ -41,7 +42,15 @@ import anyio
 from typing_extensions import Self, TypeVar, final
 
 from ._approvals import APPROVAL_NEEDED, Decision, PendingCall
-from ._batch import CallSlot, SlotState, ToolBatch
+from ._batch import (
+    RECHECK_SECONDS,
+    TURN,
+    AbandonedThread,
+    CallSlot,
+    SlotState,
+    ToolBatch,
+    Turn,
+)
 from ._client import (
     LlmRequest,
     ToolChoice,
@@ -372,6 +381,11 @@ class _Turns:
         self.progress: ProgressReports | None = None
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
+        # Threads the run's calls abandoned when they timed out, that may still run: what
+        # their calls held (a sequential tool's turn, a slot of max_concurrent_calls)
+        # they keep until they end (see _batch.Turn).
+        self.abandoned: list[AbandonedThread] = []
+        self.own_turn = Turn()  # of the calls run in the run's own task
         self.trace: RunSpan | None = None  # the observer's, if the worker has one
         # The run span's optional activate(): entered around the application's hooks.
         self.activate_run: Callable[[], AbstractContextManager[None] | None] | None = None
@@ -549,12 +563,23 @@ class _Turns:
                         yield finished
                     ready = [slot for slot in batch if slot.state is SlotState.READY]
                     unreviewed = deque(ready)
-                    for wave in _waves(ready):
-                        if len(wave) == 1 and _runs_inline(wave[0]):
+                    for number, wave in enumerate(_waves(ready)):
+                        after = self.abandoned_before(wave, number) if self.abandoned else ()
+                        if len(wave) == 1 and _runs_inline(wave[0], after):
                             slot = wave[0]
                             slot.state = SlotState.RUNNING
                             yield ToolCallRunning(slot.run_call)
-                            batch.ran(slot, await self.execution(batch, slot, timed=True))
+                            turn = self.own_turn
+                            if after or turn.threads:  # (its threads are in self.abandoned)
+                                turn.threads[:] = after
+                            token = TURN.set(turn)  # the call's context copies it, now
+                            try:
+                                call = self.execution(batch, slot, timed=True)
+                            finally:
+                                TURN.reset(token)
+                            batch.ran(slot, await call)
+                            if turn.threads:
+                                self.keep_abandoned((turn,))
                             if not session.post_hooks:
                                 self.final(batch, slot)
                             else:
@@ -562,7 +587,7 @@ class _Turns:
                             for finished in batch.report():
                                 yield finished
                         else:
-                            together = self.run_together(batch, wave, unreviewed)
+                            together = self.run_together(batch, wave, unreviewed, after)
                             async with aclosing(together) as events:
                                 async for event in events:
                                     yield event
@@ -877,10 +902,34 @@ class _Turns:
             if isinstance(decision, Abort):
                 raise _Aborted(decision, slot.call)
 
+    def abandoned_before(self, wave: list[CallSlot], number: int) -> Sequence[AbandonedThread]:
+        """The threads of earlier calls that ``wave`` (the ``number``-th of its batch) waits
+        for: a sequential call, and the calls after it in its response, start only once
+        every thread abandoned by a call of the run before them has ended."""
+        abandoned = self.abandoned
+        if abandoned:
+            abandoned[:] = [thread for thread in abandoned if thread.running]
+            entry = wave[0].entry
+            assert entry is not None
+            if number == 0 and not entry.sequential:
+                return ()
+        return abandoned
+
+    def keep_abandoned(self, turns: Iterable[Turn]) -> None:
+        """Keep the threads that still keep the ``turns`` of a wave, for the waves after it."""
+        kept = [thread for turn in turns if turn.kept() for thread in turn.threads]
+        if kept:  # threads of earlier waves are in them too: each kept once
+            self.abandoned = list(dict.fromkeys([*self.abandoned, *kept]))
+
     async def run_together(
-        self, batch: ToolBatch, wave: list[CallSlot], unreviewed: deque[CallSlot]
+        self,
+        batch: ToolBatch,
+        wave: list[CallSlot],
+        unreviewed: deque[CallSlot],
+        after: Sequence[AbandonedThread],
     ) -> AsyncGenerator[RunEvent, None]:
-        """Run ``wave``'s calls as tasks, at most ``max_concurrent_calls`` at a time."""
+        """Run ``wave``'s calls as tasks, at most ``max_concurrent_calls`` at a time, once
+        the threads of earlier calls in ``after`` have ended (each call waits for them)."""
         send, receive = self.open_channel()
         post_hooks = self.session.post_hooks
         limit = min(self.session.limits.max_concurrent_calls, len(wave))
@@ -895,7 +944,7 @@ class _Turns:
             announced.add(slot.call.id)
             yield ToolCallRunning(slot.run_call)
         self.stopping = False
-        calls = _Calls(batch, wave)
+        calls = _Calls(batch, wave, after)
         await self.start_runners(calls, limit, send)
         outstanding = len(wave)
         while outstanding:
@@ -930,6 +979,7 @@ class _Turns:
                 await self.review(batch, unreviewed)
             for finished in batch.report():
                 yield finished
+        self.keep_abandoned(calls.turns)
 
     def drain_progress(
         self, announced: set[str], early: dict[str, Report]
@@ -972,16 +1022,27 @@ class _Turns:
 
     async def runner(self, calls: _Calls, send: MemoryObjectSendStream[Any]) -> None:
         calls.starting -= 1
+        # A slot of max_concurrent_calls: a thread its call abandoned keeps it until the
+        # thread ends, and the runner's next call waits for that (inside its timeout).
+        turn = Turn(calls.after)
+        calls.turns.append(turn)
+        calls.live.add(turn)
+        TURN.set(turn)  # in this task's own context, which its calls' contexts copy
         try:
-            await self.run_calls(calls, send)
+            await self.run_calls(calls, send, turn)
         finally:
+            calls.live.discard(turn)
             self.runners -= 1
 
-    async def run_calls(self, calls: _Calls, send: MemoryObjectSendStream[Any]) -> None:
+    async def run_calls(self, calls: _Calls, send: MemoryObjectSendStream[Any], turn: Turn) -> None:
         """Run the calls of ``calls.queue`` until none is left or the batch stops."""
         queue, batch = calls.queue, calls.batch
         timeout = self.session.limits.tool_timeout
         while queue and not self.stopping:
+            if turn.threads:
+                await self.leave_calls(calls, turn)
+                if not queue or self.stopping:
+                    return
             # One scope for the calls this runner runs in a row (a scope costs more than a
             # call that never waits): a call that waits sets its deadline, its timeout.
             # Cancelling the scope is how the loop stops the batch; a scope cancelled (by
@@ -995,7 +1056,12 @@ class _Turns:
                         if slot.state is not SlotState.RUNNING:  # it waited for a free runner
                             slot.state = SlotState.RUNNING
                             _send(send, (slot.index, _STARTED))
-                        call = self.execution(batch, slot, timed=False)
+                        entry = slot.entry
+                        assert entry is not None
+                        if turn.threads and not entry.waits_its_turn:  # else the tool does
+                            call = _after_turn(turn, entry.meta.name, self.execution, batch, slot)
+                        else:
+                            call = self.execution(batch, slot, timed=False)
                         try:
                             if timeout is None:
                                 result = await call
@@ -1012,6 +1078,8 @@ class _Turns:
                             _send(send, (slot.index, exc))
                             return
                         _send(send, (slot.index, result))
+                        if turn.threads:  # its thread runs on, abandoned: see leave_calls
+                            break
                 finally:
                     self.scopes.discard(scope)
             if scope.cancelled_caught:  # it ended the call of `slot`
@@ -1027,6 +1095,20 @@ class _Turns:
                     _send(send, (slot.index, exc))
                     return
                 _send(send, (slot.index, result))
+
+    async def leave_calls(self, calls: _Calls, turn: Turn) -> None:
+        """While threads keep ``turn`` (a runner's slot) and another runner's slot is free,
+        leave the wave's calls to that runner: a call taken now would only wait. Once every
+        slot is kept, a runner takes the next call anyway, which waits inside its timeout."""
+        with anyio.CancelScope() as scope:  # the loop stops the batch by cancelling it
+            self.scopes.add(scope)
+            try:
+                while calls.queue and not self.stopping and turn.kept():
+                    if all(other.kept() for other in calls.live if other is not turn):
+                        return
+                    await anyio.sleep(RECHECK_SECONDS)
+            finally:
+                self.scopes.discard(scope)
 
     def stop(
         self,
@@ -1116,15 +1198,35 @@ class _Calls:
     """One wave's calls no runner took yet, and its runners: started, and not begun yet.
 
     Counted per wave: a runner of an earlier wave, not begun yet, takes none of these.
+    ``after``: the threads of earlier calls its calls wait for; ``turns``: its runners'
+    (``live``: of those still taking calls).
     """
 
-    __slots__ = ("batch", "queue", "runners", "starting")
+    __slots__ = ("after", "batch", "live", "queue", "runners", "starting", "turns")
 
-    def __init__(self, batch: ToolBatch, wave: list[CallSlot]) -> None:
+    def __init__(
+        self, batch: ToolBatch, wave: list[CallSlot], after: Sequence[AbandonedThread]
+    ) -> None:
         self.batch = batch
         self.queue = deque(wave)
         self.runners = 0
         self.starting = 0
+        self.after = after
+        self.turns: list[Turn] = []
+        self.live: set[Turn] = set()  # of the runners still taking calls
+
+
+async def _after_turn(
+    turn: Turn,
+    name: str,
+    execution: Callable[..., Coroutine[Any, Any, ToolResult]],
+    batch: ToolBatch,
+    slot: CallSlot,
+) -> ToolResult:
+    """The call of ``slot`` (made by ``execution``) once no thread keeps ``turn``: for a
+    tool that does not wait for its turn itself."""
+    await turn.wait(name)
+    return await execution(batch, slot, timed=False)
 
 
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
@@ -1182,10 +1284,16 @@ def _as_decided(ctx: ToolCallContext, call: ToolCall) -> ToolCall:
     return call if ctx.call is call else valid_message(ctx.call)
 
 
-def _runs_inline(slot: CallSlot) -> bool:
+def _runs_inline(slot: CallSlot, after: Sequence[AbandonedThread]) -> bool:
     # A call alone runs in the loop's own task, unless it may report progress: then
-    # the loop must be free to pass the reports on while it runs.
-    return slot.entry is not None and slot.entry.execute_with_context is None
+    # the loop must be free to pass the reports on while it runs. Nor if it must wait for
+    # threads of earlier calls and does not wait itself: a runner waits within its timeout.
+    entry = slot.entry
+    return (
+        entry is not None
+        and entry.execute_with_context is None
+        and (not after or entry.waits_its_turn)
+    )
 
 
 def _waves(ready: list[CallSlot]) -> list[list[CallSlot]]:

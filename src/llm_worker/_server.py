@@ -57,6 +57,8 @@ class ToolEntry:
     keywords, else from the tool's attributes of those names (``@tool(...)``
     sets them on generated tools), else ``False``. ``execute_with_context`` is
     the tool's method of that name when it takes a ``ToolContext``.
+    ``waits_its_turn``: the tool waits for its turn in a run itself (a generated
+    tool with a timeout of its own does, inside it); for any other the run waits.
     """
 
     __slots__ = (
@@ -67,6 +69,7 @@ class ToolEntry:
         "requires_approval",
         "sequential",
         "tool",
+        "waits_its_turn",
     )
 
     def __init__(
@@ -89,6 +92,7 @@ class ToolEntry:
             meta.name, tool, "requires_approval", requires_approval
         )
         self.sequential: bool = _option(meta.name, tool, "sequential", sequential) is True
+        self.waits_its_turn: bool = getattr(self.execute, "_waits_its_turn", False) is True
 
     def __repr__(self) -> str:
         return f"<ToolEntry {self.meta.name!r}>"
@@ -207,7 +211,8 @@ class ToolServerHandle:
     async def call_tool(self, name: str, input_json: str) -> str:
         """Run tool ``name`` on ``input_json`` and return its text.
 
-        Raises ``ToolNotFoundError`` for an unknown name and
+        Raises ``TypeError`` for a ``name`` or ``input_json`` that is not a
+        ``str``, ``ToolNotFoundError`` for an unknown name and
         ``ToolExecutionError`` (chained to the tool's ``ToolError``) when the
         tool fails, or returns what is not text (a hand-written tool's bug). The
         server lock is never held while a tool runs. A tool that returns a
@@ -215,6 +220,11 @@ class ToolServerHandle:
         other parts); one the Worker could not send (a part that is not one,
         metadata that is not JSON) is refused here too.
         """
+        if type(name) is not str and not isinstance(name, str):
+            raise TypeError(
+                f"call_tool() takes the tool's name as a str, not {type(name).__name__}: "
+                f"call_tool(name, json.dumps(arguments))"
+            )
         entry = self._map.tools.get(name)
         if entry is None:
             raise ToolNotFoundError(name)
@@ -354,6 +364,11 @@ def json_metadata(metadata: object) -> object:
     # Imported here: pydantic_core costs `import llm_worker` about 20 ms.
     from pydantic_core import to_jsonable_python
 
+    from ._codegen.runtime import inside_problem
+
+    problem = inside_problem(metadata)  # an iterator in it would be read forever
+    if problem is not None:
+        raise TypeError(f"a ToolReturn's metadata must be JSON data: {problem}")
     data = to_jsonable_python(metadata)
     check_metadata(data)  # what RunState.to_json() will do with it
     return data

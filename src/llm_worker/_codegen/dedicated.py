@@ -29,6 +29,8 @@ from typing import Any, Generic, TypeVar
 
 import anyio  # its submodules load when first used: `import llm_worker` stays cheap
 
+from .._batch import keep_turn
+
 __all__ = ["DedicatedThread", "dedicated_thread_of"]
 
 T = TypeVar("T")
@@ -44,6 +46,7 @@ class _Job(Generic[T]):
         "gone",
         "lock",
         "result",
+        "running",
         "started",
         "token",
     )
@@ -58,6 +61,7 @@ class _Job(Generic[T]):
         self.token = anyio.lowlevel.current_token()
         self.lock = threading.Lock()
         self.started = False
+        self.running = False  # started and not returned (read without the lock: a bool)
         self.gone = False  # the caller stopped waiting
         self.result: T | None = None
         self.error: BaseException | None = None
@@ -67,7 +71,7 @@ class _Job(Generic[T]):
         with self.lock:
             if self.gone:
                 return  # cancelled before it started: never run it
-            self.started = True
+            self.started = self.running = True
         func, args = self.func, self.args
         # Dropped as soon as they ran: the app object they hold must not outlive its calls
         # (its end ends the thread).
@@ -79,12 +83,15 @@ class _Job(Generic[T]):
             self.error = exc
         finally:
             del func, args
+            self.running = False
         with suppress(RuntimeError):  # the caller's event loop is gone
             anyio.from_thread.run_sync(self.done.set, token=self.token)
 
-    def leave(self) -> None:
+    def leave(self) -> bool:
+        """The caller stops waiting: whether the job still runs (then it runs on)."""
         with self.lock:
             self.gone = True
+            return self.running
 
 
 class DedicatedThread:
@@ -107,7 +114,8 @@ class DedicatedThread:
         try:
             await job.done.wait()
         except BaseException:
-            job.leave()
+            if job.leave():
+                keep_turn(job)  # it keeps what its call held in a run (_batch.Turn)
             raise
         if job.error is not None:
             raise job.error

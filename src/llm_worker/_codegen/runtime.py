@@ -2,7 +2,9 @@
 
 Everything known at build time (function, flags) sits in closure cells, and
 the validator joins them at the first call; a call does one emptiness check,
-one validation, the call itself and, for non-``str`` results, one ``to_json``.
+one validation, the call itself and, for non-``str`` results, one ``to_json``
+(a container after one look at what it holds, which serialising must not read:
+see "what a result's plain containers hold" below).
 Error messages are only worked out once validation has failed. What is not on
 that path is about hostile tools: their ``repr()`` runs in a thread, their
 exceptions all become ``ToolError``s, and their threads are bounded
@@ -11,17 +13,30 @@ exceptions all become ``ToolError``s, and their threads are bounded
 
 from __future__ import annotations
 
+import gc
 import inspect
 import json
 import logging
+import marshal
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections import deque
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass
+from itertools import compress, filterfalse
 from typing import Any, ClassVar, Final, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import SchemaValidator, to_json, to_jsonable_python
 
+from .._batch import TURN
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._context import ToolContext
 from .._exceptions import (
@@ -37,6 +52,7 @@ from .._model_texts import (
     AN_ITERATOR,
     MIXED_PARTS,
     NOT_AWAITED,
+    PART_INSIDE,
     TIMED_OUT,
     UNSERIALIZABLE,
     describe_validation_error,
@@ -51,7 +67,7 @@ from .introspect import is_async_function, unwrapped
 from .non_finite import admits_non_finite
 from .threads import run_in_thread
 
-__all__ = ["GeneratedTool", "MethodTarget", "make_execute", "serialize_result"]
+__all__ = ["GeneratedTool", "MethodTarget", "inside_problem", "make_execute", "serialize_result"]
 
 logger = logging.getLogger("llm_worker")
 
@@ -177,6 +193,11 @@ def make_execute(
     raises or returns, only cancellation, ``KeyboardInterrupt`` and ``SystemExit``
     pass through. Making the result text (``repr()`` is the user's code) happens
     inside the timeout, and off the event loop unless pydantic serialises it.
+
+    In a Worker's run, a call whose turn threads of earlier calls still keep
+    (``_batch.Turn``) first waits for them, inside its timeout: a tool with a timeout
+    of its own waits in it (``execute._waits_its_turn``, read by ``ToolEntry``); for any
+    other the run waits, inside ``Limits.tool_timeout``.
     """
     validate_json: Callable[..., Any] | None = None
     # The screen of inputs too long to validate unscreened, made at the first one (None:
@@ -260,6 +281,8 @@ def make_execute(
                 raise
             raise ExecutionFailedError(model_safe_text(exc)) from exc
 
+    if timeout is not None:
+        execute._waits_its_turn = True  # type: ignore[attr-defined]
     return execute
 
 
@@ -286,6 +309,9 @@ async def _run(
     thread: ThreadOption,
     tool_name: str,
 ) -> str | ToolReturn:
+    turn = TURN.get()
+    if turn is not None and turn.threads:  # threads of earlier calls keep its turn
+        await turn.wait(tool_name)  # within the timeout
     if is_async or not thread:
         result = await func(ctx, **kwargs) if is_async else func(ctx, **kwargs)
         if not is_async and inspect.iscoroutine(result) and _wraps_async(func):
@@ -310,18 +336,28 @@ async def _result_text(result: object, tool_name: str) -> str | ToolReturn:
 def _text_of(result: object, tool_name: str) -> str | ToolReturn | None:
     """What ``_result_text`` gives, short of ``repr()``: ``None`` if only that can tell."""
     kind = type(result)
-    # The usual results, JSON at once: a dict or number is never rich nor unfinished, and a
-    # list or tuple is rich only if it begins with a part.
-    if kind in _NEVER_RICH or (
-        (kind is list or kind is tuple) and not (result and isinstance(result[0], _PARTS))  # type: ignore[index]
-    ):
+    # The usual results, JSON at once: a number or None holds nothing; a dict, list or
+    # tuple is looked into first (``_refuse_inside``: at once if its items' types tell it
+    # holds nothing to look at), and a list or tuple is rich only if it begins with a part.
+    if kind in _SCALARS:
         return _json_text(result)
+    if kind is dict:
+        if not _INERT.issuperset(map(type, result.values())):  # type: ignore[attr-defined]
+            _refuse_inside(result, tool_name)
+        return _json_text(result)
+    if kind is list or kind is tuple:
+        if _INERT.issuperset(map(type, result)):  # type: ignore[call-overload]
+            return _json_text(result)  # no part in it either
+        if not (result and isinstance(result[0], _PARTS)):  # type: ignore[index]
+            _refuse_inside(result, tool_name)
+            return _json_text(result)
     if isinstance(result, str):  # a str subclass (a StrEnum member...) is still text
         return str.__str__(result)
     rich = rich_return(result, tool_name)
     if rich is not None:
         return rich
     _refuse_unfinished(result, tool_name)
+    _refuse_inside(result, tool_name)  # a set, a deque, a dict subclass...; else nothing to walk
     return _json_text(result)
 
 
@@ -366,6 +402,7 @@ async def _finished(wrapped: _Wrapped, tool_name: str) -> str | ToolReturn:
 _PARTS = (TextPart, MediaPart, DataPart)
 _RICH = (ToolReturn, *_PARTS)
 _NEVER_RICH = frozenset({int, float, bool, dict, type(None)})  # the usual results, told at once
+_SCALARS = frozenset({int, float, bool, type(None)})
 
 
 def rich_return(result: object, tool_name: str) -> ToolReturn | None:
@@ -408,6 +445,32 @@ def _refuse_unfinished(result: object, tool_name: str) -> None:
         raise InternalToolError(NOT_AWAITED.format(name=tool_name, kind=kind))
     if isinstance(result, _ITERATORS):
         raise InternalToolError(AN_ITERATOR.format(name=tool_name, kind=type(result).__name__))
+
+
+def _refuse_inside(result: object, tool_name: str) -> None:
+    """Refuse a result whose plain containers hold what serialising must not read: an
+    iterator, or a content part (see ``_scan``)."""
+    found = _inside(result, True)
+    if found is None:
+        return
+    found, where = _located(result, found, True)
+    kind = type(found).__name__
+    if isinstance(found, _RICH):
+        raise InternalToolError(PART_INSIDE.format(name=tool_name, kind=kind, where=where))
+    raise InternalToolError(AN_ITERATOR.format(name=tool_name, kind=f"{kind} at {where}"))
+
+
+def inside_problem(value: object) -> str | None:
+    """What ``value`` holds in its plain containers that serialising would read forever (an
+    iterator: ``_scan``), or ``None``: for a ``ToolReturn``'s metadata, which may hold parts."""
+    found = _inside(value, False)
+    if found is None:
+        return None
+    found, where = _located(value, found, False)
+    return (
+        f"it holds an iterator ({type(found).__name__} at {where}), which serialising "
+        f"would read, forever if it is endless; give a list"
+    )
 
 
 _BYTES_MODES: tuple[Literal["utf8", "base64"], ...] = ("utf8", "base64")
@@ -455,22 +518,220 @@ def _pydantic_json(
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}  # pydantic's spelling
 
 
-def _valid_json(data: object) -> object:
-    """``data`` with its texts (keys too) valid and NaN as ``"NaN"``, through dicts,
-    lists and tuples; anything else as it is."""
+def _valid_json(data: object, depth: int = 0) -> object:
+    """``data`` with its texts (keys too) valid and NaN as ``"NaN"``, through its plain
+    containers (each a list, but for dicts); anything else as it is. ``ValueError`` if they
+    nest deeper than pydantic writes."""
     if isinstance(data, str):
         return valid_unicode(data)
     if isinstance(data, float) and not math.isfinite(data):
-        return _NON_FINITE[repr(data)]
-    if isinstance(data, dict):
-        items = cast("dict[object, object]", data).items()
+        return _NON_FINITE[float.__repr__(data)]
+    items = _items_of(type(data))
+    if items is None:
+        return data
+    if depth >= _MAX_DEPTH:
+        raise ValueError("nested too deep to write")
+    depth += 1
+    if items is _DICT_VALUES:
         return {
-            valid_unicode(key) if isinstance(key, str) else key: _valid_json(value)
-            for key, value in items
+            valid_unicode(key) if isinstance(key, str) else key: _valid_json(value, depth)
+            for key, value in _DICT_ITEMS(cast("dict[object, object]", data))
         }
-    if isinstance(data, (list, tuple)):
-        return [_valid_json(item) for item in cast("list[object]", data)]
-    return data
+    return [_valid_json(item, depth) for item in items(data)]
+
+
+# -- what a result's plain containers hold, before it is serialised ----------------------
+#
+# pydantic writes what a dict, list, tuple, set or deque holds, and reads an iterator in one
+# to its end: forever, for an endless one, on whatever thread serialises it, where no
+# timeout interrupts it. A content part in one would be written as JSON: its media as
+# base64 text, past every limit on media. So before a result is serialised, one walk
+# (``_scan``) goes through its plain containers, no deeper than pydantic writes (what lies
+# deeper it refuses to write), and finds either. What is in a model, a dataclass or any
+# other value is not looked into: pydantic writes those by their fields.
+#
+# The walk reads whole levels at C speed (``gc.get_referents``: a container's items), and
+# looks at their types, each classified once (``_kind_of``):
+_LEAF: Final = 0  # a str, bytes, a number, None: holds nothing
+_OTHER: Final = 1  # a model, a dataclass, a datetime, a type...: not looked into
+_ITERATOR: Final = 2  # a generator, count(), map(), an async generator...
+_PART: Final = 3  # a TextPart, MediaPart or DataPart (or a ToolReturn of them)
+# ...and for a container, how its items are read: its base class's own way, never its
+# subclass's (an __iter__ of the tool's could be endless too).
+_Items = Callable[[Any], Iterable[object]]
+_DICT_VALUES: Final[_Items] = dict[object, object].values
+_DICT_ITEMS: Final = dict[object, object].items
+_SET_ITEMS: Final[_Items] = set[object].__iter__
+_FROZENSET_ITEMS: Final[_Items] = frozenset[object].__iter__
+_CONTAINERS: tuple[tuple[type, _Items], ...] = (
+    (dict, _DICT_VALUES),
+    (list, list[object].__iter__),
+    (tuple, tuple[object, ...].__iter__),
+    (set, _SET_ITEMS),
+    (frozenset, _FROZENSET_ITEMS),
+    (deque, deque[object].__iter__),
+)
+_KINDS: dict[type, int | _Items] = {
+    **dict.fromkeys((str, int, float, bool, type(None), bytes), _LEAF),
+    **dict(_CONTAINERS),
+}
+# The types found to hold nothing to look at (leaves, others), and the container types: a
+# walk compares the set of a level's types with these, at C speed.
+_INERT: set[type] = {kind for kind, found in _KINDS.items() if found == _LEAF}
+_CONTAINER_TYPES: set[type] = {kind for kind, _ in _CONTAINERS}
+_PLAIN = frozenset(_CONTAINER_TYPES)  # their items are what gc.get_referents gives
+_MAX_KINDS = 4096  # types kept (classes made at run time could be without end)
+_MAX_DEPTH = 256  # containers deeper than pydantic writes (254 levels) are not walked
+
+
+def _kind_of(kind: type[object]) -> int | _Items:
+    """What the walk does with a value of type ``kind`` (see above), kept for the next."""
+    found = _KINDS.get(kind)
+    if found is not None:
+        return found
+    found = _OTHER
+    try:
+        if issubclass(kind, (str, bytes, bytearray, int, float)):  # StrEnum, IntEnum, bool...
+            found = _LEAF
+        else:
+            for container, items in _CONTAINERS:
+                if issubclass(kind, container):
+                    found = items
+                    break
+            else:
+                if issubclass(kind, _RICH):
+                    found = _PART
+                elif issubclass(kind, _ITERATORS):
+                    found = _ITERATOR
+    except Exception:  # a metaclass of the tool's: nothing to look into
+        found = _OTHER
+    if len(_KINDS) < _MAX_KINDS:
+        _KINDS[kind] = found
+        if found in (_LEAF, _OTHER):
+            _INERT.add(kind)
+        elif not isinstance(found, int):
+            _CONTAINER_TYPES.add(kind)
+    return found
+
+
+def _items_of(kind: type) -> _Items | None:
+    """How the items of a container of type ``kind`` are read; ``None`` if it is none."""
+    found = _kind_of(kind)
+    return None if isinstance(found, int) else found
+
+
+def _inside(data: object, parts: bool) -> object | None:
+    """The first iterator (or, if ``parts``, content part) in ``data``'s plain containers, or
+    ``None``. Data of Python's core types only (what ``marshal`` writes: most JSON-like
+    data) holds neither, which marshal tells at C speed, as fast as pydantic writes it."""
+    if _items_of(type(data)) is None:  # not a container: nothing in it is looked into
+        return None
+    try:
+        marshal.dumps(cast(Any, data))
+    except ValueError:  # something else in it (a model, a datetime...), or very deep
+        return _scan(data, parts)
+    return None
+
+
+def _scan(data: object, parts: bool) -> object | None:
+    """The first iterator (or, if ``parts``, content part) that the plain containers of
+    ``data`` hold, a level at a time, each container once; ``None`` if none."""
+    level = [data]
+    seen = {id(data)}
+    for _ in range(_MAX_DEPTH):
+        if set(map(type, level)) <= _PLAIN:  # the usual: their items at C speed
+            children = gc.get_referents(*level)
+        else:  # a subclass's own attributes are not what pydantic writes
+            children = [item for box in level for item in _items_of(type(box))(box)]  # type: ignore[misc]
+        types = list(map(type, children))
+        kinds = set(types)
+        if kinds <= _INERT:
+            return None
+        refused = {kind for kind in kinds - _INERT if _refused(kind, parts)}
+        if refused:
+            first: object = next(compress(children, map(refused.__contains__, types)))
+            return first
+        if kinds.isdisjoint(_CONTAINER_TYPES):
+            return None
+        boxes = compress(children, map(_CONTAINER_TYPES.__contains__, types))
+        by_id = {id(box): box for box in boxes}  # each once, in order
+        new = list(filterfalse(seen.__contains__, by_id))
+        if not new:
+            return None
+        seen.update(new)
+        level = list(map(by_id.__getitem__, new))
+    return None
+
+
+def _refused(kind: type[object], parts: bool) -> bool:
+    """Whether the walk refuses a value of type ``kind``: an iterator, or (if ``parts``) a part."""
+    found = _kind_of(kind)
+    return found == _ITERATOR or (found == _PART and parts)
+
+
+def _located(data: object, found: object, parts: bool) -> tuple[object, str]:
+    """The first value the walk refuses in ``data`` (``_scan`` found ``found``), reading
+    its containers in order, and where it is, as Python subscripts: ``['rows'][3]`` (an item
+    of a set: ``{…}``)."""
+    located = _path_to(data, parts)
+    if located is None:  # the walk reads a dict's keys too, where no path leads
+        return found, "a dict's key"
+    found, path = located
+    steps: list[str] = []
+    for key in path:
+        if key is _MEMBER:
+            steps.append("{…}")
+        elif type(key) is str or type(key) is int:
+            shown = repr(key)
+            steps.append(f"[{shown if len(shown) <= 40 else shown[:39] + '…'}]")
+        else:
+            steps.append(f"[<{type(key).__name__}>]")
+    where = "".join(steps)
+    if len(where) <= _MAX_WHERE:
+        return found, where
+    kept: list[str] = []  # the keys nearest to it, after a "…"
+    size = 1
+    for step in reversed(steps):
+        size += len(step)
+        if size > _MAX_WHERE:
+            break
+        kept.append(step)
+    return found, "…" + "".join(reversed(kept))
+
+
+_MAX_WHERE = 200  # characters of where a refused value is
+_MEMBER: Final = object()  # the key of an item of a set
+
+
+def _path_to(data: object, parts: bool) -> tuple[object, list[object]] | None:
+    """The first value the walk refuses in ``data`` (a level at a time, as ``_scan`` goes,
+    each level in order), and the keys that lead to it."""
+    parents: dict[int, tuple[object, object]] = {}  # a container's: its container, its key
+    level = [data]
+    for _ in range(_MAX_DEPTH):
+        below: list[object] = []
+        for box in level:
+            items = _items_of(type(box))
+            assert items is not None
+            keyed: Iterable[tuple[object, object]]
+            if items is _DICT_VALUES:
+                keyed = _DICT_ITEMS(cast("dict[object, object]", box))
+            elif items is _SET_ITEMS or items is _FROZENSET_ITEMS:
+                keyed = ((_MEMBER, item) for item in items(box))
+            else:
+                keyed = enumerate(items(box))
+            for key, item in keyed:
+                if _refused(type(item), parts):
+                    path = [key]
+                    while box is not data:
+                        box, key = parents[id(box)]
+                        path.append(key)
+                    return item, path[::-1]
+                if _items_of(type(item)) is not None and id(item) not in parents:
+                    parents[id(item)] = (box, key)
+                    below.append(item)
+        level = below
+    return None
 
 
 def _repr_text(result: object, tool_name: str) -> str:

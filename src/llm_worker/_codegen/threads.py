@@ -12,6 +12,11 @@ more than ``anyio.to_thread.current_default_thread_limiter().total_tokens``
 (40 by default) at once, on asyncio and trio alike. A call that finds them all
 taken waits for one to end: inside its timeout, so a call that waits too long
 times out like any other (and a warning says that it waited for a thread, and why).
+
+An abandoned thread also keeps what its call held in a Worker's run: the turn
+of a ``sequential`` tool, a slot of ``Limits.max_concurrent_calls``. Its call
+leaves it in the call's ``Turn`` (``_batch.keep_turn``), where the next call
+waits for it to end, inside that call's timeout.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
 
 import anyio  # its submodules load when first used: `import llm_worker` stays cheap
+
+from .._batch import keep_turn
 
 __all__ = ["run_in_thread"]
 
@@ -181,7 +188,9 @@ async def run_in_thread(func: Callable[..., T], *args: Any, tool_name: str) -> T
     try:
         result = await anyio.to_thread.run_sync(call.run, abandon_on_cancel=True, limiter=limiter)
     except BaseException:
-        if not call.leave():
+        if call.leave():
+            keep_turn(call)  # it keeps what its call held in a run
+        else:
             threads.release()
         raise
     threads.release()  # the thread has returned (or raised): its slot is free
