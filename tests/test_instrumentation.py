@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import pytest
-from support import calls
+from support import calls, results_of
 
 from llm_worker import (
     Abort,
@@ -518,3 +518,47 @@ async def test_a_run_activation_that_raises_is_the_runs_error():
     worker.set_history(())
     with anyio.fail_after(5):
         assert await worker.run("go") is WorkerResult.FINISHED
+
+
+@tool_registry
+class Stuck:
+    """A plain def that outlives its timeout, and a sequential tool that comes after it."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    @tool(timeout=0.05)
+    def stuck(self) -> str:
+        """Runs in a thread until released; abandoned at its timeout."""
+        self.release.wait(10)
+        return "late"
+
+    @tool(sequential=True, timeout=0.2)
+    async def write(self) -> str:
+        """Waits for the abandoned thread's turn, within its own timeout."""
+        return "written"
+
+
+@pytest.mark.anyio
+async def test_a_call_timed_out_waiting_for_its_turn_is_traced_as_any_other():
+    """A sequential call waiting for a thread an earlier call abandoned, until its own
+    timeout: its span starts before the wait and ends with the timed-out result."""
+    script = [
+        calls(("stuck", {}), ("write", {})),  # a runner runs write after stuck's thread
+        "done",
+    ]
+    recorder = Recorder()
+    worker = Worker(ScriptedClient(script), instrumentation=recorder)
+    tools = Stuck()
+    worker.register_tools(tool_definitions(tools))
+    try:
+        with anyio.fail_after(5):
+            await worker.run("go")
+    finally:
+        tools.release.set()
+    write = results_of(worker.history)[1]
+    assert write.is_error
+    assert "timed out" in write.content, write.content
+    assert ("start", f"tool {write.call_id}") in recorder.log
+    assert ("end", f"tool {write.call_id}", "error") in recorder.log
+    assert recorder.all_ended_once()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
@@ -18,10 +19,12 @@ from llm_worker import (
     Approve,
     Deny,
     Limits,
+    LlmEvent,
     Pause,
     ProviderError,
     RunFailed,
     Skip,
+    TextDelta,
     ToolCallProgress,
     ToolContext,
     Usage,
@@ -49,9 +52,9 @@ class Span:
         self.ended = 0
 
     def activate(self) -> Broken | None:
-        return (
-            Broken(self.owner, self.kind) if f"{self.kind} activate" in self.owner.fails else None
-        )
+        kind, fails = self.kind, self.owner.fails
+        wanted = f"{kind} activate" in fails or f"{kind} exit" in fails
+        return Broken(self.owner, kind) if wanted else None
 
     def end(self, result: object, error: BaseException | None) -> None:
         self.ended += 1
@@ -65,7 +68,8 @@ class Span:
 
 
 class Broken:
-    """An activation whose ``__enter__`` raises."""
+    """An activation whose ``__enter__`` raises, or (``"<kind> exit"``) whose ``__exit__``
+    raises once the step it was around raised."""
 
     def __init__(self, owner: Faulty, kind: str) -> None:
         self.owner = owner
@@ -74,8 +78,9 @@ class Broken:
     def __enter__(self) -> None:
         self.owner.fail_at(f"{self.kind} activate")
 
-    def __exit__(self, *_: object) -> None:
-        return None
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
+        if exc is not None:
+            self.owner.fail_at(f"{self.kind} exit")
 
 
 class RunSpan:
@@ -94,8 +99,12 @@ class RunSpan:
     def link(self) -> None:
         return None
 
+    def activate(self) -> Broken | None:
+        return Broken(self.owner, "run") if "run exit" in self.owner.fails else None
+
     def end(self, outcome: str, error: BaseException | None, usage: object) -> None:
         self.owner.outcomes.append(outcome)
+        self.owner.fail_at(f"run end {outcome}")
 
 
 class Faulty:
@@ -439,3 +448,96 @@ async def test_a_timed_out_call_whose_span_end_fails_reads_timed_out() -> None:
     assert_history_valid(worker.history)
     hung = results_of(worker.history)[0]
     assert "timed out" in hung.content, hung.content
+
+
+@pytest.mark.parametrize("how", ["failed", "aborted", "cancelled", "reader left"])
+async def test_a_run_span_end_failing_as_the_run_stops_lets_it_stop_for_its_reason(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """RunSpan.end raising as the run stops for a reason of its own: that reason goes on
+    (the run's error, its cancellation, the reader's leaving) and the observer's error is
+    logged."""
+    observer = Faulty(f"run end {how if how != 'reader left' else 'cancelled'}")
+    hanging = calls(("hang", {}), ("hang", {}))
+    script = [hanging] if how == "cancelled" else [calls(("quick", {})), "done"]
+    client = _FailingClient() if how == "failed" else ScriptedClient(script)
+    worker, tools = observed(client, observer)  # type: ignore[arg-type]
+    with anyio.fail_after(5):
+        if how == "failed":
+            with pytest.raises(ProviderError, match="the model is down"):
+                await worker.run("go")
+        elif how == "aborted":
+            worker.add_pre_tool_call_hook(lambda ctx: Abort("no"))
+            with pytest.raises(WorkerAbortedError):
+                await worker.run("go")
+        elif how == "cancelled":
+            with anyio.move_on_after(5) as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(worker.run, "go")
+                    await tools.all_running.wait()
+                    group.cancel_scope.cancel()
+            assert not scope.cancelled_caught
+        else:
+            async with worker.run_stream("go") as stream:
+                async for _ in stream:
+                    break
+    assert observer.outcomes == [how if how != "reader left" else "cancelled"]
+    assert len(stopping_logs(caplog)) == 1
+    assert_history_valid(worker.history)
+
+
+async def test_a_run_span_end_failing_at_a_finished_run_is_its_error() -> None:
+    """At a run that ended as it should, the observer's error is the run's error."""
+    observer = Faulty("run end finished")
+    worker, _ = observed(ScriptedClient(["done"]), observer)
+    with anyio.fail_after(5), pytest.raises(RuntimeError, match="run end finished"):
+        await worker.run("go")
+
+
+@pytest.mark.parametrize("kind", ["request", "tool", "run"])
+async def test_an_activation_exit_failing_as_the_run_is_cancelled_lets_it_stop(
+    kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An activation whose ``__exit__`` raises once the step it was around raised (here:
+    the run's cancellation, in the model's stream, a call, a hook): the cancellation goes
+    on, the observer's error is logged, and the history stays valid."""
+    observer = Faulty(f"{kind} exit")
+    started = anyio.Event()
+    script = ScriptedClient([calls(("hang", {}), ("hang", {})), "done"])
+    client = _HangingClient(started) if kind == "request" else script
+    worker, tools = observed(client, observer)  # type: ignore[arg-type]
+    if kind == "run":
+
+        async def hook(ctx: object) -> None:
+            started.set()
+            await anyio.sleep_forever()
+
+        worker.add_pre_tool_call_hook(hook)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            group.start_soon(worker.run, "go")
+            if kind == "tool":
+                await tools.all_running.wait()
+            else:
+                await started.wait()
+            group.cancel_scope.cancel()
+    assert len(stopping_logs(caplog)) == (2 if kind == "tool" else 1)  # (two calls hang)
+    assert_history_valid(worker.history)
+    assert observer.outcomes == ["cancelled"]
+
+
+class _FailingClient:
+    async def stream(self, request: object) -> AsyncIterator[LlmEvent]:
+        raise ProviderError("test", "the model is down")
+        yield TextDelta("")  # an async generator
+
+
+class _HangingClient:
+    def __init__(self, started: anyio.Event) -> None:
+        self.started = started
+
+    async def stream(self, request: object) -> AsyncIterator[LlmEvent]:
+        yield TextDelta("thinking")
+        self.started.set()
+        await anyio.sleep_forever()
+        yield TextDelta("never")

@@ -282,6 +282,9 @@ class RunStream(Generic[DepsT, OutputT]):
         self._events = None
         self._state = "closed"
         turns = self._turns
+        # Whether the run stops for a reason of its own (its error, a cancellation, the
+        # reader's exception): then the observer's errors are logged, not raised.
+        stopping = exc is not None or turns.result is None
         try:
             if events is not None and not turns.ended:
                 with anyio.CancelScope(shield=True):
@@ -297,12 +300,13 @@ class RunStream(Generic[DepsT, OutputT]):
                     try:
                         await group.__aexit__(None, None, None)
                     except anyio.get_cancelled_exc_class():
+                        stopping = True
                         if exc is None or isinstance(exc, anyio.get_cancelled_exc_class()):
                             raise
                         # The body's error goes on; the cancellation is delivered again at
                         # the next checkpoint of the scope that asked for it.
             finally:
-                turns.end()
+                turns.end(stopping)
         escaped = turns.escaped
         if escaped is not None and exc is None:
             raise escaped  # a tool's KeyboardInterrupt or SystemExit, unchanged
@@ -438,10 +442,17 @@ class _Turns:
             results = batch.close(CANCELLED, ToolCallOutcome.NOT_RUN)
             self.session.history.extend(results)
 
-    def end(self) -> None:
+    def end(self, stopping: bool) -> None:
+        """The run is over: free the session, and end the observer's span (``stopping``:
+        the run stops for a reason of its own, which an error of the observer's must not
+        replace)."""
         session = self.session
         session.phase = Phase.PAUSED if session.paused is not None else Phase.IDLE
         session.settled = False
+        if self.channel is not None:
+            send, receive = self.channel
+            send.close()
+            receive.close()
         trace, self.trace = self.trace, None
         if trace is not None:
             error = self.error
@@ -454,11 +465,11 @@ class _Turns:
             else:
                 outcome = "cancelled"  # the reader left early, or cancelled the run
             session.trace_link = _link_of(trace)
-            trace.end(outcome, error, session.run_usage - self.usage_before)
-        if self.channel is not None:
-            send, receive = self.channel
-            send.close()
-            receive.close()
+            usage = session.run_usage - self.usage_before
+            if stopping:
+                _while_stopping(trace.end, outcome, error, usage)
+            else:
+                trace.end(outcome, error, usage)
 
     # -- the loop --------------------------------------------------------------------
 
@@ -500,7 +511,7 @@ class _Turns:
                                     if activation is None:
                                         llm_event = await next_event()
                                     else:
-                                        with activation:
+                                        with _Observed(activation):
                                             llm_event = await next_event()
                                 except StopAsyncIteration:
                                     break
@@ -796,13 +807,15 @@ class _Turns:
     # -- running and reviewing ---------------------------------------------------------
 
     def execution(
-        self, batch: ToolBatch, slot: CallSlot, *, timed: bool
+        self, batch: ToolBatch, slot: CallSlot, *, timed: bool, after: Turn | None = None
     ) -> Coroutine[Any, Any, ToolResult]:
         """What runs one call; ``timed=False`` when the caller holds its timeout itself.
+        With ``after``, the call first waits until no thread keeps that turn (in its span:
+        a call that times out waiting is traced as any other).
 
         The usual call is ``execute_call`` itself, in a context of its own, with no
-        coroutine of the loop's around it; a ``ToolContext`` and the observer's span
-        each add one.
+        coroutine of the loop's around it; a ``ToolContext``, a wait and the observer's
+        span each add one.
         """
         entry = slot.entry
         assert entry is not None
@@ -810,6 +823,8 @@ class _Turns:
             call = execute_call(entry, slot.run_call, self.session.limits, None, timed=timed)
         else:
             call = self.with_context(slot, timed)
+        if after is not None:
+            call = _after_turn(after, entry.meta.name, call)
         return isolated(call if self.trace is None else self.traced(batch, slot, call))
 
     async def traced(
@@ -829,7 +844,7 @@ class _Turns:
             if activation is None:
                 result = await call
             else:
-                with activation:
+                with _Observed(activation):
                     result = await call
         except anyio.get_cancelled_exc_class():
             raise  # a timeout (the runner's) or a stop: whoever knows which ends the span
@@ -1058,10 +1073,10 @@ class _Turns:
                             _send(send, (slot.index, _STARTED))
                         entry = slot.entry
                         assert entry is not None
-                        if turn.threads and not entry.waits_its_turn:  # else the tool does
-                            call = _after_turn(turn, entry.meta.name, self.execution, batch, slot)
-                        else:
-                            call = self.execution(batch, slot, timed=False)
+                        # A call waits for threads that keep its turn; a tool that waits
+                        # its turn itself does so in its call.
+                        waits = turn if turn.threads and not entry.waits_its_turn else None
+                        call = self.execution(batch, slot, timed=False, after=waits)
                         try:
                             if timeout is None:
                                 result = await call
@@ -1216,17 +1231,14 @@ class _Calls:
         self.live: set[Turn] = set()  # of the runners still taking calls
 
 
-async def _after_turn(
-    turn: Turn,
-    name: str,
-    execution: Callable[..., Coroutine[Any, Any, ToolResult]],
-    batch: ToolBatch,
-    slot: CallSlot,
-) -> ToolResult:
-    """The call of ``slot`` (made by ``execution``) once no thread keeps ``turn``: for a
-    tool that does not wait for its turn itself."""
-    await turn.wait(name)
-    return await execution(batch, slot, timed=False)
+async def _after_turn(turn: Turn, name: str, call: Coroutine[Any, Any, ToolResult]) -> ToolResult:
+    """``call`` (of tool ``name``) once no thread keeps ``turn``."""
+    try:
+        await turn.wait(name)
+    except BaseException:
+        call.close()  # it never ran
+        raise
+    return await call
 
 
 def _send(send: MemoryObjectSendStream[Any], message: tuple[int, object]) -> None:
@@ -1252,6 +1264,31 @@ def _while_stopping(observe: Callable[..., object], *args: object) -> None:
         )
 
 
+class _Observed:
+    """An observer's ``activation`` around a step of the run. If the step raised (the
+    run is stopping), an error of the activation's ``__exit__`` is logged and the step's
+    error goes on; it never swallows one."""
+
+    __slots__ = ("activation",)
+
+    def __init__(self, activation: AbstractContextManager[None]) -> None:
+        self.activation = activation
+
+    def __enter__(self) -> None:
+        self.activation.__enter__()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is None or isinstance(exc, StopAsyncIteration):  # (the model's stream ended)
+            self.activation.__exit__(None, None, None)
+        else:
+            _while_stopping(self.activation.__exit__, exc_type, exc, traceback)
+
+
 async def _activated(
     step: Coroutine[Any, Any, T], activate: Callable[[], AbstractContextManager[None] | None]
 ) -> T:
@@ -1263,7 +1300,7 @@ async def _activated(
     if activation is None:
         return await step
     try:
-        with activation:
+        with _Observed(activation):
             return await step
     finally:
         step.close()  # if the activation's __enter__ raised, the step never ran

@@ -1,22 +1,48 @@
-"""What a model chooses goes onto spans at a bounded length: a tool name it made up (an
-unknown tool's) is shortened as model texts show it, and a call id to a few hundred
-characters, each cut ending in "…". Content capture is off: these are attributes every
-span has.
+"""What a model or a provider chooses goes onto spans at a bounded length: a tool name it
+made up (an unknown tool's) is shortened as model texts show it, and a call id to a few
+hundred characters, each cut ending in "…". Content capture is off: these are attributes
+every span has. A status description (an error's message, which the SDK's attribute
+limits do not bound) is cut to 1024 characters.
 """
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+
 import anyio
 import pytest
+from opentelemetry.trace import StatusCode
 from otel_support import OpenAIScripted, Telemetry
+from providers import wire
+from providers.server import ProviderServer, Reply, error, stream
 
-from llm_worker import Worker, tool, tool_definitions, tool_registry
+from llm_worker import (
+    LlmRequest,
+    ProviderError,
+    ToolError,
+    Worker,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker.providers.openai import OpenAIChatClient, OpenAIResponsesClient
 from llm_worker.testing import ScriptedCall, ScriptedResponse
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    # The openai SDK leaves inner async generators to the garbage collector, which trio
+    # reports as ResourceWarnings (as in tests/providers).
+    pytest.mark.filterwarnings(
+        r"ignore:Async generator '(openai|httpx2|httpcore2)\.[^']*' was garbage "
+        r"collected:ResourceWarning"
+    ),
+]
 
 MAX_NAME = 100  # as ToolNotFoundError's text shows a name
 MAX_ID = 256
+MAX_DESCRIPTION = 1024
+HUGE = "x" * 1_000_000  # an error message of any length
 
 
 @tool_registry
@@ -121,3 +147,113 @@ async def test_a_providers_lone_surrogates_reach_no_span_or_history(
     assert attributes["gen_ai.response.model"] == "gpt\ufffd"
     for point in telemetry.points("gen_ai.client.operation.duration"):
         assert point.attributes["gen_ai.response.model"] == "gpt\ufffd"
+
+
+@pytest.fixture
+def server() -> Iterator[ProviderServer]:
+    """The provider tests' local server (no garbage collection while it runs: see
+    tests/providers/conftest.py)."""
+    gc.disable()
+    try:
+        with ProviderServer() as running:
+            yield running
+    finally:
+        gc.enable()
+
+
+def failed_spans(telemetry: Telemetry) -> list[str | None]:
+    """The status descriptions of the chat and the run span, which both failed."""
+    spans = [telemetry.one("chat gpt-test"), telemetry.one("invoke_agent")]
+    assert all(span.status.status_code is StatusCode.ERROR for span in spans)
+    return [span.status.description for span in spans]
+
+
+@pytest.mark.parametrize(
+    ("api", "reply"),
+    [
+        pytest.param(
+            "responses",
+            stream(*wire.ResponseEvents().start().error("server_error", HUGE)),
+            id="a streamed error event",
+        ),
+        pytest.param(
+            "chat",
+            error(400, wire.openai_error(HUGE, "invalid_request_error")),
+            id="an HTTP 400 body",
+        ),
+    ],
+)
+async def test_a_providers_huge_error_message_is_cut_on_the_spans(
+    telemetry: Telemetry, server: ProviderServer, api: str, reply: Reply
+) -> None:
+    """A provider's error message of 1 000 000 characters (the openai SDK against a local
+    server): the ProviderError's text is cut short, and is the chat and the run span's
+    status description as it is."""
+    server.add(reply)
+    client_type = OpenAIResponsesClient if api == "responses" else OpenAIChatClient
+    async with client_type(
+        "gpt-test", api_key="k", base_url=f"{server.base_url}/v1", max_retries=0
+    ) as client:
+        worker = Worker(client, instrumentation=telemetry.instrumentation())
+        with anyio.fail_after(20), pytest.raises(ProviderError) as info:
+            await worker.run("hi")
+    said = str(info.value)
+    assert len(said) < 350
+    assert said.endswith("x...")
+    assert failed_spans(telemetry) == [said, said]
+
+
+def failing(message: str) -> OpenAIScripted:
+    """A client of the user's whose request fails with a ``ProviderError`` of ``message``
+    (not a built-in provider client's: nothing cut it before)."""
+
+    def fail(request: LlmRequest) -> ScriptedResponse:
+        raise ProviderError("openai", message)
+
+    return OpenAIScripted([fail])
+
+
+async def test_an_errors_huge_message_is_cut_on_the_spans(telemetry: Telemetry) -> None:
+    """An error of a client of the user's whose text is 1 000 023 characters: the chat and
+    the run span's status description is its first 1023, and "…"."""
+    worker = Worker(failing(HUGE), instrumentation=telemetry.instrumentation())
+    with anyio.fail_after(5), pytest.raises(ProviderError):
+        await worker.run("go")
+    cut = ("openai request failed: " + HUGE)[: MAX_DESCRIPTION - 1] + "…"
+    assert failed_spans(telemetry) == [cut, cut]
+
+
+async def test_a_description_within_the_bound_is_kept_as_it_is(telemetry: Telemetry) -> None:
+    """An error whose text is exactly 1024 characters: the description is all of it."""
+    message = "y" * (MAX_DESCRIPTION - len("openai request failed: "))
+    worker = Worker(failing(message), instrumentation=telemetry.instrumentation())
+    with anyio.fail_after(5), pytest.raises(ProviderError):
+        await worker.run("go")
+    whole = f"openai request failed: {message}"
+    assert len(whole) == MAX_DESCRIPTION
+    assert failed_spans(telemetry) == [whole, whole]
+
+
+@tool_registry
+class Failures:
+    @tool
+    async def fail(self) -> str:
+        """Fail with a long text."""
+        raise ToolError("z" * 1_000_000)
+
+
+async def test_an_error_results_huge_text_is_cut_on_its_span(telemetry: Telemetry) -> None:
+    """With capture_content=True, an error result's text (here cut to the result limit,
+    about 100 000 characters) becomes its execute_tool span's description cut to 1024
+    characters; the model reads the result as it is."""
+    worker = Worker(
+        OpenAIScripted([ScriptedResponse(tool_calls=[ScriptedCall("fail", {}, id="c1")]), "ok"]),
+        instrumentation=telemetry.instrumentation(capture_content=True),
+    )
+    worker.register_tools(tool_definitions(Failures()))
+    with anyio.fail_after(5):
+        await worker.run("go")
+    result = worker.history[2].content  # type: ignore[union-attr]
+    assert len(result) > MAX_DESCRIPTION
+    span = telemetry.one("execute_tool fail")
+    assert span.status.description == result[: MAX_DESCRIPTION - 1] + "…"

@@ -51,6 +51,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 MODEL = "claude-test-model"
 SYSTEM = "You keep notes."
+HUGE = "x" * 1_000_000  # a server's error text of any length
 
 
 def make_client(server: ProviderServer, **options) -> AnthropicClient:
@@ -584,6 +585,39 @@ class TestErrors:
         assert isinstance(err.__cause__, anthropic.APIStatusError)
         assert worker.history == (UserMessage("hi"),)
         assert notes.calls == []
+
+    @pytest.mark.parametrize(
+        ("reply", "said"),
+        [
+            pytest.param(
+                error(400, wire.anthropic_error("invalid_request_error", HUGE)),
+                HUGE,
+                id="an error body's message",
+            ),
+            pytest.param(
+                stream(wire.message_start(), wire.error_event("overloaded_error", HUGE)),
+                HUGE,
+                id="an error event's message",
+            ),
+            pytest.param(
+                error(400, {"unexpected": HUGE}),
+                f"Error code: 400 - {{'unexpected': '{HUGE}'}}",
+                id="the SDK's text quoting a body without a message",
+            ),
+            pytest.param(error(502, f"<html>{HUGE}</html>"), f"<html>{HUGE}</html>", id="a page"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_huge_message_is_cut(self, server, reply, said):
+        """A server's error text of 1 000 000 characters is the message cut to 300
+        characters, ending in "...": so is the error's text (and its span's status)."""
+        server.add(reply)
+        async with make_client(server) as client:
+            with anyio.fail_after(20), pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        err = info.value
+        assert err.message == said[:297] + "..."
+        assert len(str(err)) < 350
 
     @pytest.mark.anyio
     async def test_connection_dropped_mid_stream(self, server, notes):

@@ -57,6 +57,7 @@ pytestmark = pytest.mark.filterwarnings(
 
 MODEL = wire.GEMINI_MODEL
 SYSTEM = "You keep notes."
+HUGE = "x" * 1_000_000  # a server's error text of any length
 PATH = f"/v1/models/{MODEL}:streamGenerateContent?alt=sse"
 # Real signatures are standard base64 with + and /; the SDK sends bytes back URL-safe.
 SIGNATURE = base64.b64encode(b"\x12\xfb\xef\xbe+/signature-of-thought-1").decode()
@@ -699,6 +700,40 @@ class TestErrors:
             "Overloaded",
         )
         assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.parametrize(
+        ("reply", "said"),
+        [
+            pytest.param(
+                error(400, wire.gemini_error(400, HUGE, "INVALID_ARGUMENT")),
+                HUGE,
+                id="an error body's message",
+            ),
+            pytest.param(
+                stream(f"data: {json.dumps(wire.gemini_error(503, HUGE, 'UNAVAILABLE'))}\r\n\r\n"),
+                HUGE,
+                id="an error chunk's message",
+            ),
+            pytest.param(
+                error(400, wire.gemini_error(400, "", HUGE)),
+                HUGE,
+                id="an error body's status name",
+            ),
+            pytest.param(error(500, {"detail": HUGE}), HUGE, id="a detail"),
+            pytest.param(error(502, f"<html>{HUGE}</html>"), f"<html>{HUGE}</html>", id="a page"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_huge_message_is_cut(self, server, reply, said):
+        """A server's error text of 1 000 000 characters is the message cut to 300
+        characters, ending in "...": so is the error's text (and its span's status)."""
+        server.add(reply)
+        async with make_client(server) as client:
+            with anyio.fail_after(20), pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        err = info.value
+        assert err.message == said[:297] + "..."
+        assert len(str(err)) < 350
 
     @pytest.mark.anyio
     async def test_server_error_without_json(self, server):

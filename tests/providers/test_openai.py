@@ -53,6 +53,7 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 MODEL = "gpt-test-mini"
+HUGE = "x" * 1_000_000  # a server's error text of any length
 SYSTEM = "You keep notes."
 
 
@@ -578,6 +579,37 @@ class TestErrors:
         assert type(err.__cause__) is openai.APIError
         assert worker.history == (UserMessage("hi"),)
         assert notes.calls == []
+
+    @pytest.mark.parametrize(
+        ("reply", "said"),
+        [
+            pytest.param(
+                error(400, wire.openai_error(HUGE, "invalid_request_error")),
+                HUGE,
+                id="an error body's message",
+            ),
+            pytest.param(
+                stream(
+                    wire.chunk({"role": "assistant", "content": "Let me"}),
+                    wire.data(wire.openai_error(HUGE, "server_error")),
+                ),
+                HUGE,
+                id="an error chunk's message",
+            ),
+            pytest.param(error(502, f"<html>{HUGE}</html>"), f"<html>{HUGE}</html>", id="a page"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_huge_message_is_cut(self, server, reply, said):
+        """A server's error text of 1 000 000 characters is the message cut to 300
+        characters, ending in "...": so is the error's text (and its span's status)."""
+        server.add(reply)
+        async with make_client(server) as client:
+            with anyio.fail_after(20), pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        err = info.value
+        assert err.message == said[:297] + "..."
+        assert len(str(err)) < 350
 
     @pytest.mark.anyio
     async def test_connection_dropped_mid_stream(self, server, notes):
@@ -1108,6 +1140,27 @@ class TestCompatibleServers:
                 await Worker(client).run("hi")
         assert (info.value.status, info.value.retryable) == (429, True)
         assert info.value.message == f"Chutes: {OPENROUTER_RAW}"
+
+    @pytest.mark.parametrize(
+        ("raw", "provider_name"),
+        [(HUGE, "Google"), (json.dumps({"error": {"message": HUGE}}), "Google"), ("busy", HUGE)],
+        ids=["raw text", "raw json", "provider name"],
+    )
+    @pytest.mark.anyio
+    async def test_openrouter_upstream_words_are_cut(self, server, raw, provider_name):
+        """An upstream's words or provider name of 1 000 000 characters: the message is
+        cut to 300 characters, ending in "..."."""
+        body = openrouter_error(
+            429, "Provider returned error", raw=raw, provider_name=provider_name
+        )
+        server.add(error(429, body))
+        async with make_client(server) as client:
+            with anyio.fail_after(20), pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        message = info.value.message
+        assert len(message) == 300
+        assert message.endswith("x...")
+        assert message.startswith("Google: x" if provider_name == "Google" else "xxx")
 
     @pytest.mark.anyio
     async def test_reasoning_is_shown_and_sent_back_in_its_field(self, server):

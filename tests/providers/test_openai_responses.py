@@ -48,6 +48,7 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 MODEL = "gpt-test-mini"
+HUGE = "x" * 1_000_000  # a server's error message of any length
 SYSTEM = "You keep notes."
 
 
@@ -367,6 +368,46 @@ class TestErrors:
                 await worker.run("hi")
         assert (info.value.message, info.value.retryable) == ("Something went wrong.", True)
         assert worker.history == (UserMessage("hi"),)
+
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            pytest.param(
+                stream(*wire.ResponseEvents().start().error("server_error", HUGE)),
+                id="an error event's",
+            ),
+            pytest.param(
+                stream(*wire.ResponseEvents().start().failed("server_error", HUGE)),
+                id="a failed response's",
+            ),
+            pytest.param(
+                error(400, wire.openai_error(HUGE, "invalid_request_error")),
+                id="an error body's",
+            ),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_a_huge_message_is_cut(self, server, reply):
+        """An error message of 1 000 000 characters is cut to 300 characters, ending in
+        "...": so is the error's text (and its span's status)."""
+        server.add(reply)
+        async with make_client(server) as client:
+            with anyio.fail_after(20), pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert info.value.message == "x" * 297 + "..."
+        assert len(str(info.value)) < 350
+
+    @pytest.mark.parametrize("kind", ["error", "failed"])
+    @pytest.mark.anyio
+    async def test_an_error_without_words(self, server, kind):
+        """An ``error`` event or a failed response whose message is empty (or only
+        whitespace) says that the response failed."""
+        events = wire.ResponseEvents().start()
+        server.add(stream(*getattr(events, kind)("server_error", " \n ")))
+        async with make_client(server) as client:
+            with anyio.fail_after(10), pytest.raises(ProviderError) as info:
+                await Worker(client).run("hi")
+        assert (info.value.message, info.value.retryable) == ("the response failed", True)
 
     @pytest.mark.anyio
     async def test_connection_dropped_mid_stream(self, server, notes):

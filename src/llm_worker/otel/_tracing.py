@@ -87,6 +87,10 @@ _TIMED_OUT_HEAD, _TIMED_OUT_TAIL = TIMED_OUT.split("{seconds:g}")
 # The longest id or label a span or metric shows: a model chooses call ids, a provider
 # response ids and model names, and either can make one a megabyte long.
 _MAX_LABEL_SHOWN = 256
+# The longest status description a span shows: an error's message (a provider's, a hook's
+# exception's, a custom error's) or an error result's text can be any length, and the
+# SDK's attribute limits do not apply to a status.
+_MAX_DESCRIPTION = 1024
 
 # Errors whose message quotes what the model wrote (its answer, a hook's view of a call,
 # an event of the client's): content, so a span's status gives it only with
@@ -661,10 +665,11 @@ class _Reading(_Attached):
             request._first_chunk = _now() - request._started
 
 
-def _shown(label: str) -> str:
+def _shown(label: str, limit: int = _MAX_LABEL_SHOWN) -> str:
     """A call id, or a provider's response id, model or stop reason, as a span or a metric
-    shows it: cut short (ending in "…") when a model or a provider made it long."""
-    return label if len(label) <= _MAX_LABEL_SHOWN else label[: _MAX_LABEL_SHOWN - 1] + "…"
+    shows it: cut short to ``limit`` characters (ending in "…") when a model or a provider
+    made it long."""
+    return label if len(label) <= limit else label[: limit - 1] + "…"
 
 
 def _client_attributes(client: object) -> dict[str, Any]:
@@ -755,7 +760,8 @@ def _is_timed_out(name: str, message: str) -> bool:
 
 def _description(error: BaseException | None, capture: bool) -> str | None:
     """The status description of an operation that failed with ``error``: its message,
-    unless it quotes content (``_QUOTING_ERRORS``) and ``capture`` is off."""
+    unless it quotes content (``_QUOTING_ERRORS``) and ``capture`` is off. (``_set_error``
+    cuts it short.)"""
     if error is None or _is_cancellation(error):
         return None
     if not capture and isinstance(error, _QUOTING_ERRORS):
@@ -764,5 +770,10 @@ def _description(error: BaseException | None, capture: bool) -> str | None:
 
 
 def _set_error(span: Span, error_type: str, description: str | None) -> None:
+    """Mark ``span`` failed: its ``error.type``, and its status with ``description``, cut
+    to ``_MAX_DESCRIPTION`` characters (ending in "…") if it is longer: every status
+    description goes through here."""
     span.set_attribute(sc.ERROR_TYPE, error_type)
+    if description is not None:
+        description = _shown(description, _MAX_DESCRIPTION)
     span.set_status(StatusCode.ERROR, description)

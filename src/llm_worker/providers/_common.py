@@ -71,6 +71,8 @@ MALFORMED_STREAM = "the provider sent a malformed stream event"
 REQUEST_NOT_BUILT = "the request could not be built, so it was not sent"
 
 _MAX_BODY_TEXT = 300
+# How much of a server's text body_text reads: collapsing whitespace shortens it.
+_BODY_WINDOW = 4 * _MAX_BODY_TEXT
 
 # How long what follows a response's terminal event is read, unfed, before the stream is
 # closed (the openai SDK drains a body after `[DONE]` as long).
@@ -92,10 +94,10 @@ def _error_object(body: object) -> Mapping[str, object] | None:
 
 
 def error_field(body: object, name: str) -> str | None:
-    """``body["error"][name]`` (or ``body[name]`` when the SDK already unwrapped ``error``)."""
+    """``body["error"][name]`` (or ``body[name]`` when the SDK already unwrapped ``error``),
+    as ``body_text`` gives a server's text: on one line, shortened."""
     error = _error_object(body)
-    value = error.get(name) if error is not None else None
-    return value if isinstance(value, str) and value else None
+    return body_text(error.get(name)) if error is not None else None
 
 
 def body_status(body: object) -> int | None:
@@ -136,8 +138,8 @@ def proxied_message(body: object) -> str | None:
         detail = None
     if detail is None:
         return None
-    provider = fields.get("provider_name")
-    return f"{provider}: {detail}" if isinstance(provider, str) and provider else detail
+    provider = body_text(fields.get("provider_name"))
+    return body_text(f"{provider}: {detail}") if provider else detail
 
 
 def detail_text(body: object) -> str | None:
@@ -168,11 +170,23 @@ def detail_text(body: object) -> str | None:
 
 
 def body_text(body: object) -> str | None:
-    """A non-JSON error body (a proxy's HTML page...), shortened to what fits in a message."""
-    if not isinstance(body, str) or not body.strip():
+    """Text a server chose, as a ``ProviderError``'s message shows it: on one line, and
+    ``_MAX_BODY_TEXT`` characters at most (cut ending in "..."); ``None`` for no text.
+
+    Every server-chosen text a message quotes goes through here: a non-JSON error body (a
+    proxy's HTML page...), the message of a JSON one (``error_field``), of an error event
+    in a stream, the SDK's own text that quotes a body. A server can make any of them a
+    megabyte long; only the first ``_BODY_WINDOW`` characters are read.
+    """
+    if not isinstance(body, str):
         return None
-    text = " ".join(body.split())
-    return text if len(text) <= _MAX_BODY_TEXT else text[: _MAX_BODY_TEXT - 3] + "..."
+    head = body[:_BODY_WINDOW]
+    text = " ".join(head.split())
+    if not text:
+        return None
+    if len(text) <= _MAX_BODY_TEXT and len(head) == len(body):
+        return text
+    return text[: _MAX_BODY_TEXT - 3] + "..."
 
 
 def http_failure(provider: str, cause: BaseException | None, fallback: str) -> ProviderError:

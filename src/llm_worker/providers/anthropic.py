@@ -68,7 +68,8 @@ figures leave out.
 Every failure is raised from ``stream()`` as ``ProviderError("anthropic", ...)``,
 chained to the SDK's exception; an ``error`` event inside the stream gets the
 HTTP status Anthropic documents for its error type (``overloaded_error`` → 529,
-``rate_limit_error`` → 429...). The SDK retries connection errors, 408, 409, 429
+``rate_limit_error`` → 429...). A message the server chose is on one line, 300
+characters at most (``body_text``). The SDK retries connection errors, 408, 409, 429
 and 5xx (529 included; ``max_retries`` times, 2 by default) before the stream
 starts; a failure after the first byte is never retried.
 """
@@ -943,7 +944,12 @@ def type_status(body: object) -> int | None:
 def provider_error(exc: anthropic.AnthropicError) -> ProviderError:
     """The SDK's exception as a ``ProviderError`` (see docs/providers.md, "Errors")."""
     if isinstance(exc, anthropic.APIStatusError):
-        message = error_field(exc.body, "message") or body_text(exc.body) or exc.message
+        message = (
+            error_field(exc.body, "message")
+            or body_text(exc.body)
+            or body_text(exc.message)  # the SDK's, quoting the body: "Error code: 400 - {...}"
+            or exception_text(exc)
+        )
         if exc.status_code >= 400:
             status = exc.status_code
             return ProviderError(

@@ -74,11 +74,11 @@ Every failure is raised from ``stream()`` as ``ProviderError("gemini", ...)``, c
 the SDK's exception: an ``errors.APIError`` (an error status, or an ``{"error": ...}``
 chunk inside the stream) gives its ``code`` as ``status`` and its ``message``, and
 ``retry_after`` from a ``Retry-After`` header or else the body's ``google.rpc.RetryInfo``
-``retryDelay`` (``"37s"``, which Gemini's 429s give); a
-connection that fails or breaks, or a timeout, is retryable. The SDK retries 408, 429,
-500, 502, 503 and 504 and connection errors ``max_retries`` times (2 by default, with
-its exponential backoff from 1 s) before the stream starts; a failure after the first
-byte is never retried.
+``retryDelay`` (``"37s"``, which Gemini's 429s give); a message the server chose is
+on one line, 300 characters at most (``body_text``). A connection that fails or breaks,
+or a timeout, is retryable. The SDK retries 408, 429, 500, 502, 503 and 504 and
+connection errors ``max_retries`` times (2 by default, with its exponential backoff
+from 1 s) before the stream starts; a failure after the first byte is never retried.
 
 The SDK builds the request when the stream is first read: a ``ValueError`` or
 ``TypeError`` it raises before the request went out (an empty history, a ``config``
@@ -1019,12 +1019,14 @@ def provider_error(exc: Exception) -> ProviderError:
     if isinstance(exc, errors.APIError):
         status = exc.code if isinstance(exc.code, int) and exc.code >= 400 else None
         details: object = getattr(exc, "details", None)
-        detailed = detail_text(details)  # a FastAPI-style body from a proxy
-        from_body = _error_body(details) is not None
-        message = exc.message if isinstance(exc.message, str) else None
-        if message and not from_body:
-            message = body_text(message)  # a page that is not JSON (a proxy's...)
-        message = message or detailed or exc.status or exception_text(exc)
+        # The body's message (google.rpc's, or a page that is not JSON: a proxy's...), a
+        # FastAPI-style body's detail (a proxy's), the body's status name.
+        message = (
+            body_text(exc.message)
+            or detail_text(details)
+            or body_text(exc.status)
+            or exception_text(exc)
+        )
         retryable = status is None or is_retryable_status(status)
         response: object = getattr(exc, "response", None)  # httpx's, aiohttp's or requests'
         headers: object = getattr(response, "headers", None)

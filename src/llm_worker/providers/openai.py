@@ -89,10 +89,12 @@ Every failure is raised from ``stream()`` as ``ProviderError("openai", ...)``, c
 to the SDK's exception. An error body is read as compatible servers write it too: the
 status it names (``status_code``, Groq's in-stream errors; a numeric ``code``,
 OpenRouter's) gives ``status`` and ``retryable``, and an upstream's own words
-(OpenRouter's ``metadata.raw``, with ``metadata.provider_name``) are the message. The
-SDK retries connection errors, 408, 409, 429 and 5xx (``max_retries`` times, 2 by
-default) before the stream starts; a failure after the first byte is never retried
-(``ProviderError.retryable`` tells whether it may help).
+(OpenRouter's ``metadata.raw``, with ``metadata.provider_name``) are the message. A
+message the server chose (the body's, an ``error`` event's, a failed response's) is on
+one line, 300 characters at most (``body_text``). The SDK retries connection errors,
+408, 409, 429 and 5xx (``max_retries`` times, 2 by default) before the stream starts;
+a failure after the first byte is never retried (``ProviderError.retryable`` tells
+whether it may help).
 """
 
 from __future__ import annotations
@@ -225,6 +227,9 @@ INCOMPLETE_REASONS: Mapping[str, str] = {"max_output_tokens": "max_tokens"}
 REFUSAL = "refusal"
 """The stop reason of a response that refused (Anthropic's word): both APIs give a
 refusal as text of its own kind, and end it as any answer."""
+
+RESPONSE_FAILED = "the response failed"
+"""The message of a failed response (or an ``error`` event) whose error says nothing."""
 
 RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded"})
 """Error codes of a failed response (or an ``error`` event, or a 200 whose body is an
@@ -1112,12 +1117,15 @@ class _ResponseEventReader:
             self.result = _completion(event.response, INCOMPLETE_REASONS.get(reason, reason))
         elif event.type == "response.failed":
             error = event.response.error
-            message = error.message if error is not None else "the response failed"
+            message = body_text(error.message) if error is not None else None
             code = error.code if error is not None else None
-            raise ProviderError(PROVIDER, message, retryable=code in RETRYABLE_CODES)
+            raise ProviderError(
+                PROVIDER, message or RESPONSE_FAILED, retryable=code in RETRYABLE_CODES
+            )
         elif event.type == "error":
             retryable = event.code is None or event.code in RETRYABLE_CODES
-            raise ProviderError(PROVIDER, event.message, retryable=retryable)
+            message = body_text(event.message) or RESPONSE_FAILED
+            raise ProviderError(PROVIDER, message, retryable=retryable)
         return []
 
     def arguments(self, index: int, fragment: str) -> list[LlmEvent]:
@@ -1223,7 +1231,8 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
             or error_field(exc.body, "message")
             or detail_text(exc.body)
             or body_text(exc.body)
-            or exc.message
+            or body_text(exc.message)  # the SDK's own: "Error code: 400"
+            or exception_text(exc)
         )
         # A 429 for a spent quota or credit: waiting does not bring it back.
         spent = error_field(exc.body, "code") == "insufficient_quota"
@@ -1245,7 +1254,8 @@ def provider_error(exc: openai.OpenAIError) -> ProviderError:
             proxied_message(exc.body)
             or error_field(exc.body, "message")
             or body_text(exc.body)  # {"error": "..."} (HF TGI): the SDK passes the str
-            or exc.message
+            or body_text(exc.message)
+            or exception_text(exc)
         )
         named = body_status(exc.body)
         if named is not None:
