@@ -21,7 +21,14 @@ from typing_extensions import TypeVar, final, is_typeddict
 
 from ._safe_text import bounded_repr
 
-__all__ = ["ProgressReports", "ProgressSink", "ToolContext", "deps_fit", "deps_types_fit"]
+__all__ = [
+    "ProgressReports",
+    "ProgressSink",
+    "ToolContext",
+    "deps_fit",
+    "deps_types_fit",
+    "run_checked",
+]
 
 DepsT = TypeVar("DepsT", default=None)
 
@@ -213,9 +220,28 @@ class _CallReports:
         self._reports.report_of(self, call_id, progress, total, message)
 
 
+# Deps types a run cannot check are not checked. isinstance() refuses a Protocol that is
+# not @runtime_checkable, and issubclass() one with data members: such a type says what the
+# deps must look like to the type checkers, which check it, and a run takes any deps for it
+# (as it does for ToolContext[Any]). Whether a type can be checked is asked once, where it is
+# given (a Worker built, a tool registered), never per run.
+
+
+def run_checked(deps_type: object) -> type[Any] | None:
+    """``deps_type`` if a run can check its deps against it (``deps_fit``), else ``None``:
+    ``Any``, what is not a class, a ``Protocol`` that is not ``@runtime_checkable``."""
+    if not isinstance(deps_type, type) or deps_type is Any:  # typing.Any is a class on 3.11+
+        return None
+    try:
+        deps_fit(None, deps_type)
+    except TypeError:  # isinstance() cannot check it
+        return None
+    return deps_type
+
+
 def deps_fit(deps: object, deps_type: type[Any]) -> bool:
-    """Whether ``deps`` is of ``deps_type`` (a ``TypedDict``'s are dicts: it has no
-    instances to check)."""
+    """Whether ``deps`` is of ``deps_type``, a type ``run_checked`` kept (a ``TypedDict``'s
+    are dicts: it has no instances to check)."""
     if is_typeddict(deps_type):
         return isinstance(deps, dict)
     return isinstance(deps, deps_type)
@@ -223,9 +249,14 @@ def deps_fit(deps: object, deps_type: type[Any]) -> bool:
 
 def deps_types_fit(given: type[Any], wanted: type[Any]) -> bool:
     """Whether deps of type ``given`` are what a tool taking ``ToolContext[wanted]`` wants
-    (a ``TypedDict`` wants a dict: which keys, the type checkers tell)."""
+    (a ``TypedDict`` wants a dict: which keys, the type checkers tell). Asked at
+    registration; a ``wanted`` that ``issubclass()`` cannot check (a ``Protocol`` with data
+    members, runtime-checkable or not) is not checked: ``True``."""
     if given is wanted:
         return True
     if is_typeddict(wanted):
         return issubclass(given, dict)  # a TypedDict's class is a dict's subclass
-    return issubclass(given, wanted)
+    try:
+        return issubclass(given, wanted)
+    except TypeError:  # issubclass() cannot check it
+        return True

@@ -24,18 +24,17 @@ forms; each tested under the same words):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, cast, overload
 
 from typing_extensions import TypeVar
 
 from ._approvals import Decision, PendingCall
 from ._client import LlmClient, ToolChoice
-from ._context import deps_fit, deps_types_fit
+from ._context import deps_fit, deps_types_fit, run_checked
 from ._conversation import AssistantMessage, Message, RunUsage
 from ._exceptions import WorkerStateError
 from ._hooks import (
-    ApprovalPolicy,
     PostHookResult,
     PostToolCallContext,
     PreHookResult,
@@ -70,9 +69,12 @@ _O = TypeVar("_O")
 class _WorkerBase(Generic[DepsT, OutputT]):
     """What a Worker and a LockedWorker both offer."""
 
-    __slots__ = ("_session",)
+    __slots__ = ("_run_deps_type", "_session")
 
     _session: Session
+    # What each run checks its deps against: the session's deps_type if a run can check it
+    # (run_checked), decided when the Worker is built; None: not checked.
+    _run_deps_type: type[Any] | None
 
     def tool_server_handle(self) -> ToolServerHandle:
         """The handle of this worker's tools (lookup and calls; no registration)."""
@@ -409,9 +411,9 @@ class _WorkerBase(Generic[DepsT, OutputT]):
 
     def _check_deps(self, deps: object, method: str) -> None:
         session = self._session
-        deps_type = session.deps_type
-        if deps_type is not None:
-            if not deps_fit(deps, deps_type):
+        if session.deps_type is not None:
+            deps_type = self._run_deps_type  # None: a type a run cannot check (a Protocol)
+            if deps_type is not None and not deps_fit(deps, deps_type):
                 _deps_refused(deps, deps_type, "deps_type=", method)
             return
         # Without deps_type, the deps must be what each ToolContext[Deps] of a tool asks
@@ -464,14 +466,7 @@ def _output_tool(output: RunOutput | None) -> str | None:
 
 def _wanted_deps(entry: ToolEntry) -> type[Any] | None:
     """The Deps a generated tool's ``ToolContext[Deps]`` asks for, if a run can check it."""
-    wanted: object = getattr(entry.tool, "deps_type", None)
-    if not isinstance(wanted, type) or wanted is Any:  # typing.Any is a class on 3.11+
-        return None
-    try:
-        deps_fit(None, wanted)
-    except TypeError:  # isinstance() cannot check it (a Protocol not runtime_checkable)
-        return None
-    return wanted
+    return run_checked(getattr(entry.tool, "deps_type", None))
 
 
 def _check_deps_type(entry: ToolEntry, deps_type: type[Any]) -> None:
@@ -601,22 +596,26 @@ class Worker(_WorkerBase[DepsT, OutputT]):
             output_type,
             output_retries,
         )
+        self._run_deps_type = None if deps_type is None else run_checked(deps_type)
         self._session.owner = self
 
     def register_tool(
         self,
         definition: ToolDefinition,
         *,
-        requires_approval: ApprovalPolicy | None = None,
+        requires_approval: (
+            bool | Callable[[ToolCallContext[DepsT]], bool | Awaitable[bool]] | None
+        ) = None,
         sequential: bool | None = None,
     ) -> None:
         """Register one tool; raises ``DuplicateToolError`` if its name is taken.
 
         ``requires_approval``: ``True`` holds every call of the tool for a
         human's decision, a function of the call's ``ToolCallContext``
-        returning a bool decides per call. ``sequential=True``: its calls run
-        alone, no other call of the response at the same time. Both default to
-        the tool's own (``@tool(requires_approval=..., sequential=...)``), else off.
+        returning a bool decides per call (typed for this worker's deps, as a
+        hook is). ``sequential=True``: its calls run alone, no other call of
+        the response at the same time. Both default to the tool's own
+        (``@tool(requires_approval=..., sequential=...)``), else off.
         """
         self.register_tools(
             (definition,), requires_approval=requires_approval, sequential=sequential
@@ -626,7 +625,9 @@ class Worker(_WorkerBase[DepsT, OutputT]):
         self,
         definitions: Iterable[ToolDefinition],
         *,
-        requires_approval: ApprovalPolicy | None = None,
+        requires_approval: (
+            bool | Callable[[ToolCallContext[DepsT]], bool | Awaitable[bool]] | None
+        ) = None,
         sequential: bool | None = None,
     ) -> None:
         """Register a batch: all or none; each factory is called once (see ``register_tool``)."""
@@ -722,6 +723,7 @@ class LockedWorker(_WorkerBase[DepsT, OutputT]):
     def _create(session: Session, worker: Worker[_D, _O]) -> LockedWorker[_D, _O]:
         self = cast("LockedWorker[_D, _O]", object.__new__(LockedWorker))
         self._session = session
+        self._run_deps_type = worker._run_deps_type
         self._worker = worker
         return self
 

@@ -277,6 +277,16 @@ class TestDurableWorker:
         assert durable.load_deps({"user": "ada"}) == Deps("ada")
         assert durable.load_deps(None) is None
 
+    def test_a_protocol_as_deps_type_is_refused_when_the_worker_is_built(self):
+        """Durable deps are data made again by pydantic: a Protocol cannot say how."""
+
+        class HasUser(typing.Protocol):
+            user: str
+
+        with pytest.raises(TypeError, match="HasUser is a Protocol") as info:
+            DurableWorker("d", deps_type=HasUser)
+        assert "dataclass, a pydantic model or a TypedDict" in str(info.value)
+
     def test_activities_are_named_after_the_worker(self, tmp_path):
         """Their names are the ones the workflow schedules."""
         durable = DurableWorker("books")

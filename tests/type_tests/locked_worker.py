@@ -5,7 +5,8 @@ run, unlock, register again. Both checkers accept it as it is, and it runs.
 
 ``wrong_uses()`` is never called. Each of its lines marked ``# type: ignore[...]`` is an
 error both checkers must report: a ``LockedWorker`` cannot register tools, edit the
-history or set the system prompt. The ignores are checked too (mypy
+history or set the system prompt (and ``wrong_deps()``: a hook or an approval policy
+typed for other deps than the worker's is refused). The ignores are checked too (mypy
 ``--warn-unused-ignores``, pyright ``reportUnnecessaryTypeIgnoreComment``), so each one
 must really be needed; the test also strips them and asserts the reported line numbers.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal, Union
 
 from typing_extensions import assert_type
 
@@ -42,6 +43,9 @@ from llm_worker import (
     tool_registry,
 )
 from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
+
+if TYPE_CHECKING:
+    from llm_worker.temporal import DurableWorker
 
 
 @tool_registry
@@ -81,13 +85,18 @@ class Account:
         return user.upper() if loud else user
 
 
+def guests_ask_first(ctx: ToolCallContext[Deps]) -> bool:
+    return ctx.deps.user == "guest"
+
+
 async def with_deps() -> list[str]:
-    """A worker whose runs pass deps to context-taking tools, streamed and resumed."""
+    """A worker whose runs pass deps to context-taking tools, streamed and resumed; its
+    approval policy reads the run's deps."""
     client = ScriptedClient(
         [ScriptedResponse(tool_calls=[ScriptedCall("whoami", {"loud": True})]), "You are ADA."]
     )
     worker = Worker(client, deps_type=Deps)
-    worker.register_tools([Account().whoami.definition()])
+    worker.register_tools([Account().whoami.definition()], requires_approval=guests_ask_first)
     locked: LockedWorker[Deps] = worker.lock()
     seen: list[str] = []
     async with locked.run_stream("who am I?", deps=Deps("ada")) as stream:
@@ -248,18 +257,48 @@ def for_any_deps(ctx: ToolCallContext[Deps]) -> None:
     print(ctx.deps.user)
 
 
-async def wrong_deps(worker: Worker[Deps], locked: LockedWorker[Deps]) -> None:
+def tenant_one_asks(ctx: ToolCallContext[OtherDeps]) -> bool:
+    return ctx.deps.tenant == 1
+
+
+async def tenant_one_asks_later(ctx: ToolCallContext[OtherDeps]) -> bool:
+    return ctx.deps.tenant == 1
+
+
+async def wrong_deps(
+    worker: Worker[Deps], locked: LockedWorker[Deps], durable: DurableWorker[Deps]
+) -> None:
     await worker.run("x", deps=OtherDeps(1))  # type: ignore[arg-type]
     await locked.retry(deps="ada")  # type: ignore[arg-type]
     # A hook reads the deps of the worker's runs: one typed for other deps would fail.
     worker.add_pre_tool_call_hook(for_other_deps)  # type: ignore[arg-type]
     locked.add_post_tool_call_hook(after_for_other_deps)  # type: ignore[arg-type]
+    # So does an approval policy, asked with the same ToolCallContext.
+    definition = Account().whoami.definition()
+    worker.register_tool(definition, requires_approval=tenant_one_asks)  # type: ignore[arg-type]
+    worker.register_tools([definition], requires_approval=tenant_one_asks_later)  # type: ignore[arg-type]
+    durable.register_tools(Account, requires_approval=tenant_one_asks)  # type: ignore[arg-type]
 
 
 def hooks_for_a_base_of_the_deps(worker: Worker[AdminDeps]) -> None:
     """A hook typed for a base class of the worker's deps reads them as that base."""
     hook = worker.add_pre_tool_call_hook(for_any_deps)
     assert_type(hook, Callable[[ToolCallContext[AdminDeps]], None])
+
+
+async def ask_everyone(ctx: ToolCallContext) -> bool:
+    return True
+
+
+def policies_for_the_deps(worker: Worker[AdminDeps], durable: DurableWorker[AdminDeps]) -> None:
+    """An approval policy typed for the worker's deps, a base class of them, or any deps
+    (a bare ToolCallContext), sync or async; or a bool."""
+    definition = Account().whoami.definition()
+    worker.register_tool(definition, requires_approval=guests_ask_first)
+    worker.register_tools([definition], requires_approval=ask_everyone)
+    worker.register_tools([definition], requires_approval=lambda ctx: ctx.deps.admin)
+    worker.register_tool(definition, requires_approval=True)
+    durable.register_tools(Account, requires_approval=guests_ask_first)
 
 
 def wrong_context(ctx: ToolContext[Deps]) -> None:

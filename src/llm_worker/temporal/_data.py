@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from pydantic import TypeAdapter
-from typing_extensions import is_typeddict
+from typing_extensions import is_protocol, is_typeddict
 
 __all__ = ["DataCodec"]
 
@@ -38,6 +38,14 @@ class DataCodec:
             raise TypeError(
                 f"{role} {data_type.__qualname__} is a typing.TypedDict, which pydantic "
                 f"cannot read before Python 3.12: declare it with typing_extensions.TypedDict"
+            )
+        if isinstance(data_type, type) and is_protocol(data_type):
+            # A Worker's deps may be described by a Protocol; a durable run's are data,
+            # made again where they arrive, so they need a type that says how.
+            raise TypeError(
+                f"{role} {data_type.__qualname__} is a Protocol, from which pydantic cannot "
+                f"make the values again where a durable run reads them: give a dataclass, a "
+                f"pydantic model or a TypedDict"
             )
         self.data_type = data_type
         self._adapter: TypeAdapter[Any] | None = None

@@ -18,7 +18,7 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import Any, Generic
 
@@ -179,7 +179,9 @@ class DurableWorker(Generic[DepsT, OutputT]):
         self,
         tools: type | Iterable[ToolMeta],
         *,
-        requires_approval: ApprovalPolicy | None = None,
+        requires_approval: (
+            bool | Callable[[ToolCallContext[DepsT]], bool | Awaitable[bool]] | None
+        ) = None,
         sequential: bool | None = None,
         activity: ActivityConfig | None = None,
     ) -> None:
