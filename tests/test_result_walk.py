@@ -296,6 +296,14 @@ class TestMetadata:
             "(TypeError), not text"
         )
 
+    async def test_metadata_that_is_an_iterator_is_refused_before_it_is_read(self) -> None:
+        """Not only one inside: metadata that is itself an endless iterator."""
+        result = await _run(lambda: ToolReturn("ok", metadata=Endless()))
+        assert result.is_error
+        assert "ToolReturn that cannot be sent (TypeError)" in result.content
+        with pytest.raises(TypeError, match=r"it is an iterator \(Endless\)"):
+            json_metadata(Endless())
+
     async def test_call_tool_refuses_it_the_same(self) -> None:
         class HandWritten:
             async def execute(self, input_json: str) -> object:

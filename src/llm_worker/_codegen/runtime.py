@@ -462,7 +462,13 @@ def _refuse_inside(result: object, tool_name: str) -> None:
 
 def inside_problem(value: object) -> str | None:
     """What ``value`` holds in its plain containers that serialising would read forever (an
-    iterator: ``_scan``), or ``None``: for a ``ToolReturn``'s metadata, which may hold parts."""
+    iterator: ``_scan``), or is itself, or ``None``: for a ``ToolReturn``'s metadata, which
+    may hold parts."""
+    if _refused(type(value), False):
+        return (
+            f"it is an iterator ({type(value).__name__}), which serialising would read, "
+            f"forever if it is endless; give a list"
+        )
     found = _inside(value, False)
     if found is None:
         return None
