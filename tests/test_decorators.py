@@ -141,23 +141,55 @@ class TestToolDecorator:
     @pytest.mark.parametrize(
         ("wrapper", "kind"), [(staticmethod, "staticmethod"), (classmethod, "classmethod")]
     )
-    def test_static_and_class_methods_are_rejected_at_tool(self, wrapper, kind):
-        """@tool above @staticmethod / @classmethod fails at once, naming the class and method."""
+    def test_static_and_class_methods_under_tool_are_rejected_at_registry(self, wrapper, kind):
+        """@tool above @staticmethod / @classmethod fails at @tool_registry, naming the class
+        and method, with the text of the other decorator order."""
+
+        class App:
+            @tool
+            @wrapper
+            def f(self) -> str:
+                return ""
+
         with pytest.raises(TypeError) as excinfo:
+            tool_registry(App)
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            f"f: a tool cannot be a {kind}; a tool is an instance method "
+            f"(remove @{kind} and take self)",
+        )
 
-            class App:
-                @tool
-                @wrapper
-                def f(self) -> str:
-                    return ""
+    @pytest.mark.parametrize(
+        ("wrapper", "kind"), [(staticmethod, "staticmethod"), (classmethod, "classmethod")]
+    )
+    def test_a_static_or_class_method_under_tool_is_listed_with_the_other_problems(
+        self, wrapper, kind
+    ):
+        """@tool above @staticmethod hides none of the class's other problems: one error
+        lists them all (it raised in the class body, naming that one alone)."""
 
-        # The class does not exist yet when @tool runs; its name does.
-        test = TestToolDecorator.test_static_and_class_methods_are_rejected_at_tool
-        where = f"{__name__}.{test.__qualname__}.<locals>.App"
-        assert str(excinfo.value) == (
-            f"Cannot build tools for {where}:\n"
-            f"  f: a tool cannot be a {kind}; a tool is an instance method "
-            f"(remove @{kind} and take self)"
+        class App:
+            @tool
+            def a(self, x) -> str:  # type: ignore[no-untyped-def]
+                return ""
+
+            @tool
+            @wrapper
+            def h(x: int) -> str:
+                return ""
+
+            @tool
+            def b(self, y) -> str:  # type: ignore[no-untyped-def]
+                return ""
+
+        with pytest.raises(TypeError) as excinfo:
+            tool_registry(App)
+        assert str(excinfo.value) == _declaration_error(
+            App,
+            f"h: a tool cannot be a {kind}; a tool is an instance method "
+            f"(remove @{kind} and take self)",
+            "a: parameter 'x' has no type annotation (add one, e.g. x: str)",
+            "b: parameter 'y' has no type annotation (add one, e.g. y: str)",
         )
 
     @pytest.mark.parametrize(

@@ -112,3 +112,68 @@ def test_every_link_between_pages_and_to_a_heading_resolves() -> None:
             elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
                 broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
     assert broken == []
+
+
+def _section(page: Path, anchor: str) -> str:
+    """The page's prose (code blocks too) from the heading of ``anchor`` to the next
+    heading of the same or a higher level; the whole page for no anchor."""
+    text = page.read_text(encoding="utf-8")
+    if not anchor:
+        return text
+    prose = BLOCK.sub(lambda block: " " * len(block.group(0)), text)  # offsets kept
+    headings = list(re.finditer(r"^(#{1,6}) +(.+?) *#*$", prose, re.MULTILINE))
+    for i, heading in enumerate(headings):
+        if re.sub(r"[^\w\- ]", "", heading.group(2).lower()).replace(" ", "-") == anchor:
+            level = len(heading.group(1))
+            ends = [h.start() for h in headings[i + 1 :] if len(h.group(1)) <= level]
+            return text[heading.start() : ends[0] if ends else len(text)]
+    raise AssertionError(f"{page.name} has no heading #{anchor}")
+
+
+def test_each_name_of_the_index_is_on_the_section_its_row_links() -> None:
+    """docs/index.md's "Where each name is documented": every name of a row is on a page
+    (and in the section) the row links to."""
+    index = ROOT / "docs" / "index.md"
+    misplaced = []
+    for line in index.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| `"):
+            continue
+        names = re.findall(r"`(\w+)`", line.split("|")[1])
+        sections = [
+            _section(index.parent / path, anchor)
+            for path, _, anchor in (t.partition("#") for t in LINK.findall(line))
+        ]
+        misplaced += [
+            f"{name} (row links {LINK.findall(line)})"
+            for name in names
+            if not any(re.search(rf"\b{name}\b", section) for section in sections)
+        ]
+    assert misplaced == []
+
+
+OPTION = re.compile(r"(?<![\w-])(--[a-z][a-z-]*[a-z])")
+
+
+@pytest.mark.parametrize(
+    ("page", "synopsis", "command"),
+    [
+        ("ci.md", "llm-worker schema TARGET...", ("schema",)),
+        ("mcp.md", "llm-worker mcp serve FACTORY", ("mcp", "serve")),
+    ],
+)
+def test_each_cli_synopsis_lists_every_option_of_its_help(
+    page: str, synopsis: str, command: tuple[str, ...]
+) -> None:
+    """The synopsis a page gives of a command names every option its --help lists."""
+    done = subprocess.run(
+        [sys.executable, "-m", "llm_worker", *command, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "COLUMNS": "200"},  # one option a line: none split at a '-'
+    )
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    start = text.index(synopsis)
+    block = text[start : text.index("```", start)].replace("-o FILE", "--output FILE")
+    assert set(OPTION.findall(done.stdout)) - {"--help"} - set(OPTION.findall(block)) == set()

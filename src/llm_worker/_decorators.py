@@ -119,11 +119,30 @@ def tool(
     )
 
     def wrap(f: Callable[Concatenate[_AppT, _P], _R], /) -> ToolMethod[_AppT, _P, _R]:
+        given: object = f
+        if isinstance(given, (staticmethod, classmethod)):
+            method = cast("staticmethod[..., Any] | classmethod[Any, ..., Any]", given)
+            if _in_a_class_body(method):
+                # @tool above @staticmethod: made what @staticmethod above @tool makes, which
+                # @tool_registry refuses with the class's other problems, all in one error.
+                marked: Any = ToolMethod(cast(Any, method.__func__), options)
+                static = isinstance(method, staticmethod)
+                made: object = staticmethod(marked) if static else classmethod(marked)
+                return cast("ToolMethod[_AppT, _P, _R]", made)
         return ToolMethod(f, options)
 
     if func is None:
         return cast(_ToolDecorator, wrap)
     return wrap(func)
+
+
+def _in_a_class_body(method: staticmethod[..., Any] | classmethod[Any, ..., Any]) -> bool:
+    """Whether the function under ``method`` is defined in a class body (whose class,
+    once built by ``@tool_registry``, can be named in the error); elsewhere ``@tool``
+    refuses it at once."""
+    qualname = str(getattr(method.__func__, "__qualname__", ""))
+    owner = qualname.rpartition(".")[0]
+    return bool(owner) and not owner.endswith("<locals>")
 
 
 @overload

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from typing_extensions import final
@@ -281,12 +281,46 @@ def make_entries(
 ) -> dict[str, ToolEntry]:
     """Call each factory once (outside any lock) and check the batch's names."""
     batch: dict[str, ToolEntry] = {}
-    for definition in definitions:
+    for definition in _definitions_of(definitions):
         meta, tool = _call_factory(definition)
         if meta.name in batch:
             raise DuplicateToolError(meta.name)
         batch[meta.name] = ToolEntry(meta, tool, requires_approval, sequential)
     return batch
+
+
+def _definitions_of(given: Iterable[ToolDefinition]) -> Iterator[ToolDefinition]:
+    """``iter(given)``; for what is no iterable (an app, a tool method, one definition),
+    a ``TypeError`` saying what to pass instead of Python's bare "is not iterable"."""
+    try:
+        return iter(given)
+    except TypeError:
+        if getattr(type(given), "__iter__", None) is not None:
+            raise  # an __iter__ of its own failed: its error, as it is
+    instead = _batch_instead(given)
+    raise TypeError(
+        f"register_tools() takes an iterable of tool definitions, not {instead}"
+    ) from None
+
+
+def _batch_instead(given: object) -> str:
+    """What ``given``, refused as a batch, is, and the batch to pass (after "not ")."""
+    if isinstance(given, BoundToolMethod):
+        return f"a tool method ({given!r}): pass [app.{given.__name__}.definition()]"
+    if isinstance(given, ToolMethod):
+        return f"a tool method ({given!r}): pass [{given.__qualname__}.definition(app)]"
+    if isinstance(given, type) and is_tool_registry(given):
+        name = given.__qualname__
+        return f"the @tool_registry class {name}: pass tool_definitions({name}(...))"
+    if is_tool_registry(type(given)):
+        name = type(given).__qualname__
+        return f"a @tool_registry app ({name}): pass tool_definitions(app)"
+    if callable(given):
+        return (
+            f"one definition ({type(given).__name__}): put it in a list, "
+            f"register_tools([...]), or call register_tool(definition)"
+        )
+    return type(given).__name__
 
 
 def add_entries(server: ToolServer, batch: dict[str, ToolEntry]) -> None:
@@ -403,10 +437,16 @@ def _refuse_tool_method(given: object) -> None:
             f"{given.__qualname__}.definition(app), or tool_definitions(app) for every tool "
             f"of the app"
         )
-    if not isinstance(given, type) and is_tool_registry(type(given)):
+    if isinstance(given, type) and is_tool_registry(given):  # called, it would make an app
+        name = given.__qualname__
         raise TypeError(
-            f"a {type(given).__qualname__} app is not a tool definition: register "
-            f"tool_definitions(app), its tools' definitions"
+            f"the @tool_registry class {name} is not a tool definition: register "
+            f"tool_definitions({name}(...)), its tools' definitions"
+        )
+    if is_tool_registry(type(given)):
+        raise TypeError(
+            f"a @tool_registry app ({type(given).__qualname__}) is not a tool definition: "
+            f"register tool_definitions(app), its tools' definitions"
         )
 
 
