@@ -200,6 +200,14 @@ class TestDurableWorker:
         durable = DurableWorker("d")
         with pytest.raises(TypeError, match="Deps is not a @tool_registry class"):
             durable.register_tools(Deps)
+        with pytest.raises(
+            TypeError, match=re.escape("(Ledger): pass its class, register_tools(Ledger)")
+        ):
+            durable.register_tools(Ledger(Path(".")))  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=re.escape("one ToolMeta: put it in a list")):
+            durable.register_tools(Ledger.credit.meta())  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="not int"):
+            durable.register_tools([Ledger.credit.meta(), 5])  # type: ignore[list-item]
         durable.register_tools([Ledger.credit.meta()])
         with pytest.raises(ValueError, match="already has a tool 'credit'"):
             durable.register_tools(Ledger)

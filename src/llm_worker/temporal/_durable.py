@@ -416,14 +416,29 @@ def _tool_sources(tools: type | Iterable[ToolMeta]) -> list[tuple[ToolMeta, Appr
             sequential = getattr(built.tool_class, "sequential", False) is True
             sources.append((built.meta(), policy, sequential))
         return sources
-    metas = list(tools)
-    for meta in metas:
+    message = "register_tools() takes a @tool_registry class or ToolMetas, not "
+    try:
+        given: list[object] = list(tools)
+    except TypeError:
+        if getattr(type(tools), "__iter__", None) is not None:
+            raise  # an __iter__ of its own failed: its error, as it is
+        raise TypeError(message + _instead_of_metas(tools)) from None
+    metas: list[ToolMeta] = []
+    for meta in given:
         if not isinstance(meta, ToolMeta):
-            raise TypeError(
-                f"register_tools() takes a @tool_registry class or ToolMetas, not "
-                f"{type(meta).__name__}"
-            )
+            raise TypeError(message + _instead_of_metas(meta))
+        metas.append(meta)
     return [(meta, False, False) for meta in metas]
+
+
+def _instead_of_metas(given: object) -> str:
+    """What ``given``, refused among the metas, is, and what to pass (after "not ")."""
+    if is_tool_registry(type(given)):
+        name = type(given).__qualname__
+        return f"a @tool_registry app ({name}): pass its class, register_tools({name})"
+    if isinstance(given, ToolMeta):
+        return "one ToolMeta: put it in a list, register_tools([meta])"
+    return type(given).__name__
 
 
 def _attempts_bounded(config: ActivityConfig) -> bool:
