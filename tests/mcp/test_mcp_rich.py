@@ -28,8 +28,10 @@ from pydantic import BaseModel
 from support import collect, results_of
 
 from llm_worker import (
+    ContentPart,
     DataPart,
     ExecutionFailedError,
+    Limits,
     MediaPart,
     TextPart,
     ToolAnnotations,
@@ -61,22 +63,32 @@ CHART_URL = "https://example.com/chart.png"
 # The handshake era (initialize) and the 2026-07-28 one (no server-to-client requests).
 ERAS = [pytest.param("legacy", id="handshake"), pytest.param("auto", id="2026")]
 
+MEDIA_META = "llm-worker/media"  # the _meta key of a block made of a MediaPart
+
+
+def marked(name: str | None = None) -> dict[str, Any]:
+    """The _meta of a block made of a MediaPart named ``name`` (or none)."""
+    return {MEDIA_META: {} if name is None else {"name": name}}
+
+
 # What an SDK client reads of Gallery.chart: a block per part, in order.
 CHART_BLOCKS: list[types.ContentBlock] = [
     types.TextContent(text="The chart:"),
-    types.ImageContent(data=b64(PNG), mime_type="image/png"),
-    types.AudioContent(data=b64(WAV), mime_type="audio/wav"),
+    types.ImageContent(data=b64(PNG), mime_type="image/png", _meta=marked()),
+    types.AudioContent(data=b64(WAV), mime_type="audio/wav", _meta=marked()),
     types.EmbeddedResource(
         resource=types.BlobResourceContents(
             uri=media_uri(PDF, "report%20q3.pdf"), mime_type="application/pdf", blob=b64(PDF)
-        )
+        ),
+        _meta=marked("report q3.pdf"),
     ),
     types.EmbeddedResource(
         resource=types.BlobResourceContents(
             uri=media_uri(MP4), mime_type="video/mp4", blob=b64(MP4)
-        )
+        ),
+        _meta=marked(),
     ),
-    types.ResourceLink(name=CHART_URL, uri=CHART_URL, mime_type="image/png"),
+    types.ResourceLink(name=CHART_URL, uri=CHART_URL, mime_type="image/png", _meta=marked()),
     types.TextContent(text='{"points":[1,2,3]}'),
 ]
 
@@ -892,3 +904,376 @@ class TestInAWorker:
         kinds = [type(e).__name__ for e in events]
         assert kinds.index("ToolCallRunning") < kinds.index("ToolCallProgress")
         assert kinds.index("ToolCallProgress") < kinds.index("ToolCallFinished")
+
+
+# -- both ways: media and metadata of our server, read by our client -------------------------
+
+
+def data_url(media_type: str, data: bytes) -> str:
+    return f"data:{media_type};base64,{b64(data)}"
+
+
+def returning(*parts: ContentPart) -> ToolServer:
+    """A ToolServer whose one tool, ``media``, returns ``parts``."""
+
+    class Media:
+        async def execute(self, input_json: str) -> ToolReturn:
+            return ToolReturn(list(parts))
+
+    server = ToolServer()
+    server.register_tool(lambda: (ToolMeta(name="media"), Media()))
+    return server
+
+
+async def served_blocks(server: ToolServer, limits: Limits | None = None) -> list[Any]:
+    async with connect(create_server(server, limits=limits)) as session:
+        result = await session.call_tool("media", {})
+    assert not result.is_error
+    return list(result.content)
+
+
+async def round_trip(*parts: ContentPart) -> ToolResult:
+    """The result a Worker keeps of ``parts``, served by our server and read by our client."""
+    worker = Worker(
+        ScriptedClient([ScriptedResponse(tool_calls=[ScriptedCall("media", {})]), "ok"])
+    )
+    async with connect(create_server(returning(*parts))) as session:
+        worker.register_tools(await mcp_tool_definitions(session))
+        with anyio.fail_after(10):
+            await worker.run("go")
+    (result,) = results_of(worker.history)
+    return result
+
+
+class TestServedMedia:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("url", "block"),
+        [
+            (
+                data_url("image/png", PNG),
+                types.ImageContent(data=b64(PNG), mime_type="image/png", _meta=marked()),
+            ),
+            (
+                "DATA:image/png;BASE64," + b64(PNG).replace("+", "%2B").replace("=", "%3D"),
+                types.ImageContent(data=b64(PNG), mime_type="image/png", _meta=marked()),
+            ),
+            (
+                data_url("audio/wav", WAV),
+                types.AudioContent(data=b64(WAV), mime_type="audio/wav", _meta=marked()),
+            ),
+            (
+                data_url("application/pdf", PDF),
+                types.EmbeddedResource(
+                    resource=types.BlobResourceContents(
+                        uri=media_uri(PDF), mime_type="application/pdf", blob=b64(PDF)
+                    ),
+                    _meta=marked(),
+                ),
+            ),
+        ],
+    )
+    async def test_a_data_url_is_served_as_its_bytes(self, url, block):
+        """A part by data: URL (base64, any case, percent-escaped or not) is served as a part
+        with its bytes is: an image, audio, a blob; not a link whose name is the URL."""
+        media_type = url[5:].split(";")[0]
+        blocks = await served_blocks(returning(MediaPart(media_type, url=url)))
+        assert blocks == [block]
+
+    @pytest.mark.anyio
+    async def test_a_percent_encoded_data_url_and_a_named_one(self):
+        """A data: URL without base64 holds its percent-decoded bytes (a "%" that escapes
+        nothing kept, as URL decoding keeps it); a named one keeps its name in the block's
+        uri and _meta, as a part with bytes does."""
+        text = MediaPart("text/plain", url="data:text/plain,hello%20world%21")
+        raw = MediaPart("image/png", url="data:image/png,%ff%")
+        named = MediaPart("application/pdf", url=data_url("application/pdf", PDF), name="q3/r.pdf")
+        blocks = await served_blocks(returning(text, raw, named))
+        assert blocks == [
+            types.EmbeddedResource(
+                resource=types.BlobResourceContents(
+                    uri=media_uri(b"hello world!"),
+                    mime_type="text/plain",
+                    blob=b64(b"hello world!"),
+                ),
+                _meta=marked(),
+            ),
+            types.ImageContent(data=b64(b"\xff%"), mime_type="image/png", _meta=marked()),
+            types.EmbeddedResource(
+                resource=types.BlobResourceContents(
+                    uri=media_uri(PDF, "q3%2Fr.pdf"), mime_type="application/pdf", blob=b64(PDF)
+                ),
+                _meta=marked("q3/r.pdf"),
+            ),
+        ]
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        "url",
+        ["data:image/png;base64,not base64!", "data:image/png;base64", "data:image/png;base64,%ff"],
+    )
+    async def test_a_data_url_that_cannot_be_read_stays_a_link(self, url):
+        """A data: URL that is not base64, has no data, or escapes no UTF-8 where it is base64
+        is served as a link, as any other URL (our client reads it back as that part)."""
+        blocks = await served_blocks(returning(MediaPart("image/png", url=url)))
+        assert blocks == [
+            types.ResourceLink(name=url, uri=url, mime_type="image/png", _meta=marked())
+        ]
+
+    @pytest.mark.anyio
+    async def test_a_data_url_is_held_to_max_media_bytes(self):
+        """Served with limits, a data: URL counts its length against max_media_bytes, as in a
+        Worker: over it, the part is the note; its bytes never go out."""
+        big = MediaPart("image/png", url=data_url("image/png", PNG * 20))
+        (note,) = await served_blocks(returning(big), Limits(max_media_bytes=len(big.url) - 1))
+        assert isinstance(note, types.TextContent)
+        assert note.text.startswith(f"[image/png of {len(big.url)} bytes from tool 'media'")
+        assert await served_blocks(returning(big), Limits(max_media_bytes=len(big.url))) == [
+            types.ImageContent(data=b64(PNG * 20), mime_type="image/png", _meta=marked())
+        ]
+
+    @pytest.mark.anyio
+    async def test_every_media_block_carries_its_part_name(self):
+        """Each block made of a MediaPart has _meta "llm-worker/media": {"name": ...} ({} for
+        none), an image's and audio's too, which MCP gives no name field."""
+        blocks = await served_blocks(
+            returning(
+                MediaPart("image/png", data=PNG, name="chart.png"),
+                MediaPart("audio/wav", data=WAV, name="clip.wav"),
+                MediaPart("application/pdf", url="gs://bucket/report.pdf", name="q3/report.pdf"),
+                MediaPart("application/pdf", url="gs://bucket/other.pdf"),
+            )
+        )
+        assert [block.meta for block in blocks] == [
+            marked("chart.png"),
+            marked("clip.wav"),
+            marked("q3/report.pdf"),
+            marked(),
+        ]
+        assert [block.name for block in blocks[2:]] == ["q3/report.pdf", "gs://bucket/other.pdf"]
+
+
+class TestRoundTrip:
+    @pytest.mark.anyio
+    async def test_a_data_url_comes_back_as_media_and_the_caption_whole(self):
+        """A 60 KB image by data: URL, then its caption: the model reads the image as media
+        (its bytes) and the caption whole, not the base64 as text cut at the cap."""
+        png = PNG + bytes(range(256)) * 240
+        result = await round_trip(
+            MediaPart("image/png", url=data_url("image/png", png)),
+            TextPart("Caption: sales rose 12% in Q3."),
+        )
+        assert result.parts == (
+            MediaPart("image/png", data=png),
+            TextPart("Caption: sales rose 12% in Q3."),
+        )
+        assert result.content == "Caption: sales rose 12% in Q3."
+
+    @pytest.mark.anyio
+    async def test_media_names_and_links_come_back_as_returned(self):
+        """Names (of images and audio too, and with a '/'), links of any scheme, a link named
+        by its own URL: each part comes back as the tool returned it; a data: URL as its
+        bytes."""
+        parts = (
+            TextPart("t"),
+            MediaPart("image/png", data=PNG, name="chart.png"),
+            MediaPart("audio/wav", data=WAV, name="clip.wav"),
+            MediaPart("application/pdf", data=PDF, name="q3/report.pdf"),
+            MediaPart("video/mp4", data=MP4),
+            MediaPart("application/pdf", url="gs://bucket/report.pdf"),
+            MediaPart("image/png", url="https://x.example/a.png", name="https://x.example/a.png"),
+            MediaPart("image/png", url="https://x.example/b.png"),
+            MediaPart("text/plain; charset=utf-8", data=b"hello", name="n.txt"),
+            TextPart("end"),
+        )
+        image = MediaPart("image/png", url=data_url("image/png", PNG), name="inline.png")
+        result = await round_trip(*parts, image)
+        assert result.parts == (*parts, MediaPart("image/png", data=PNG, name="inline.png"))
+        assert result.content == "t\nend"
+
+
+class TestClientReadsTheMark:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("block", "part"),
+        [
+            (
+                types.ResourceLink(
+                    name="r", uri="gs://b/r.pdf", mime_type="application/pdf", _meta=marked("r.pdf")
+                ),
+                MediaPart("application/pdf", url="gs://b/r.pdf", name="r.pdf"),
+            ),
+            (
+                types.ResourceLink(
+                    name="https://x/a.png",
+                    uri="https://x/a.png",
+                    mime_type="image/png",
+                    _meta=marked("https://x/a.png"),
+                ),
+                MediaPart("image/png", url="https://x/a.png", name="https://x/a.png"),
+            ),
+            (
+                types.ResourceLink(name="r", uri="gs://b/r.pdf", mime_type="application/pdf"),
+                TextPart("[resource link: r <gs://b/r.pdf>]"),
+            ),
+            (
+                types.ResourceLink(name="r", uri="gs://b/r.pdf", _meta=marked()),
+                TextPart("[resource link: r <gs://b/r.pdf>]"),
+            ),
+            (
+                types.ResourceLink(
+                    name="r",
+                    uri="gs://b/r.pdf",
+                    mime_type="application/pdf",
+                    _meta={MEDIA_META: "r.pdf"},
+                ),
+                TextPart("[resource link: r <gs://b/r.pdf>]"),
+            ),
+            (
+                types.ImageContent(data=b64(PNG), mime_type="image/png", _meta=marked("c.png")),
+                MediaPart("image/png", data=PNG, name="c.png"),
+            ),
+            (
+                types.AudioContent(
+                    data=b64(WAV), mime_type="audio/wav", _meta={MEDIA_META: {"name": 3}}
+                ),
+                MediaPart("audio/wav", data=WAV),
+            ),
+            (
+                types.EmbeddedResource(
+                    resource=types.BlobResourceContents(
+                        uri="file:///x/a.pdf", mime_type="application/pdf", blob=b64(PDF)
+                    ),
+                    _meta=marked("q3/report.pdf"),
+                ),
+                MediaPart("application/pdf", data=PDF, name="q3/report.pdf"),
+            ),
+            (
+                types.EmbeddedResource(
+                    resource=types.BlobResourceContents(
+                        uri="file:///x/a.pdf", mime_type="application/pdf", blob=b64(PDF)
+                    ),
+                    _meta=marked(),
+                ),
+                MediaPart("application/pdf", data=PDF),
+            ),
+        ],
+    )
+    async def test_a_block_with_the_media_mark(self, block, part):
+        """A block whose _meta has "llm-worker/media" (an object) is a MediaPart's: named by
+        it, and a link with a type is a part by url whatever its scheme. Without the mark (or
+        with one that is not an object) a block is read as before."""
+        returned = await returned_by(answering(block))
+        # A result of text alone is a str, as ever.
+        assert returned == (part.text if isinstance(part, TextPart) else ToolReturn([part]))
+
+
+def answering_result(result: types.CallToolResult, output_schema: Any = None) -> Server[Any]:
+    """An SDK server whose one tool, ``t``, answers ``result``."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        listed = types.Tool(name="t", input_schema=OBJECT, output_schema=output_schema)
+        return types.ListToolsResult(tools=[listed])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return result
+
+    return Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def user_image(data: bytes) -> types.ImageContent:
+    return types.ImageContent(data=b64(data), mime_type="image/png", annotations=FOR_USER)
+
+
+def user_text(text: str) -> types.TextContent:
+    return types.TextContent(text=text, annotations=FOR_USER)
+
+
+def dumped(block: types.ContentBlock) -> dict[str, Any]:
+    return block.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, separators=(",", ":")).encode())
+
+
+class TestMetadataBounds:
+    @pytest.mark.anyio
+    async def test_user_content_is_held_to_the_limits(self):
+        """Blocks for the user only: those with media data share max_media_bytes, the others
+        max_result_bytes, each counting its JSON; one past its share is left out (a smaller one
+        after it kept), and user_content_dropped counts them."""
+        limits = Limits(max_result_bytes=1_000, max_media_bytes=1_000)
+        blocks = [
+            user_image(b"x" * 600),
+            user_text("y" * 1_000),
+            user_image(b"z" * 600),  # the first image took most of the room
+            user_image(b"small"),
+            user_text("a note"),
+            types.TextContent(text="for the model"),
+        ]
+        server = answering_result(types.CallToolResult(content=blocks))
+        async with connect(server) as session:
+            (definition,) = await mcp_tool_definitions(session, limits=limits)
+            returned = await definition()[1].execute("{}")
+        assert json_size(dumped(blocks[0])) <= 1_000 < json_size(dumped(blocks[1]))
+        assert returned == ToolReturn(
+            [TextPart("for the model")],
+            {
+                "user_content": [dumped(blocks[0]), dumped(blocks[3]), dumped(blocks[4])],
+                "user_content_dropped": 2,
+            },
+        )
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("content", ["text", "none"])
+    async def test_structured_content_over_max_result_bytes_is_left_out(self, content):
+        """structuredContent whose JSON is over max_result_bytes is not kept in the metadata:
+        structured_content_dropped gives its size. With no block for the model, the model
+        still reads it (the Worker cuts it)."""
+        structured = {"rows": "r" * 300}
+        size = json_size(structured)
+        schema = {"type": "object", "properties": {"rows": {"type": "string"}}}
+        blocks = [types.TextContent(text="300 rows")] if content == "text" else []
+        server = answering_result(
+            types.CallToolResult(content=blocks, structured_content=structured), schema
+        )
+        async with connect(server) as session:
+            (small,) = await mcp_tool_definitions(session, limits=Limits(max_result_bytes=size - 1))
+            (large,) = await mcp_tool_definitions(session, limits=Limits(max_result_bytes=size))
+            cut = await small()[1].execute("{}")
+            whole = await large()[1].execute("{}")
+        parts = [TextPart("300 rows")] if content == "text" else [DataPart.of(structured)]
+        assert cut == ToolReturn(parts, {"structured_content_dropped": size})
+        assert whole == ToolReturn(parts, {"structured_content": structured})
+
+    @pytest.mark.anyio
+    async def test_a_workers_history_keeps_what_the_default_limits_allow(self):
+        """Without limits, Limits()'s apply: a 200 KB structuredContent and a 30 MB image for
+        the user stay out of the history (and of every RunState), counted."""
+        structured = {"rows": "r" * 200_000}
+        blocks = [types.TextContent(text="done"), user_image(b"\0" * 30_000_000)]
+        server = answering_result(
+            types.CallToolResult(content=blocks, structured_content=structured),
+            {"type": "object"},
+        )
+        worker = Worker(
+            ScriptedClient([ScriptedResponse(tool_calls=[ScriptedCall("t", {})]), "ok"])
+        )
+        async with connect(server) as session:
+            worker.register_tools(await mcp_tool_definitions(session))
+            with anyio.fail_after(30):
+                await worker.run("go")
+        (result,) = results_of(worker.history)
+        assert result.metadata == {
+            "user_content_dropped": 1,
+            "structured_content_dropped": json_size(structured),
+        }
+        assert len(worker.state.to_json()) < 10_000
+
+    @pytest.mark.anyio
+    async def test_limits_must_be_limits(self):
+        """limits= takes a Limits."""
+        async with connect(answering(types.TextContent(text="x"))) as session:
+            with pytest.raises(TypeError, match=r"^limits must be a Limits, not int$"):
+                await mcp_tool_definitions(session, limits=5)  # type: ignore[arg-type]

@@ -25,7 +25,8 @@ the server's result                        its text blocks joined by newlines (a
                                            ``str``); with anything more (images, audio,
                                            resources, structured content, content for
                                            the user only) a ``ToolReturn`` of parts and
-                                           metadata, as ``_content`` maps them
+                                           metadata, as ``_content`` maps them (the
+                                           metadata within ``limits``)
 the server reports progress                ``execute_with_context`` (what a ``Worker``
                                            calls) passes it on: ``ToolCallProgress``
 the result has ``isError: true``           ``ExecutionFailedError`` with its text,
@@ -72,6 +73,7 @@ from typing_extensions import final
 from .._content import ToolReturn
 from .._context import ToolContext
 from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgumentError, ToolError
+from .._limits import Limits
 from .._meta import ToolAnnotations, ToolMeta
 from .._model_texts import (
     MCP_CONNECTION_LOST,
@@ -99,6 +101,7 @@ McpConnection: TypeAlias = ClientSession | Client
 # A server whose paging never ends must not hang the caller (the SDK caps its own re-list at 100).
 _MAX_PAGES = 100
 _ARGUMENTS = TypeAdapter(dict[str, Any])
+_DEFAULT_LIMITS = Limits()
 _CONNECTION_ERRORS = (
     anyio.ClosedResourceError,
     anyio.BrokenResourceError,
@@ -108,7 +111,7 @@ _CONNECTION_ERRORS = (
 
 
 async def mcp_tool_definitions(
-    session: McpConnection, *, prefix: str = ""
+    session: McpConnection, *, prefix: str = "", limits: Limits | None = None
 ) -> list[McpToolDefinition]:
     """One ``McpToolDefinition`` (a ``ToolDefinition``) per tool of the MCP server behind
     ``session``, in its order.
@@ -124,6 +127,11 @@ async def mcp_tool_definitions(
     number JSON has none for (``NaN``, ``Infinity``), is not offered (a warning is
     logged for each), and takes no name from the others. Errors of the listing
     itself (``mcp.MCPError``...) propagate.
+
+    ``limits`` (the ``Worker``'s; default ``Limits()``) bound what a result's metadata
+    keeps, which a ``Worker`` does not cap: the content for the user only and the
+    ``structuredContent`` (by ``max_media_bytes`` and ``max_result_bytes``; see
+    ``_content``). Its other fields are the ``Worker``'s to apply.
     """
     if not isinstance(session, (ClientSession, Client)):
         raise TypeError(
@@ -132,12 +140,13 @@ async def mcp_tool_definitions(
         )
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+    limits = _limits_or_default(limits)
     # Each tool's definition is made before the names are chosen, so that one left out
     # takes no name from the others; one renamed (rarely) is made again under its name.
     offered: list[tuple[types.Tool, McpToolDefinition]] = []
     for tool in _first_of_each(await _list_tools(session)):
         if not _task_only(tool):
-            definition = _definition_or_none(session, tool, prefix + tool.name)
+            definition = _definition_or_none(session, tool, prefix + tool.name, limits)
             if definition is not None:
                 offered.append((tool, definition))
     names = provider_safe_names([prefix + tool.name for tool, _ in offered])
@@ -150,7 +159,7 @@ async def mcp_tool_definitions(
                 name,
                 _why_renamed(prefix + tool.name, name),
             )
-            definition = McpToolDefinition(session, tool, name=name)
+            definition = McpToolDefinition(session, tool, name=name, limits=limits)
         definitions.append(definition)
     return definitions
 
@@ -191,13 +200,13 @@ def _task_only(tool: types.Tool) -> bool:
 
 
 def _definition_or_none(
-    session: McpConnection, tool: types.Tool, name: str
+    session: McpConnection, tool: types.Tool, name: str, limits: Limits
 ) -> McpToolDefinition | None:
     """``tool``'s definition, or ``None`` (with a warning saying why) if its schemas are
     none a ``ToolMeta`` takes: a number JSON has none for (``NaN``, ``Infinity``, ``1e400``,
     which Python's JSON reader takes), which no model request could carry."""
     try:
-        return McpToolDefinition(session, tool, name=name)
+        return McpToolDefinition(session, tool, name=name, limits=limits)
     except (TypeError, ValueError) as exc:  # ToolMeta's refusals of a schema
         logger.warning("MCP tool %r is not offered: its schema cannot be used (%s)", tool.name, exc)
         return None
@@ -208,7 +217,8 @@ class McpToolDefinition:
     """A ``ToolDefinition`` for one tool of an MCP server: makes ``(ToolMeta, McpTool)``.
 
     ``name`` is the tool's local name (default: ``prefix`` + the server's name,
-    renamed by the provider rule if providers would refuse it). A tool only run as
+    renamed by the provider rule if providers would refuse it); ``limits`` bound
+    its results' metadata, as ``mcp_tool_definitions`` says. A tool only run as
     a task is a ``ValueError``; schemas a ``ToolMeta`` refuses (a ``NaN`` or an
     infinity in them) are its ``TypeError``.
     """
@@ -222,6 +232,7 @@ class McpToolDefinition:
         prefix: str = "",
         *,
         name: str | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if tool.execution is not None and tool.execution.task_support == "required":
             raise ValueError(
@@ -239,7 +250,9 @@ class McpToolDefinition:
             annotations=None if hints is None else _annotations(hints),
             output_schema=tool.output_schema,  # an object schema: the SDK refuses others
         )
-        self._tool = McpTool(session, tool.name, input_schema=self._meta.input_schema)
+        self._tool = McpTool(
+            session, tool.name, input_schema=self._meta.input_schema, limits=limits
+        )
 
     @property
     def meta(self) -> ToolMeta:
@@ -265,9 +278,11 @@ class McpTool:
 
     ``input_schema`` (the server's schema for the tool) tells which ``null``s
     OpenAI strict mode introduced; without it every argument is sent as given.
+    ``limits`` (default ``Limits()``) bound what a result's metadata keeps: its
+    ``max_result_bytes`` and ``max_media_bytes`` (see ``mcp_tool_definitions``).
     """
 
-    __slots__ = ("_input_schema", "remote_name", "session")
+    __slots__ = ("_input_schema", "_limits", "remote_name", "session")
 
     def __init__(
         self,
@@ -275,10 +290,12 @@ class McpTool:
         remote_name: str,
         *,
         input_schema: dict[str, Any] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.session = session
         self.remote_name = remote_name
         self._input_schema = input_schema
+        self._limits = _limits_or_default(limits)
 
     async def execute(self, input_json: str) -> str | ToolReturn:
         """Send ``tools/call`` with these arguments: the result's text, or its parts and
@@ -330,10 +347,18 @@ class McpTool:
         if result.is_error:
             # The server's words, scrubbed and capped as a local exception's would be.
             raise _remote_error(safe_text(error_text(result)) or MCP_NO_MESSAGE.format(name=name))
-        return tool_return(result, name)
+        return tool_return(result, name, self._limits)
 
     def __repr__(self) -> str:
         return f"<McpTool {self.remote_name!r} session=<{type(self.session).__name__}>>"
+
+
+def _limits_or_default(limits: Limits | None) -> Limits:
+    if limits is None:
+        return _DEFAULT_LIMITS
+    if not isinstance(limits, Limits):
+        raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
+    return limits
 
 
 def _output_schema_mismatch(exc: Exception) -> str | None:

@@ -13,9 +13,17 @@ part                              content block
 ``MediaPart`` video or document,  ``EmbeddedResource`` with ``BlobResourceContents`` at
 with data                         ``llm-worker://media/<sha256 of the bytes>/<name>``
                                   (nothing after the last ``/`` when it has no name)
-``MediaPart`` with a url          ``ResourceLink`` (``uri`` the url, ``name`` the
+``MediaPart`` with a ``data:``    the block of a part with its bytes (the part's type;
+URL that can be read              its bytes never more than the URL's bytes, which
+                                  ``max_media_bytes`` counts)
+``MediaPart`` with another url    ``ResourceLink`` (``uri`` the url, ``name`` the
                                   part's name or the url, ``mimeType``)
 ================================  ====================================================
+
+Each block of a ``MediaPart`` has ``_meta`` ``{"llm-worker/media": {"name": <its
+name>}}`` (``{}`` for a part without one), which our client reads back: MCP has no
+name field on an image or audio, a link's ``name`` is its url when the part has none,
+and a document's uri keeps a name with a ``/`` only quoted.
 
 A tool with an ``output_schema`` also gets ``structuredContent``: its JSON value
 (the only ``DataPart`` of a rich result, else its text), as ``{"result": value}``
@@ -49,10 +57,24 @@ a block for the user only              not for the model: kept in the metadata
 ``"assistant"``)
 =====================================  ===============================================
 
+A block with ``"llm-worker/media"`` (an object) in its ``_meta`` is a ``MediaPart``'s
+of an llm-worker server: named by it (not by its uri, nor a link's ``name``), and a
+``ResourceLink`` with a ``mimeType`` is a ``MediaPart`` by url whatever its scheme
+(``gs://``: the part was one). So our server's parts come back as they were
+returned, a ``data:`` URL as the bytes it holds.
+
 ``structuredContent`` is kept in the metadata (``"structured_content"``) and,
 when no block is for the model, is what it reads (a ``DataPart``). A result of
 plain text blocks, with nothing for the metadata, stays a ``str``. Data that is
 not base64 is an ``ExecutionFailedError``.
+
+The metadata is capped by the client's ``Limits`` (a ``Worker`` caps only what the
+model reads; the history and every run state keep the metadata): a
+``structuredContent`` whose JSON is over ``max_result_bytes`` is left out
+(``"structured_content_dropped"``: its size); of the blocks for the user, those with
+media data (image, audio, blob) share ``max_media_bytes`` and the others
+``max_result_bytes``, each counting its JSON, and one past its share is left out
+(``"user_content_dropped"``: how many).
 """
 
 from __future__ import annotations
@@ -64,9 +86,10 @@ import math
 import sys
 from collections.abc import Iterable
 from typing import Any, cast
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
 
 import mcp.types as types
+import pydantic_core
 from jsonschema import exceptions as schema_errors
 from jsonschema import validators
 from jsonschema.protocols import Validator
@@ -74,7 +97,7 @@ from jsonschema.protocols import Validator
 from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
 from .._conversation import ToolResult
 from .._exceptions import ExecutionFailedError
-from .._limits import cap_result, cap_texts
+from .._limits import Limits, cap_result, cap_texts
 from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, call_text
 from .._output_schema import WRAPPED
 from .._safe_text import valid_unicode
@@ -83,6 +106,11 @@ __all__ = ["call_tool_result", "error_text", "schema_mismatch", "tool_return"]
 
 MEDIA_URI = "llm-worker://media/{digest}/{name}"
 """Where an embedded media part says it is: its bytes' SHA-256, then its name (if any)."""
+
+MEDIA_META = "llm-worker/media"
+"""The ``_meta`` key of a block made of a ``MediaPart``: ``{"name": <its name>}``, or ``{}``
+for a part without one (an image's or audio's block has no field for it, a link's
+``name`` is the url when it has none, and a document's uri is cut at its last ``/``)."""
 
 # Output schemas' validators, made once per schema object (and kept with it, so that its
 # id is not reused); bounded for a server whose tools are registered again and again.
@@ -171,21 +199,45 @@ def _block(part: ContentPart) -> types.ContentBlock:
     # A name or url may hold a lone surrogate (a file name from os.listdir): not on the wire.
     name = None if part.name is None else valid_unicode(part.name)
     media_type = valid_unicode(part.media_type)
-    if part.data is None:
+    meta: dict[str, Any] = {MEDIA_META: {} if name is None else {"name": name}}
+    data = part.data
+    if data is None:
         assert part.url is not None  # a MediaPart has one or the other
-        url = valid_unicode(part.url)
-        return types.ResourceLink(name=name or url, uri=url, mime_type=media_type)
-    data = base64.b64encode(part.data).decode("ascii")
+        data = _data_url_bytes(part.url)
+        if data is None:
+            url = valid_unicode(part.url)
+            return types.ResourceLink(name=name or url, uri=url, mime_type=media_type, _meta=meta)
+    encoded = base64.b64encode(data).decode("ascii")
     if part.kind == "image":
-        return types.ImageContent(data=data, mime_type=media_type)
+        return types.ImageContent(data=encoded, mime_type=media_type, _meta=meta)
     if part.kind == "audio":
-        return types.AudioContent(data=data, mime_type=media_type)
-    uri = MEDIA_URI.format(
-        digest=hashlib.sha256(part.data).hexdigest(), name=quote(name or "", safe="")
-    )
+        return types.AudioContent(data=encoded, mime_type=media_type, _meta=meta)
+    uri = MEDIA_URI.format(digest=hashlib.sha256(data).hexdigest(), name=quote(name or "", safe=""))
     return types.EmbeddedResource(
-        resource=types.BlobResourceContents(uri=uri, mime_type=media_type, blob=data)
+        resource=types.BlobResourceContents(uri=uri, mime_type=media_type, blob=encoded),
+        _meta=meta,
     )
+
+
+def _data_url_bytes(url: str) -> bytes | None:
+    """The bytes of a ``data:`` URL (RFC 2397: base64 after ``;base64``, else
+    percent-encoded), or ``None`` for any other URL, or one that cannot be read.
+
+    Never more bytes than the URL has in UTF-8, which is what a part's URL counts
+    against ``max_media_bytes`` (``rich_result``): its bytes are within the cap too.
+    """
+    if url[:5].lower() != "data:":
+        return None
+    comma = url.find(",", 5)
+    if comma < 0:
+        return None
+    header, body = url[5:comma], url[comma + 1 :]  # the body copied once
+    try:
+        if header.rstrip().lower().endswith(";base64"):
+            return _decode(unquote(body, errors="strict") if "%" in body else body)
+        return unquote_to_bytes(body)
+    except ValueError:  # not base64, or not UTF-8 (a lone surrogate, a bad escape)
+        return None
 
 
 def _structured(result: ToolResult, *, wrapped: bool) -> Any:
@@ -340,8 +392,11 @@ def _short(text: str) -> str:
 # -- use: a CallToolResult as what the model reads ------------------------------------------
 
 
-def tool_return(result: types.CallToolResult, name: str) -> str | ToolReturn:
-    """What the model reads of a (successful) result of MCP tool ``name``: see the table."""
+def tool_return(result: types.CallToolResult, name: str, limits: Limits) -> str | ToolReturn:
+    """What the model reads of a (successful) result of MCP tool ``name``: see the table.
+
+    The metadata holds what ``limits`` allow (``_for_user``, ``_structured_metadata``): a
+    ``Worker`` caps only what the model reads, and the history keeps the metadata too."""
     content = result.content
     structured = result.structured_content
     if structured is None:
@@ -349,22 +404,78 @@ def tool_return(result: types.CallToolResult, name: str) -> str | ToolReturn:
         if texts is not None:
             return "\n".join(texts)  # the common case, as cheap as ever
     parts: list[ContentPart] = []
-    for_user: list[dict[str, Any]] = []
+    for_user: list[types.ContentBlock] = []
     for block in content:
         if _for_user_only(block):
-            for_user.append(block.model_dump(mode="json", by_alias=True, exclude_none=True))
+            for_user.append(block)
         else:
             parts.append(_part(block, name))
     metadata: dict[str, Any] = {}
     if for_user:
-        metadata["user_content"] = for_user
+        _for_user(for_user, limits, metadata)
     if structured is not None:
-        metadata["structured_content"] = structured
+        _structured_metadata(structured, limits.max_result_bytes, metadata)
         if not parts:
             parts.append(DataPart.of(structured))
     if not metadata and all(isinstance(part, TextPart) for part in parts):
         return "\n".join(part.text for part in parts if isinstance(part, TextPart))
     return ToolReturn(parts, metadata or None)
+
+
+def _for_user(blocks: list[types.ContentBlock], limits: Limits, metadata: dict[str, Any]) -> None:
+    """The blocks for the user only, as MCP JSON, into ``metadata["user_content"]``, in
+    order: those with media data (an image, audio, a blob) within ``max_media_bytes``
+    together, the others within ``max_result_bytes`` together, each counting the size of
+    its JSON. A block that would take its share past the cap is left out (a smaller one
+    after it may fit), and ``metadata["user_content_dropped"]`` counts those."""
+    kept: list[dict[str, Any]] = []
+    dropped = 0
+    media_room = limits.max_media_bytes
+    text_room = limits.max_result_bytes
+    for block in blocks:
+        dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+        size = _json_size(dumped)
+        if _has_media_data(block):
+            if size <= media_room:
+                media_room -= size
+                kept.append(dumped)
+                continue
+        elif size <= text_room:
+            text_room -= size
+            kept.append(dumped)
+            continue
+        dropped += 1
+    if kept:
+        metadata["user_content"] = kept
+    if dropped:
+        metadata["user_content_dropped"] = dropped
+
+
+def _json_size(value: Any) -> int:
+    """The bytes of ``value``'s JSON (UTF-8, compact), a lone surrogate counted as 3."""
+    try:
+        return len(pydantic_core.to_json(value))
+    except ValueError:  # a lone surrogate (an in-process server's text): UTF-8 has none
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _has_media_data(block: types.ContentBlock) -> bool:
+    if isinstance(block, (types.ImageContent, types.AudioContent)):
+        return True
+    return isinstance(block, types.EmbeddedResource) and isinstance(
+        block.resource, types.BlobResourceContents
+    )
+
+
+def _structured_metadata(structured: Any, max_bytes: int, metadata: dict[str, Any]) -> None:
+    """``structured`` into ``metadata["structured_content"]`` if its JSON is within
+    ``max_bytes``; else its size (bytes of JSON) into ``"structured_content_dropped"``."""
+    size = _json_size(structured)
+    if size <= max_bytes:
+        metadata["structured_content"] = structured
+    else:
+        metadata["structured_content_dropped"] = size
 
 
 def _plain_texts(content: list[types.ContentBlock]) -> list[str] | None:
@@ -401,25 +512,44 @@ def _for_user_only(block: types.ContentBlock) -> bool:
 def _part(block: types.ContentBlock, name: str) -> ContentPart:
     if isinstance(block, types.TextContent):
         return TextPart(block.text)
+    mark = _media_mark(block)  # a MediaPart's block, from an llm-worker server
     if isinstance(block, (types.ImageContent, types.AudioContent)):
         what = f"{'an image' if block.type == 'image' else 'audio'} ({_shown(block.mime_type)})"
-        return _media(name, what, block.mime_type, data=block.data)
+        file_name = None if mark is None else _marked_name(mark)
+        return _media(name, what, block.mime_type, data=block.data, file_name=file_name)
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
             return TextPart(f"[resource <{resource.uri}>]\n{resource.text}")
         media_type = resource.mime_type or _DEFAULT_BLOB_TYPE
         what = f"the resource <{_shown(resource.uri)}>"
-        file_name = _file_name(resource.uri)
+        file_name = _file_name(resource.uri) if mark is None else _marked_name(mark)
         return _media(name, what, media_type, data=resource.blob, file_name=file_name)
     if isinstance(block, types.ResourceLink):
-        if block.mime_type is not None and urlsplit(block.uri).scheme in _LINKED_SCHEMES:
-            # A link named by its own address (as our server names one) has no name.
-            link_name = None if block.name == block.uri else block.name
+        # A MediaPart's url is a part by url again, whatever its scheme (gs:, a data: URL
+        # that could not be read); another server's link, only one a provider can fetch.
+        linked = mark is not None or urlsplit(block.uri).scheme in _LINKED_SCHEMES
+        if block.mime_type is not None and linked:
+            if mark is not None:
+                link_name = _marked_name(mark)
+            else:  # a link named by its own address has no name
+                link_name = None if block.name == block.uri else block.name
             what = f"a link to <{_shown(block.uri)}>"
             return _media(name, what, block.mime_type, url=block.uri, file_name=link_name)
         return TextPart(f"[resource link: {block.name} <{block.uri}>]")
     return TextPart(f"[{getattr(block, 'type', 'unknown')} content not shown]")
+
+
+def _media_mark(block: types.ContentBlock) -> dict[str, Any] | None:
+    """The ``MEDIA_META`` object of ``block``'s ``_meta``, if it has one."""
+    meta = getattr(block, "meta", None)
+    mark: object = None if meta is None else meta.get(MEDIA_META)
+    return cast("dict[str, Any]", mark) if isinstance(mark, dict) else None
+
+
+def _marked_name(mark: dict[str, Any]) -> str | None:
+    name = mark.get("name")
+    return name if isinstance(name, str) else None
 
 
 def _media(
