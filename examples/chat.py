@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+from asyncio import CancelledError
 from contextlib import AsyncExitStack, suppress
 
 import anyio
@@ -185,7 +186,9 @@ def cli() -> int:
     transcript = Transcript()
     try:
         return anyio.run(main, transcript)
-    except KeyboardInterrupt:
+    # Ctrl-C. On Python 3.10 it comes out of anyio.run as the CancelledError of the main
+    # task it cancelled (3.11+ turns that into KeyboardInterrupt).
+    except (KeyboardInterrupt, CancelledError):
         with suppress(BrokenPipeError):  # stdout may be gone as well
             transcript.end_line()  # the half-written "assistant | ..." line
         print("interrupted", file=sys.stderr)

@@ -421,3 +421,46 @@ class TestFilePathTargets:
             "llm-worker mcp serve: error: 'app.py:make' is a file path; "
             "a factory is a module name: try 'app:make'\n"
         )
+
+
+# Ctrl-C (SIGINT to the process itself, in its main thread) while the run awaits, then a
+# CancelledError nobody asked for: `mcp serve` and `llm_worker.mcp.serve()` run their
+# server in `run_until_ctrl_c`.
+_CTRL_C = """
+import asyncio, os, signal
+import anyio
+from llm_worker._interrupt import run_until_ctrl_c
+
+async def interrupted() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    await anyio.sleep(30)
+
+async def stray() -> None:
+    future = asyncio.get_running_loop().create_future()
+    future.cancel()
+    await future
+
+for func in (interrupted, stray, interrupted):
+    try:
+        run_until_ctrl_c(func)
+    except BaseException as exc:
+        print(func.__name__, type(exc).__name__)
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT to itself: POSIX only")
+class TestCtrlC:
+    def test_ctrl_c_is_a_keyboard_interrupt_and_a_stray_cancel_is_not(self):
+        """Ctrl-C ends the run with KeyboardInterrupt on every Python (3.10's asyncio runner
+        lets it out as a CancelledError); a CancelledError nobody asked for stays one (a
+        bug, reported as one), and Python's own SIGINT handler is back after each run."""
+        done = subprocess.run(
+            [sys.executable, "-c", _CTRL_C], capture_output=True, text=True, timeout=60
+        )
+        assert done.stdout.splitlines() == [
+            "interrupted KeyboardInterrupt",
+            "stray CancelledError",
+            "interrupted KeyboardInterrupt",
+            "True",
+        ], done.stderr

@@ -199,3 +199,13 @@ class TestProtocolToolContext:
         with anyio.fail_after(5):
             await worker.run("who?", deps=Deps("ada"))  # type: ignore[arg-type]
         assert results_of(worker.history)[0].content == "ada"
+
+
+class TestWhatIsNoClass:
+    @pytest.mark.parametrize("given", [dict[str, int], list[Deps]])
+    def test_a_generic_alias_is_no_deps_type(self, given: object) -> None:
+        """``dict[str, int]`` is refused as on every Python (on 3.10 it passes
+        ``isinstance(..., type)``), and a run never checks deps against it."""
+        with pytest.raises(TypeError, match="deps_type must be a class"):
+            Worker(ScriptedClient([]), deps_type=given)  # type: ignore[call-overload]
+        assert run_checked(given) is None

@@ -35,9 +35,14 @@ def public_classes_and_functions() -> list[Any]:
     return [
         getattr(llm_worker, name)
         for name in llm_worker.__all__
-        if inspect.isclass(getattr(llm_worker, name))
-        or inspect.isfunction(getattr(llm_worker, name))
+        if is_class(getattr(llm_worker, name)) or inspect.isfunction(getattr(llm_worker, name))
     ]
+
+
+def is_class(value: object) -> bool:
+    """``inspect.isclass``, minus the aliases (``ToolDefinition = Callable[...]``) that pass
+    for classes on Python 3.10, where a generic alias forwards ``__class__``."""
+    return inspect.isclass(value) and not isinstance(value, types.GenericAlias)
 
 
 class TestLazyLoading:

@@ -30,14 +30,13 @@ import openai
 import pydantic
 import pytest
 from cli_targets import example_tools
-from google.genai import types as genai_types
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 from strategies import CountingDefinition
-from support import defs_used
+from support import GEMINI_SDK, defs_used, needs_gemini_sdk
 
 from llm_worker import (
     Description,
@@ -51,6 +50,9 @@ from llm_worker import (
 from llm_worker._formats import _FORMATTERS, FORMATS, STRICT_FORMATS, FormatName, export_tools
 from llm_worker._gemini_schema import MAX_NODES
 from llm_worker._json_schema import MAX_DEPTH
+
+if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+    from google.genai import types as genai_types
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 EXAMPLE_CLASSES = (example_tools.Library, example_tools.Shelter)
@@ -725,7 +727,7 @@ class TestTermination:
             if isinstance(result, ValueError):
                 assert type(result) is ValueError
                 assert str(result).startswith("Cannot make ")
-            elif fmt == "gemini":
+            elif fmt == "gemini" and GEMINI_SDK:
                 genai_types.FunctionDeclaration.model_validate(result[0])
 
 
@@ -992,6 +994,7 @@ class TestStrictMode:
 
 
 class TestGemini:
+    @needs_gemini_sdk
     def test_declarations_validate_with_google_genai(self):
         """Each declaration validates as google-genai's FunctionDeclaration (no extra keys)."""
         for declaration in export_tools(example_definitions(), "gemini"):

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+from support import GEMINI_SDK
 
 from llm_worker import ToolMeta, export_tools
 from llm_worker._gemini_schema import MAX_NODES
@@ -112,8 +113,6 @@ class TestEnums:
                 "maybe": {"enum": [1, "a", None]},
             },
         }
-        from google.genai import types as genai_types
-
         properties = gemini(schema)["properties"]
         assert properties["pick"] == {
             "description": "One of them",
@@ -131,15 +130,20 @@ class TestEnums:
             ],
             "nullable": True,
         }
-        genai_types.Schema.model_validate(gemini(schema))
+        if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+            from google.genai import types as genai_types
+
+            genai_types.Schema.model_validate(gemini(schema))
 
 
 def declared(schema: dict[str, Any]) -> dict[str, Any]:
-    """The declaration, checked by google-genai's own ``FunctionDeclaration``."""
-    from google.genai import types
-
+    """The declaration, checked by google-genai's own ``FunctionDeclaration`` (where it is
+    installed: Python 3.11+, tests/support.py)."""
     [declaration] = export_tools([ToolMeta(name="t", input_schema=schema)], "gemini")
-    types.FunctionDeclaration.model_validate(declaration)
+    if GEMINI_SDK:
+        from google.genai import types
+
+        types.FunctionDeclaration.model_validate(declaration)
     return declaration
 
 

@@ -5,10 +5,18 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
+import sys
 
 import anyio
 import pytest
-from support import Lab, assert_history_valid, broken_definition, calls, results_of
+from support import (
+    Lab,
+    assert_history_valid,
+    broken_definition,
+    calls,
+    needs_counted_cancellations,
+    results_of,
+)
 
 from llm_worker import (
     Abort,
@@ -523,7 +531,10 @@ class _HookOwnBaseException(BaseException):
 
 class TestHookErrors:
     @pytest.mark.parametrize("where", ["pre", "post", "approval"])
-    @pytest.mark.parametrize("raised", ["stray-cancel", "own-base-exception"])
+    @pytest.mark.parametrize(
+        "raised",
+        [pytest.param("stray-cancel", marks=needs_counted_cancellations), "own-base-exception"],
+    )
     @pytest.mark.parametrize("anyio_backend", ["asyncio"])
     @pytest.mark.anyio
     async def test_a_cancellation_nothing_asked_for_is_the_hooks_failure(self, where, raised):
@@ -552,7 +563,8 @@ class TestHookErrors:
             await worker.run("go")
         kind = "CancelledError" if raised == "stray-cancel" else "_HookOwnBaseException"
         assert f"failed: {kind}" in str(info.value)
-        assert asyncio.current_task().cancelling() == 0
+        if sys.version_info >= (3, 11):  # Task.cancelling() is new in 3.11
+            assert asyncio.current_task().cancelling() == 0
         assert_history_valid(worker.history)
         assert not worker.is_paused
 

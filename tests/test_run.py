@@ -16,7 +16,15 @@ import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import Lab, assert_history_valid, calls, collect, make_worker, results_of
+from support import (
+    Lab,
+    assert_history_valid,
+    calls,
+    collect,
+    make_worker,
+    needs_counted_cancellations,
+    results_of,
+)
 
 from llm_worker import (
     Abort,
@@ -637,6 +645,7 @@ async def test_a_hand_written_tools_own_base_exception_is_a_failed_call(inline):
     )
 
 
+@needs_counted_cancellations
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # trio has no such exception
 @pytest.mark.parametrize("generated", [False, True], ids=["hand-written", "generated"])
 @pytest.mark.anyio

@@ -13,6 +13,7 @@ fails after ``GUARD`` seconds instead of waiting forever.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -503,6 +504,7 @@ class TestTimerSetWhenTheCallWaits:
             ]
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout() is new in Python 3.11")
 class TestAsyncioTimers:
     """On asyncio the worker's timeout composes with a tool's own ``asyncio.timeout``,
     whichever fires first."""

@@ -4,8 +4,10 @@ a ``ToolError`` given an exception, and what registration says of a bad factory.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import tracemalloc
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -207,7 +209,10 @@ class TestResultCap:
     async def test_a_rich_results_texts_are_capped_before_they_are_encoded(self) -> None:
         """A ToolReturn's huge text costs what the cap keeps too."""
         returned = ToolReturn(
-            [TextPart("é" * 10_000_000 + "\udcff"), MediaPart("image/png", url="u")]
+            [
+                TextPart("é" * 10_000_000 + "\udcff"),
+                MediaPart("image/png", url="https://x.test/u.png"),
+            ]
         )
         tracemalloc.start()
         try:
@@ -247,6 +252,42 @@ class TestMediaLimits:
             ),
         )
 
+    async def test_the_note_of_parts_past_the_count_survives_a_cut_text(self) -> None:
+        """When the text before it crosses the result cap, the note saying how many media
+        parts were dropped is still read whole, within the cap."""
+        links = [MediaPart("image/png", url=f"https://example.com/{i}.png") for i in range(150)]
+        parts = [TextPart("x" * 5_000), *links, TextPart("after")]
+        limits = Limits(max_result_bytes=1_000)
+        _, results = await run_calls(
+            "hand", limits=limits, extra=[hand_written("hand", Returns(ToolReturn(parts)))]
+        )
+        note = (
+            "[50 more media parts from tool 'hand' dropped: over the limit of "
+            f"{MAX_MEDIA_PARTS} media parts in one result]"
+        )
+        result = results[0]
+        assert result.parts[1 : 1 + MAX_MEDIA_PARTS] == tuple(links[:MAX_MEDIA_PARTS])
+        assert result.parts[1 + MAX_MEDIA_PARTS :] == (TextPart(note),)
+        cut = result.parts[0]
+        assert isinstance(cut, TextPart)
+        assert "truncated" in cut.text
+        assert result.content == f"{cut.text}\n{note}"
+        assert len(result.content.encode()) <= 1_000
+
+    async def test_a_long_media_type_is_cut_short_in_its_note(self) -> None:
+        """A dropped part's media type, parameters of any length, is cut in the note."""
+        media_type = "image/png; profile=" + "p" * 100_000
+        returned = ToolReturn([MediaPart(media_type, data=b"x" * 20)])
+        _, results = await run_calls(
+            "hand",
+            limits=Limits(max_media_bytes=10),
+            extra=[hand_written("hand", Returns(returned))],
+        )
+        assert results[0].content == (
+            f"[{media_type[:199]}… of 20 bytes from tool 'hand' dropped: over the limit of 10 "
+            "bytes for media in one result]"
+        )
+
     async def test_a_url_counts_its_length_toward_max_media_bytes(self) -> None:
         """A data: URL is media by another name: past max_media_bytes, it is dropped."""
         url = "data:image/png;base64," + "A" * 4_978
@@ -259,6 +300,50 @@ class TestMediaLimits:
             "[image/png of 5000 bytes from tool 'hand' dropped: over the limit of 1000 bytes "
             "for media in one result]"
         )
+
+
+class Endless(list[TextPart]):
+    """A list whose own iteration never ends: what it holds is one part."""
+
+    def __iter__(self) -> Iterator[TextPart]:
+        return itertools.repeat(TextPart("again"))
+
+
+class TestContent:
+    @pytest.mark.parametrize(
+        "content",
+        [
+            pytest.param(lambda: itertools.repeat(TextPart("x")), id="endless iterator"),
+            pytest.param(lambda: (part for part in [TextPart("x")]), id="generator"),
+            pytest.param(lambda: iter([TextPart("x")]), id="iterator"),
+            pytest.param(lambda: {TextPart("x")}, id="set"),
+        ],
+    )
+    async def test_content_that_is_not_a_list_or_tuple_cannot_be_sent(
+        self, content: Callable[[], Any]
+    ) -> None:
+        """An iterator is refused unread (an endless one would block the event loop past
+        every timeout), as is any iterable that is not a list or a tuple of parts."""
+        returned = ToolReturn(content())
+        _, results = await run_calls("hand", extra=[hand_written("hand", Returns(returned))])
+        assert [(r.content, r.is_error) for r in results] == [
+            (UNSENDABLE.format("hand", "TypeError"), True)
+        ]
+
+    async def test_call_tool_refuses_such_content(self) -> None:
+        """call_tool raises ToolExecutionError for it, as for metadata it refuses."""
+        server = ToolServer()
+        returned = ToolReturn(itertools.repeat(TextPart("x")))  # type: ignore[arg-type]
+        server.register_tool(hand_written("hand", Returns(returned)))
+        with anyio.fail_after(10), pytest.raises(ToolExecutionError) as caught:
+            await server.handle().call_tool("hand", "{}")
+        assert caught.value.detail == UNSENDABLE.format("hand", "TypeError")
+
+    async def test_a_list_or_tuple_is_read_as_it_is_stored(self) -> None:
+        """A list or tuple subclass gives the parts it holds, whatever its __iter__ does."""
+        returned = ToolReturn(Endless([TextPart("once")]))
+        _, results = await run_calls("hand", extra=[hand_written("hand", Returns(returned))])
+        assert results[0] == ToolResult(results[0].call_id, "once")
 
 
 class TestMessageNotText:

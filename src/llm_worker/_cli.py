@@ -73,10 +73,9 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import BinaryIO, Literal, TextIO, cast
 
-import anyio
-
 from ._decorators import tool_metas
 from ._formats import FORMATS, STRICT_FORMATS, FormatName, export_tools
+from ._interrupt import run_until_ctrl_c
 from ._limits import Limits
 from ._meta import ToolMeta
 from ._registry import is_tool_registry
@@ -554,7 +553,7 @@ def _mcp_serve(args: argparse.Namespace, prog: str) -> int:
         )
 
     try:
-        anyio.run(serve)
+        run_until_ctrl_c(serve)
     except KeyboardInterrupt:
         return 130
     except OSError as exc:  # the HTTP port cannot be bound

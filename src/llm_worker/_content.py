@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -56,13 +56,37 @@ def _is_media_type(text: object) -> bool:
     return isinstance(text, str) and _MEDIA_TYPE.fullmatch(text) is not None and text.isprintable()
 
 
+# The URLs a provider fetches (docs/providers.md, "Rich tool results"): http(s) (every
+# API; Gemini's Files API URIs are https too), data: (the part's bytes in the URL), gs://
+# (Gemini on Vertex AI's file_uri). A path, a file:// URL or "" reaches no provider: each
+# would refuse the request, and every later one of the conversation, which carries it.
+_FETCHED_URL = re.compile(r"(?:https?|gs|data):", re.IGNORECASE)
+_URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _url_problem(url: str) -> str:
+    """Why ``url`` is not one a provider fetches (``_FETCHED_URL`` did not match)."""
+    scheme = _URL_SCHEME.match(url, 0, 40)
+    shown = url if len(url) <= 100 else url[:99] + "…"
+    if scheme is None or len(scheme.group()) == 2:  # "C:": a Windows path's drive
+        what = f"{shown!r} has no scheme (a path is not a URL)"
+    else:
+        what = f"{shown!r} is a URL of scheme {scheme.group()[:-1]!r}, which no provider fetches"
+    return (
+        f"MediaPart url must be an http(s), data: or gs:// URL a provider can fetch: {what}; "
+        f"give a local file's bytes instead, MediaPart(media_type, data=...)"
+    )
+
+
 @dataclass(frozen=True)
 class MediaPart:
     """An image, audio, a video or a document: its bytes (``data``) or where it is (``url``).
 
     ``media_type`` is its MIME type (``"image/png"``, ``"application/pdf"``;
     ``ValueError`` if it is not ``type/subtype``, parameters after ``;`` allowed);
-    ``kind`` follows from it. ``name`` is a file name, for documents.
+    ``kind`` follows from it. ``url`` is an ``http(s)://``, ``data:`` or ``gs://`` URL
+    (``ValueError`` for a path, a ``file://`` URL, or any other a provider does not
+    fetch: give its bytes). ``name`` is a file name, for documents.
     """
 
     media_type: str
@@ -84,8 +108,12 @@ class MediaPart:
             raise TypeError(f"MediaPart data must be bytes, not {type(self.data).__name__}")
         # A run state writes them as JSON strings: bytes could not be written, a number
         # could not be read back.
-        if self.url is not None and not isinstance(self.url, str):
-            raise TypeError(f"MediaPart url must be a str, not {type(self.url).__name__}")
+        url = self.url
+        if url is not None:
+            if not isinstance(url, str):
+                raise TypeError(f"MediaPart url must be a str, not {type(url).__name__}")
+            if _FETCHED_URL.match(url) is None:
+                raise ValueError(_url_problem(url))
         if self.name is not None and not isinstance(self.name, str):
             raise TypeError(f"MediaPart name must be a str, not {type(self.name).__name__}")
 
@@ -194,13 +222,28 @@ class ToolReturn:
     metadata: Any = None
 
     def parts(self) -> tuple[ContentPart, ...]:
-        """``content`` as a tuple of parts."""
+        """``content`` as a tuple of parts; ``TypeError`` for content that is not text, a
+        part, or a list or tuple of parts.
+
+        A list or tuple is read as it is stored, whatever its class's ``__iter__`` says:
+        the parts are those the tool made. An iterator (or any other iterable) is refused
+        unread, since reading an endless one would never end: nothing interrupts a loop
+        that does not await, not even the call's timeout.
+        """
         content = self.content
         if isinstance(content, str):
             return (TextPart(content),)
         if isinstance(content, (TextPart, MediaPart, DataPart)):
             return (content,)
-        parts = tuple(content)
+        if isinstance(content, tuple):
+            parts = content if type(content) is tuple else tuple(_tuple_items(content))
+        elif isinstance(content, list):
+            parts = tuple(_list_items(content))
+        else:
+            raise TypeError(
+                f"a ToolReturn's content is text, a part, or a list or tuple of parts, "
+                f"not {type(content).__name__}"
+            )
         for part in parts:
             if not isinstance(part, (TextPart, MediaPart, DataPart)):
                 raise TypeError(
@@ -208,6 +251,11 @@ class ToolReturn:
                     f"not {type(part).__name__}"
                 )
         return parts
+
+
+# What a list or tuple holds, as stored: a subclass's own __iter__ (an endless one) is not called.
+_list_items: Callable[[list[ContentPart]], Iterator[ContentPart]] = list.__iter__  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+_tuple_items: Callable[[tuple[ContentPart, ...]], Iterator[ContentPart]] = tuple.__iter__  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
 
 
 def text_of(parts: Sequence[ContentPart]) -> str:

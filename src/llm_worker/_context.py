@@ -19,6 +19,7 @@ from typing import Any, Generic, Protocol
 
 from typing_extensions import TypeVar, final, is_typeddict
 
+from ._annotations import is_class
 from ._safe_text import bounded_repr
 
 __all__ = [
@@ -230,7 +231,7 @@ class _CallReports:
 def run_checked(deps_type: object) -> type[Any] | None:
     """``deps_type`` if a run can check its deps against it (``deps_fit``), else ``None``:
     ``Any``, what is not a class, a ``Protocol`` that is not ``@runtime_checkable``."""
-    if not isinstance(deps_type, type) or deps_type is Any:  # typing.Any is a class on 3.11+
+    if not is_class(deps_type) or deps_type is Any:  # typing.Any is a class on 3.11+
         return None
     try:
         deps_fit(None, deps_type)

@@ -36,6 +36,7 @@ from ._model_texts import (
     UNEXPECTED,
     UNSENDABLE_RETURN,
     call_text,
+    shown_media_type,
 )
 from ._safe_text import valid_unicode
 from ._server import ToolEntry, error_text, json_metadata
@@ -154,9 +155,11 @@ def rich_result(call: ToolCall, returned: ToolReturn, caps: _Caps) -> ToolResult
     The media share ``max_media_bytes`` (a URL counts its length: a ``data:`` URL is
     media too), the first ``max_media_parts`` of them: a part past the bytes is replaced
     by a note saying so, those past the count by one note. The texts (data parts and
-    notes too) then share the result cap, in order: the one that crosses it is cut,
-    those after it are left out (each part given room of its own would let many parts
-    past it).
+    the notes for parts past the bytes too) then share the result cap, in order: the one
+    that crosses it is cut, those after it are left out (each part given room of its own
+    would let many parts past it). The note for the parts past the count is kept whole,
+    in the room it needs of the cap: the model reads how many were dropped even when the
+    text before that note was cut.
     """
     texts: list[str] = []
     sources: list[TextPart | DataPart | None] = []  # the part of each text; None: a note
@@ -188,7 +191,7 @@ def rich_result(call: ToolCall, returned: ToolReturn, caps: _Caps) -> ToolResult
             call_text(
                 MEDIA_DROPPED,
                 call.name,
-                media_type=part.media_type,
+                media_type=shown_media_type(part.media_type),
                 size=size,
                 limit=int(caps.max_media_bytes),
             )
@@ -201,19 +204,22 @@ def rich_result(call: ToolCall, returned: ToolReturn, caps: _Caps) -> ToolResult
             count=media_count - int(caps.max_media_parts),
             limit=int(caps.max_media_parts),
         )
-    kept = (
-        texts if caps.max_bytes == math.inf else cap_texts(texts, int(caps.max_bytes), separator=1)
+    kept: list[str] | list[str | None] = (
+        texts if caps.max_bytes == math.inf else _capped(texts, int(caps.max_bytes), counted_note)
     )
     parts: list[ContentPart] = []
     for slot in order:
         if isinstance(slot, MediaPart):
             parts.append(slot)
-        elif slot < len(kept):  # else past the cap
-            text = valid_unicode(kept[slot])  # after the cap: only what is kept is encoded
-            source = sources[slot]
-            parts.append(
-                source if isinstance(source, DataPart) and text is texts[slot] else TextPart(text)
-            )
+            continue
+        capped = kept[slot]
+        if capped is None:  # past the cap
+            continue
+        text = valid_unicode(capped)  # after the cap: only what is kept is encoded
+        source = sources[slot]
+        parts.append(
+            source if isinstance(source, DataPart) and text is texts[slot] else TextPart(text)
+        )
     metadata = returned.metadata
     if metadata is not None:
         metadata = json_metadata(metadata)  # the run state keeps it as JSON
@@ -222,6 +228,24 @@ def rich_result(call: ToolCall, returned: ToolReturn, caps: _Caps) -> ToolResult
     if only_text and metadata is None:
         return ToolResult(call.id, content)  # as cheap and as plain as a str result
     return ToolResult(call.id, content, False, tuple(parts), metadata)
+
+
+def _capped(texts: list[str], max_bytes: int, whole: int | None) -> list[str | None]:
+    """``texts`` within ``max_bytes`` together (a byte between each two, as ``text_of``
+    joins them by lines), ``None`` for those left out. ``whole`` is the index of a text
+    kept whole (the note for the media parts past the count), the others are capped in
+    the room it leaves them."""
+    if whole is None:
+        others = texts
+        room = max_bytes
+    else:
+        others = texts[:whole] + texts[whole + 1 :]
+        room = max(0, max_bytes - len(texts[whole].encode("utf-8", "surrogatepass")) - 1)
+    kept: list[str | None] = list(cap_texts(others, room, separator=1))
+    kept.extend([None] * (len(others) - len(kept)))
+    if whole is not None:
+        kept.insert(whole, texts[whole])
+    return kept
 
 
 def _media_size(part: MediaPart) -> int:

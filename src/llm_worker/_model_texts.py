@@ -82,6 +82,7 @@ __all__ = [
     "call_text",
     "describe_validation_error",
     "media_label",
+    "shown_media_type",
     "shown_name",
     "truncation_note",
 ]
@@ -221,15 +222,41 @@ MEDIA_OF_RESULT = "[attachments of the result of tool call {call_id}:]"
 MEDIA_DOCUMENT_TEXT = "[file {media}:]"
 
 
+# The characters a note shows of a media part's name, URL or type: notes are written after
+# Limits.max_result_bytes is applied, so each holds only what is bounded.
+_MAX_MEDIA_SHOWN = 200
+
+
+def _shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown_media_type(media_type: str) -> str:
+    """A media type as a note shows it: cut short past 200 characters (its parameters,
+    after ``;``, can be of any length)."""
+    return _shortened(media_type, _MAX_MEDIA_SHOWN)
+
+
 def media_label(part: MediaPart) -> str:
     """How a note names a media part: ``'q3.pdf' (application/pdf, 5120 bytes)``,
-    ``image/png (812 bytes)``, ``image/png at https://...``."""
-    if part.url is not None:
-        where = f"{part.name!r} ({part.media_type})" if part.name else part.media_type
-        return f"{where} at {part.url}"
-    if part.name:
-        return f"{part.name!r} ({part.media_type}, {part.size} bytes)"
-    return f"{part.media_type} ({part.size} bytes)"
+    ``image/png (812 bytes)``, ``image/png at https://...``, ``video/mp4 (a data: URL of
+    3000022 bytes)``.
+
+    Bounded whatever the part holds: its name, URL and type are cut short past 200
+    characters each, and a ``data:`` URL (the bytes themselves) is shown by its size.
+    """
+    media_type = shown_media_type(part.media_type)
+    name = None if not part.name else repr(_shortened(part.name, _MAX_MEDIA_SHOWN))
+    url = part.url
+    if url is not None:
+        where = f"{name} ({media_type})" if name else media_type
+        if url[:5].lower() == "data:":
+            size = len(url) if url.isascii() else len(url.encode("utf-8", "surrogatepass"))
+            return f"{where} (a data: URL of {size} bytes)"
+        return f"{where} at {_shortened(url, _MAX_MEDIA_SHOWN)}"
+    if name:
+        return f"{name} ({media_type}, {part.size} bytes)"
+    return f"{media_type} ({part.size} bytes)"
 
 
 # -- MCP tools (the text after "Execution failed: " or "Internal error: ") -------------------

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, TypeAdapter, create_model
 from pydantic_core import SchemaValidator
 
+from ._annotations import is_class
 from ._content import DataPart, MediaPart, TextPart, ToolReturn
 from ._fail_fast import SCREENED_FROM, screen_of
 from ._stable_schema import StableJsonSchema
@@ -124,7 +125,7 @@ def tool_output_schema(returns: Any, method: str = "the tool") -> dict[str, Any]
 
 
 def _mentions_content(tp: Any) -> bool:
-    if isinstance(tp, type) and issubclass(tp, (ToolReturn, TextPart, MediaPart, DataPart)):
+    if is_class(tp) and issubclass(tp, (ToolReturn, TextPart, MediaPart, DataPart)):
         return True
     if isinstance(tp, (str, typing.ForwardRef)):
         return True  # an annotation left unresolved: nothing to say about it
@@ -134,7 +135,7 @@ def _mentions_content(tp: Any) -> bool:
 def _may_be_text(tp: Any) -> bool:
     """Whether a value of ``tp`` may be a ``str`` (``str | None``, a ``StrEnum``...): a tool's
     result text is then the string itself, not its JSON, and tells no structured value."""
-    if isinstance(tp, type):
+    if is_class(tp):
         return issubclass(tp, str)
     origin = get_origin(tp)
     if origin is Literal:
@@ -148,4 +149,4 @@ def _may_be_text(tp: Any) -> bool:
 
 
 def _type_name(tp: Any) -> str:
-    return tp.__qualname__ if isinstance(tp, type) else repr(tp)
+    return tp.__qualname__ if is_class(tp) else repr(tp)

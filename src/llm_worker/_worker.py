@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Generic, NoReturn, cast, overload
 
 from typing_extensions import TypeVar
 
+from ._annotations import is_class
 from ._approvals import Decision, PendingCall
 from ._client import LlmClient, ToolChoice
 from ._context import deps_fit, deps_types_fit, run_checked
@@ -583,7 +584,7 @@ class Worker(_WorkerBase[DepsT, OutputT]):
         check_count("max_turns", max_turns, 1)  # a NaN would never end a tool loop
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
-        if deps_type is not None and not isinstance(deps_type, type):
+        if deps_type is not None and not is_class(deps_type):
             raise TypeError(f"deps_type must be a class, not {deps_type!r}")
         check_output_options(output_type, output_retries)
         self._session = Session(

@@ -1116,6 +1116,12 @@ class TestClientReadsTheMark:
                 types.ResourceLink(name="r", uri="gs://b/r.pdf", mime_type="application/pdf"),
                 TextPart("[resource link: r <gs://b/r.pdf>]"),
             ),
+            (  # marked, but of a scheme no MediaPart has: a hostile server's link
+                types.ResourceLink(
+                    name="r", uri="s3://b/r.pdf", mime_type="application/pdf", _meta=marked()
+                ),
+                TextPart("[resource link: r <s3://b/r.pdf>]"),
+            ),
             (
                 types.ResourceLink(name="r", uri="gs://b/r.pdf", _meta=marked()),
                 TextPart("[resource link: r <gs://b/r.pdf>]"),

@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from support import needs_gemini_sdk
 
 from . import wire
 from .server import ProviderServer, stream
@@ -128,6 +129,7 @@ class TestChartExample:
         assert image["source"]["media_type"] == "image/png"
         assert png_size(base64.b64decode(image["source"]["data"])) == (240, 120)
 
+    @needs_gemini_sdk
     @pytest.mark.parametrize("key", ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
     def test_with_a_gemini_key(self, server: ProviderServer, key: str):
         """Gemini: the chart is inline data in the function response's parts."""

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import needs_gemini_sdk
 
 from . import wire
 from .server import ProviderServer, error, stream
@@ -119,6 +120,7 @@ class TestChatExample:
         assert done.stdout.splitlines()[-1] == "tracker now: #1 open, #2 closed"
         assert server.requests[1].json["messages"][-1]["content"][0]["tool_use_id"] == "toolu_1"
 
+    @needs_gemini_sdk
     @pytest.mark.parametrize("key", ["GEMINI_API_KEY", "GOOGLE_API_KEY"])
     def test_with_a_gemini_key(self, server: ProviderServer, key: str):
         """With GEMINI_API_KEY or GOOGLE_API_KEY (and no other key) it talks to the Gemini

@@ -11,20 +11,25 @@ from __future__ import annotations
 import base64
 
 import pytest
-from support import assert_history_valid
+from support import GEMINI_SDK, assert_history_valid, needs_gemini_sdk
 
 from llm_worker import RunState, Worker, tool_definitions
 from llm_worker.providers.anthropic import AnthropicClient
-from llm_worker.providers.gemini import GeminiClient
 from llm_worker.providers.openai import OpenAIResponsesClient
 
 from . import wire
 from .server import stream
 
-pytestmark = pytest.mark.filterwarnings(
-    r"ignore:Async generator '(anthropic|openai|google|httpx2|httpcore2)\.[^']*' was garbage "
-    r"collected:ResourceWarning"
-)
+if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+    from llm_worker.providers.gemini import GeminiClient
+
+pytestmark = [
+    needs_gemini_sdk,  # the conversation goes through Gemini
+    pytest.mark.filterwarnings(
+        r"ignore:Async generator '(anthropic|openai|google|httpx2|httpcore2)\.[^']*' was garbage "
+        r"collected:ResourceWarning"
+    ),
+]
 
 SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"
 GEMINI_SIGNATURE = base64.b64encode(b"\x12\xfbgemini thought").decode()

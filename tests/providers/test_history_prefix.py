@@ -8,16 +8,19 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from support import GEMINI_SDK, needs_gemini_sdk
 
 from llm_worker import AssistantMessage, ToolCall, ToolResult, UserMessage
 from llm_worker.providers._common import HistoryPrefix
 from llm_worker.providers.anthropic import claude_messages
-from llm_worker.providers.gemini import gemini_contents
 from llm_worker.providers.openai import chat_messages, responses_input
 
 from . import wire
 from .server import stream
 from .test_anthropic import make_client, make_worker
+
+if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+    from llm_worker.providers.gemini import gemini_contents
 
 
 def turn(number: int) -> list:
@@ -43,7 +46,13 @@ def dumped(value: object) -> object:
     return dump(exclude_none=True) if dump is not None else value
 
 
-@pytest.mark.parametrize("provider", CONVERTERS)
+@pytest.mark.parametrize(
+    "provider",
+    [
+        pytest.param(name, marks=needs_gemini_sdk) if name == "gemini" else name
+        for name in CONVERTERS
+    ],
+)
 class TestPrefix:
     def test_growing_history(self, provider):
         """Request after request on a growing history, split anywhere (inside a run of

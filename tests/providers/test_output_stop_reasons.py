@@ -16,15 +16,18 @@ import json
 import anyio
 import pytest
 from pydantic import BaseModel
+from support import GEMINI_SDK, needs_gemini_sdk
 
 from llm_worker import AssistantMessage, LlmClient, OutputValidationError, UserMessage, Worker
 from llm_worker.providers.anthropic import AnthropicClient
-from llm_worker.providers.gemini import GeminiClient
 from llm_worker.providers.openai import OpenAIChatClient, OpenAIResponsesClient
 
 from . import wire
 from .server import ProviderServer, stream
 from .test_openai_responses import responses_refusal
+
+if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+    from llm_worker.providers.gemini import GeminiClient
 
 pytestmark = [
     pytest.mark.anyio,
@@ -172,6 +175,7 @@ CASES = [
         "max_tokens",
         CUT_OFF,
         id="gemini-max-tokens",
+        marks=needs_gemini_sdk,
     ),
     pytest.param(
         gemini,
@@ -179,6 +183,7 @@ CASES = [
         "safety",
         "the provider blocked the response (stop reason 'safety'); ",
         id="gemini-safety",
+        marks=needs_gemini_sdk,
     ),
     pytest.param(
         gemini,
@@ -186,6 +191,7 @@ CASES = [
         "prohibited_content",
         "the provider blocked the response (stop reason 'prohibited_content'); ",
         id="gemini-blocked-prompt",
+        marks=needs_gemini_sdk,
     ),
 ]
 

@@ -14,6 +14,7 @@ import base64
 import json
 
 import pytest
+from support import GEMINI_SDK, needs_gemini_sdk
 
 from llm_worker import (
     AssistantMessage,
@@ -33,11 +34,13 @@ from llm_worker import (
 )
 from llm_worker._content import ContentPart, text_of
 from llm_worker.providers.anthropic import AnthropicClient
-from llm_worker.providers.gemini import GeminiClient
 from llm_worker.providers.openai import OpenAIChatClient, OpenAIResponsesClient
 
 from . import wire
 from .server import ProviderServer, stream
+
+if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+    from llm_worker.providers.gemini import GeminiClient
 
 pytestmark = [
     pytest.mark.anyio,
@@ -488,6 +491,7 @@ def gemini(server: ProviderServer) -> GeminiClient:
     return GeminiClient("gemini-test", api_key="k", base_url=server.base_url, max_retries=0)
 
 
+@needs_gemini_sdk
 class TestGemini:
     async def test_a_tool_returns_an_image_and_a_pdf(self, server):
         """The function response has the text as its output and the image and PDF as its
@@ -562,3 +566,100 @@ class TestGemini:
         first, second = (r.json["contents"] for r in server.requests)
         assert second[: len(first)] == first
         assert [c["role"] for c in second] == ["user", "model", "user", "user", "model", "user"]
+
+
+# -- What every client writes of a part: notes and file names ----------------------------
+
+CLIP = "data:video/mp4;base64," + "A" * 3_000_000  # 3 MB, within Limits.max_media_bytes
+
+
+def tool_text(kind: str, body: dict) -> str:
+    """All the request says of the result, as JSON: a client's tool_result, output or
+    tool message."""
+    if kind == "anthropic":
+        return json.dumps(body["messages"][-1]["content"][0]["content"])
+    if kind == "responses":
+        return json.dumps(body["input"][-1]["output"])
+    return json.dumps(body["messages"][-1]["content"])
+
+
+CLIENTS = {"anthropic": claude, "responses": responses, "chat": chat}
+REPLIES = {
+    "anthropic": lambda: stream(*wire.claude_text("ok")),
+    "responses": lambda: stream(*wire.responses_text("ok")),
+    "chat": lambda: stream(*wire.chat_text("ok")),
+}
+
+
+class TestNotes:
+    @pytest.mark.parametrize("kind", list(CLIENTS))
+    async def test_a_data_url_is_named_by_its_size_in_a_note(self, server, kind: str):
+        """A video by data: URL an API cannot take becomes a note naming it by its size:
+        its 3 MB are not sent as text, past the result cap."""
+        server.add(REPLIES[kind]())
+        async with CLIENTS[kind](server) as client:
+            await send(
+                client, rich_history(TextPart("The clip:"), MediaPart("video/mp4", url=CLIP))
+            )
+        text = tool_text(kind, server.requests[0].json)
+        assert f"[video/mp4 (a data: URL of {len(CLIP)} bytes) not shown: this API cannot " in text
+        assert len(text) < 1_000
+
+    def test_a_notes_name_url_and_type_are_cut_short(self):
+        """A name, a URL and a media type's parameters of any length are cut at 200
+        characters each in the note."""
+        from llm_worker.providers._parts import attached_note, not_sent
+
+        media_type = "video/mp4; codecs=" + "a" * 5_000
+        url = "https://media.example.com/" + "b" * 5_000
+        part = MediaPart(media_type, url=url, name="c" * 5_000)
+        shown_type = media_type[:199] + "…"
+        label = f"{'c' * 199 + '…'!r} ({shown_type}) at {url[:199]}…"
+        assert not_sent(part) == (
+            f"[{label} not shown: this API cannot take {shown_type} in a tool result]"
+        )
+        assert attached_note([part]) == f"[attached in the next user message: {label}]"
+        named = MediaPart("video/mp4", data=b"1234", name="\n" * 5_000)
+        assert not_sent(named).startswith(f"[{chr(10) * 199 + '…'!r} (video/mp4, 4 bytes) not")
+
+
+class TestAnthropicBlankText:
+    async def test_whitespace_only_texts_are_left_out_of_a_tool_result(self, server):
+        """A text part of whitespace only (a blank caption) is not a block of the
+        tool_result: the API refuses such text blocks, as in assistant messages."""
+        server.add(stream(*wire.claude_text("ok")))
+        parts = (TextPart("\n"), MediaPart("image/png", data=PNG), TextPart(" \t"), TextPart("ok"))
+        async with claude(server) as client:
+            await send(client, rich_history(*parts))
+        blocks = server.requests[0].json["messages"][-1]["content"][0]["content"]
+        assert [block["type"] for block in blocks] == ["image", "text"]
+        assert blocks[1] == {"type": "text", "text": "ok"}
+
+
+class TestFileNames:
+    @pytest.mark.parametrize(
+        ("media_type", "filename"),
+        [
+            ("application/pdf", "document.pdf"),
+            ("text/markdown", "document.md"),
+            ("text/javascript", "document.js"),
+            ("application/xml", "document.xml"),
+            ("TEXT/CSV; charset=utf-8", "document.csv"),
+            (
+                "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                "document.docx",
+            ),
+            ("application/vnd.oasis.opendocument.text", "document.odt"),
+            ("application/x-llm-worker-unknown", "document"),
+        ],
+    )
+    async def test_an_unnamed_document_is_named_from_a_fixed_table(
+        self, server, media_type: str, filename: str
+    ):
+        """The file name of a document without one comes from FILE_EXTENSIONS, never the
+        host's mimetypes (whose /etc/mime.types, or its absence, would change the request)."""
+        server.add(stream(*wire.responses_text("ok")))
+        async with responses(server) as client:
+            await send(client, rich_history(MediaPart(media_type, data=b"x")))
+        (item,) = server.requests[0].json["input"][-1]["output"]
+        assert item["filename"] == filename

@@ -15,14 +15,17 @@ from typing import Any
 
 import anyio
 import pytest
+from support import GEMINI_SDK, needs_gemini_sdk
 
 from llm_worker import AssistantMessage, LlmClient, Usage, Worker, WorkerResult
 from llm_worker.providers.anthropic import AnthropicClient
-from llm_worker.providers.gemini import GeminiClient
 from llm_worker.providers.openai import OpenAIChatClient, OpenAIResponsesClient
 
 from . import wire
 from .server import ProviderServer, stalled_stream, stream
+
+if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+    from llm_worker.providers.gemini import GeminiClient
 
 pytestmark = pytest.mark.filterwarnings(
     r"ignore:Async generator '(anthropic|openai|google|httpx2|httpcore2)\.[^']*' was garbage "
@@ -153,6 +156,7 @@ class TestStreamsWithoutATerminalEvent:
             worker = await answer(client)
         assert worker.history[-1].usage == Usage(11, 7)
 
+    @needs_gemini_sdk
     @pytest.mark.anyio
     async def test_gemini_reads_a_usage_chunk_after_the_finish_reason(
         self, server: ProviderServer

@@ -13,14 +13,17 @@ import json
 
 import pytest
 from pydantic import BaseModel, Field
+from support import GEMINI_SDK, needs_gemini_sdk
 
 from llm_worker import LlmClient, Worker
 from llm_worker.providers.anthropic import AnthropicClient
-from llm_worker.providers.gemini import GeminiClient
 from llm_worker.providers.openai import OpenAIChatClient, OpenAIResponsesClient
 
 from . import wire
 from .server import ProviderServer, stream
+
+if GEMINI_SDK:  # google-genai needs Python 3.11+ (tests/support.py)
+    from llm_worker.providers.gemini import GeminiClient
 
 pytestmark = [
     pytest.mark.anyio,
@@ -228,6 +231,7 @@ class TestAnthropic:
         assert body["tool_choice"] == {"type": "any"}
 
 
+@needs_gemini_sdk
 class TestGemini:
     async def test_a_run_answers_in_the_response_json_schema(self, server):
         """responseMimeType application/json and responseJsonSchema, the type's schema; a

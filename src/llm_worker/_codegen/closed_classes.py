@@ -39,6 +39,7 @@ from pydantic import ConfigDict, GetCoreSchemaHandler
 from pydantic_core import CoreSchema
 from typing_extensions import final, is_typeddict
 
+from .._annotations import is_class
 from .aliases import aliased
 
 __all__ = ["closed", "closing_problem", "takes_the_holders_config"]
@@ -101,7 +102,7 @@ def _typed_dict_bases(cls: type) -> list[type]:
             found.append(current)
             for base in getattr(current, "__orig_bases__", ()):
                 base = get_origin(base) or base  # Box[int] in `class IntBox(Box[int])`
-                if isinstance(base, type) and is_typeddict(base):
+                if is_class(base) and is_typeddict(base):
                     pending.append(base)
     return found
 
@@ -127,7 +128,7 @@ def _subclassing_runs(cls: type) -> str | None:
 
 def _problem(annotation: Any, seen: set[int], within: type | None = None) -> str | None:
     """``closing_problem``; ``seen``: the ids of the classes and aliases walked already."""
-    if isinstance(annotation, type):
+    if is_class(annotation):
         return _class_problem(annotation, seen, within)
     value = aliased(annotation)
     if value is not None:
@@ -139,7 +140,7 @@ def _problem(annotation: Any, seen: set[int], within: type | None = None) -> str
     origin = get_origin(annotation)
     if origin is Literal:
         return None
-    if isinstance(origin, type):  # Box[int]
+    if is_class(origin):  # Box[int]
         problem = _class_problem(origin, seen, within)
         if problem is not None:
             return problem

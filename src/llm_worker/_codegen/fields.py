@@ -35,7 +35,8 @@ from pydantic import ConfigDict, Field, GetCoreSchemaHandler, Tag, TypeAdapter, 
 from pydantic_core import CoreSchema, core_schema
 from typing_extensions import final
 
-from .aliases import ALIAS_TYPES, aliased
+from .._annotations import is_class
+from .aliases import aliased, is_type_alias
 from .closed_classes import closed, takes_the_holders_config
 from .introspect import REQUIRED, DefaultFactory, ParameterSpec, annotation_key
 from .json_choices import enum_as_argument, literal_as_argument
@@ -119,7 +120,7 @@ def _in_a_closed_class(annotation: Any) -> Any:
 
 def _rewritten(annotation: Any, *, every: bool) -> Any:
     """``annotation`` with every rewrite (``every``), or with its classes closed only."""
-    if isinstance(annotation, type):
+    if is_class(annotation):
         return _class_as_argument(annotation, every=every)
     value = aliased(annotation)
     if value is not None:
@@ -136,7 +137,7 @@ def _rewritten(annotation: Any, *, every: bool) -> Any:
         key_as_argument(arg) if keyed and i == 0 else _rewritten(arg, every=every)
         for i, arg in enumerate(args)
     )
-    if isinstance(origin, type) and takes_the_holders_config(origin):  # Box[int]
+    if is_class(origin) and takes_the_holders_config(origin):  # Box[int]
         return closed(annotation, origin, rewritten, _ARGUMENT_CLASS_CONFIG, _in_a_closed_class)
     if all(new is old for new, old in zip(rewritten, args, strict=True)):
         return annotation
@@ -171,7 +172,7 @@ _rewriting = threading.local()  # the aliases being rewritten, in this thread
 
 def _alias_as_argument(alias: Any, value: Any, *, every: bool) -> Any:
     key = (alias, every)
-    done = _ALIASES.get(key) if isinstance(alias, ALIAS_TYPES) else None
+    done = _ALIASES.get(key) if is_type_alias(alias) else None
     if done is not None:
         return done
     underway: set[tuple[int, bool]] = getattr(_rewriting, "aliases", None) or set()
@@ -186,7 +187,7 @@ def _alias_as_argument(alias: Any, value: Any, *, every: bool) -> Any:
         underway.discard(token)
     if new is value:
         return alias
-    if not isinstance(alias, ALIAS_TYPES):  # a NewType, a generic alias given its arguments
+    if not is_type_alias(alias):  # a NewType, a generic alias given its arguments
         return Annotated[alias, _ValidatedAs(new)]
     return _ALIASES.setdefault(key, Annotated[alias, _ValidatedAs(_renamed(alias, new))])
 
@@ -335,7 +336,7 @@ def _admits_none(annotation: Any) -> bool:
         return True
     if isinstance(annotation, types.UnionType):  # X | None, the common case
         return any(arg is _NoneType or _admits_none(arg) for arg in annotation.__args__)
-    if isinstance(annotation, type):
+    if is_class(annotation):
         return False
     origin = get_origin(annotation)
     if origin is Annotated:

@@ -19,9 +19,11 @@ from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, cast, get_args, get_origin
 
+import typing_extensions
 from pydantic import create_model
 from pydantic.fields import FieldInfo
 
+from .._annotations import is_class
 from .._context import ToolContext
 from .._docstrings import parse_docstring
 from .._options import Description, ToolOptions
@@ -381,8 +383,9 @@ def _resolve_hints(
     globalns: dict[str, Any],
     localns: dict[str, Any],
 ) -> dict[str, Any]:
+    # typing_extensions': typing's on Python 3.10 makes `d: date = None` Optional[date].
     try:
-        return typing.get_type_hints(func, globalns, localns, include_extras=True)
+        return typing_extensions.get_type_hints(func, globalns, localns, include_extras=True)
     except Exception:
         pass
     # Resolve one parameter at a time, to say which annotation failed and why.
@@ -393,7 +396,9 @@ def _resolve_hints(
         holder: Callable[[], None] = lambda: None  # noqa: E731
         holder.__annotations__ = {param.name: param.annotation}
         try:
-            hints.update(typing.get_type_hints(holder, globalns, localns, include_extras=True))
+            hints.update(
+                typing_extensions.get_type_hints(holder, globalns, localns, include_extras=True)
+            )
         except Exception as exc:
             errors.append(
                 f"{attr_name}: cannot resolve the annotation of parameter {param.name!r} "
@@ -405,7 +410,9 @@ def _resolve_hints(
         holder.__annotations__ = {"return": returns}
         # The result's schema is only for MCP hosts: an unresolvable one is just left out.
         with contextlib.suppress(Exception):
-            hints.update(typing.get_type_hints(holder, globalns, localns, include_extras=True))
+            hints.update(
+                typing_extensions.get_type_hints(holder, globalns, localns, include_extras=True)
+            )
     return hints
 
 
@@ -504,7 +511,7 @@ def _is_union_type(annotation: Any) -> bool:
 
 
 def _type_name(annotation: Any) -> str:
-    if isinstance(annotation, type):
+    if is_class(annotation):
         return annotation.__qualname__
     if get_origin(annotation) is Annotated:
         base, *metadata = get_args(annotation)

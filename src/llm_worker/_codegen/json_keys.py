@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import CoreSchema, PydanticKnownError, core_schema
 from typing_extensions import final
 
+from .._annotations import is_class
 from .aliases import aliased
 from .json_choices import JSON_SCALARS, expected, reads_only_its_values
 
@@ -111,7 +112,7 @@ def _mapping_key_problem(annotation: Any, aliases: tuple[Any, ...]) -> str | Non
 def _key_problem(key: Any) -> str | None:
     kind = _key_kind(key)
     if kind is None:
-        name = key.__qualname__ if isinstance(key, type) else repr(key).replace("typing.", "")
+        name = key.__qualname__ if is_class(key) else repr(key).replace("typing.", "")
         return (
             f"its dict keys are {name}, and a JSON object's keys are text that several "
             f"spellings of one {name} would be read into, keeping one value and losing the "
@@ -135,7 +136,7 @@ def _key_kind(key: Any) -> str | _Texts | None:
     key = _unaliased(key)
     if key is Any or key is object:
         return "text"
-    if isinstance(key, type):
+    if is_class(key):
         if issubclass(key, Enum):
             return _enum_key_kind(key)
         if key is bool:
@@ -173,7 +174,7 @@ def _texts(pairs: tuple[tuple[Any, Any], ...], *, by_value: bool = False) -> str
 def _unaliased(key: Any) -> Any:
     """``key`` past ``Annotated``, ``NewType`` and ``TypeAliasType``."""
     for _ in range(_MAX_ALIASES):  # an alias of an alias...
-        if isinstance(key, type):
+        if is_class(key):
             return key
         if get_origin(key) is Annotated:
             key = get_args(key)[0]
@@ -202,7 +203,7 @@ def _constraints(key: Any) -> Iterator[Any]:
                         yield item
             key = get_args(key)[0]
             continue
-        value = None if isinstance(key, type) else aliased(key)
+        value = None if is_class(key) else aliased(key)
         if value is None:
             return
         key = value

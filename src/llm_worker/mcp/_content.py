@@ -59,8 +59,8 @@ a block for the user only              not for the model: kept in the metadata
 
 A block with ``"llm-worker/media"`` (an object) in its ``_meta`` is a ``MediaPart``'s
 of an llm-worker server: named by it (not by its uri, nor a link's ``name``), and a
-``ResourceLink`` with a ``mimeType`` is a ``MediaPart`` by url whatever its scheme
-(``gs://``: the part was one). So our server's parts come back as they were
+``ResourceLink`` with a ``mimeType`` is a ``MediaPart`` by url of any scheme a ``MediaPart``
+takes (``gs://``: the part was one). So our server's parts come back as they were
 returned, a ``data:`` URL as the bytes it holds.
 
 ``structuredContent`` is kept in the metadata (``"structured_content"``) and,
@@ -127,6 +127,9 @@ _NULL_NUMBER = (
 
 _DEFAULT_BLOB_TYPE = "application/octet-stream"
 _LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
+# What a MediaPart's url may be (http(s), gs:, data:): a marked link of another scheme is
+# no part of ours (a hostile server's), and is read as any other link.
+_MARKED_SCHEMES = (*_LINKED_SCHEMES, "gs", "data")
 
 
 # -- serve: a ToolResult as a CallToolResult ------------------------------------------------
@@ -526,9 +529,10 @@ def _part(block: types.ContentBlock, name: str) -> ContentPart:
         file_name = _file_name(resource.uri) if mark is None else _marked_name(mark)
         return _media(name, what, media_type, data=resource.blob, file_name=file_name)
     if isinstance(block, types.ResourceLink):
-        # A MediaPart's url is a part by url again, whatever its scheme (gs:, a data: URL
-        # that could not be read); another server's link, only one a provider can fetch.
-        linked = mark is not None or urlsplit(block.uri).scheme in _LINKED_SCHEMES
+        # A MediaPart's url is a part by url again (gs:, a data: URL that could not be
+        # read); another server's link, only one a provider can fetch.
+        schemes = _LINKED_SCHEMES if mark is None else _MARKED_SCHEMES
+        linked = urlsplit(block.uri).scheme in schemes
         if block.mime_type is not None and linked:
             if mark is not None:
                 link_name = _marked_name(mark)

@@ -505,8 +505,9 @@ def serve(
     max_sessions: int | None = DEFAULT_MAX_SESSIONS,
     limits: Limits | None = None,
 ) -> None:
-    """Run ``serve_async`` on asyncio until it returns: the blocking form, for scripts."""
-    import anyio
+    """Run ``serve_async`` on asyncio until it returns: the blocking form, for scripts.
+    Ctrl-C raises ``KeyboardInterrupt`` (on Python 3.10 too)."""
+    from .._interrupt import run_until_ctrl_c
 
     async def main() -> None:
         await serve_async(
@@ -526,7 +527,7 @@ def serve(
             limits=limits,
         )
 
-    anyio.run(main)
+    run_until_ctrl_c(main)
 
 
 def _handle_of(tools: ToolServer | ToolServerHandle) -> ToolServerHandle:

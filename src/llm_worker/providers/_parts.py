@@ -13,15 +13,15 @@ Nothing here imports a provider SDK.
 from __future__ import annotations
 
 import base64
-import mimetypes
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from .._content import ContentPart, MediaPart, TextPart
 from .._conversation import ToolResult
-from .._model_texts import MEDIA_ATTACHED, MEDIA_NOT_SENT, media_label
+from .._model_texts import MEDIA_ATTACHED, MEDIA_NOT_SENT, media_label, shown_media_type
 
 __all__ = [
+    "FILE_EXTENSIONS",
     "attached_note",
     "base64_of",
     "data_url",
@@ -69,12 +69,65 @@ def data_url(part: MediaPart) -> str:
     return f"data:{mime_type(part)};base64,{base64_of(part)}"
 
 
+FILE_EXTENSIONS: Mapping[str, str] = {
+    "application/pdf": ".pdf",
+    # Text and code
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/x-markdown": ".md",
+    "text/csv": ".csv",
+    "text/tab-separated-values": ".tsv",
+    "text/html": ".html",
+    "text/css": ".css",
+    "text/xml": ".xml",
+    "application/xml": ".xml",
+    "application/json": ".json",
+    "text/javascript": ".js",
+    "application/javascript": ".js",
+    "application/typescript": ".ts",
+    "text/x-typescript": ".ts",
+    "text/x-python": ".py",
+    "application/x-python": ".py",
+    "text/x-c": ".c",
+    "text/x-c++": ".cpp",
+    "text/x-csharp": ".cs",
+    "text/x-go": ".go",
+    "text/x-java": ".java",
+    "text/x-php": ".php",
+    "text/x-ruby": ".rb",
+    "application/x-sh": ".sh",
+    "text/x-sh": ".sh",
+    "application/sql": ".sql",
+    "application/x-tex": ".tex",
+    "text/x-tex": ".tex",
+    "application/yaml": ".yaml",
+    "application/x-yaml": ".yaml",
+    "text/yaml": ".yaml",
+    "text/x-yaml": ".yaml",
+    # Rich documents, presentations, spreadsheets
+    "text/rtf": ".rtf",
+    "application/rtf": ".rtf",
+    "application/msword": ".doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
+    "application/vnd.oasis.opendocument.text": ".odt",
+    "application/vnd.ms-powerpoint": ".ppt",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
+    "application/vnd.ms-excel": ".xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
+}
+"""The extension of an unnamed document's file name, by ``mime_type()``: the documents
+OpenAI reads (``input_file``), which it tells apart by the name. A fixed table, not
+``mimetypes``, whose answers depend on the host (its ``/etc/mime.types``, the Windows
+registry) and the Python version: the same history is sent as the same request
+everywhere."""
+
+
 def file_name(part: MediaPart) -> str:
-    """The part's file name, or one made from its kind and type: ``document.pdf``."""
+    """The part's file name, or one made from its kind and type (``FILE_EXTENSIONS``):
+    ``document.pdf``; ``document`` for a type off the table."""
     if part.name:
         return part.name
-    extension = mimetypes.guess_extension(mime_type(part)) or ""
-    return f"{part.kind}{extension}"
+    return f"{part.kind}{FILE_EXTENSIONS.get(mime_type(part), '')}"
 
 
 def plain_text(part: MediaPart) -> str | None:
@@ -86,7 +139,9 @@ def plain_text(part: MediaPart) -> str | None:
 
 def not_sent(part: MediaPart) -> str:
     """What the model reads in place of a media part its API cannot take in a tool result."""
-    return MEDIA_NOT_SENT.format(media=media_label(part), media_type=part.media_type)
+    return MEDIA_NOT_SENT.format(
+        media=media_label(part), media_type=shown_media_type(part.media_type)
+    )
 
 
 def attached_note(parts: Sequence[MediaPart]) -> str:
@@ -98,10 +153,14 @@ def result_blocks(
     result: ToolResult,
     media: Callable[[MediaPart], _Block | None],
     text: Callable[[str], _Block],
+    *,
+    blank: bool = True,
 ) -> list[_Block]:
     """A rich result's parts as an API's blocks, in order: ``media(part)`` for a media part
     (``None``: the API cannot take it there, and the model reads a note in its place),
-    ``text(...)`` for text and data (its JSON). Empty texts are left out: APIs refuse them."""
+    ``text(...)`` for text and data (its JSON). Empty texts are left out: APIs refuse them;
+    ``blank=False`` leaves out texts of whitespace only too, for an API that refuses those.
+    """
     blocks: list[_Block] = []
     for part in result.parts:
         if isinstance(part, MediaPart):
@@ -112,6 +171,6 @@ def result_blocks(
             written = not_sent(part)
         else:
             written = text_of_part(part)
-        if written:
+        if written and (blank or not written.isspace()):
             blocks.append(text(written))
     return blocks

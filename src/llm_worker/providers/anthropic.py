@@ -576,8 +576,9 @@ def _blank_text(block: ContentBlockParam) -> bool:
 
 def tool_result_content(result: ToolResult) -> list[ToolResultContent]:
     """A rich result's ``content`` blocks, in the order of its parts: text (and data as its
-    JSON), ``image`` and ``document`` blocks, and a note for media the API cannot take."""
-    return result_blocks(result, media_block, _text_block)
+    JSON), ``image`` and ``document`` blocks, and a note for media the API cannot take.
+    Texts of whitespace only are left out, as in assistant messages (``_blank_text``)."""
+    return result_blocks(result, media_block, _text_block, blank=False)
 
 
 def _text_block(text: str) -> ToolResultContent:

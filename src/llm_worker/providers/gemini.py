@@ -101,6 +101,7 @@ import base64
 import contextvars
 import json
 import math
+import sys
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -112,6 +113,11 @@ try:
     from google import genai
     from google.genai import errors, types
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by the tests
+    if sys.version_info < (3, 11):  # the extra installs nothing there
+        raise ImportError(
+            "llm_worker.providers.gemini needs the google-genai package, which needs "
+            "Python 3.11 or newer"
+        ) from exc
     raise ImportError(
         "llm_worker.providers.gemini needs the google-genai package: "
         "pip install 'llm-worker[gemini]'"
