@@ -33,7 +33,7 @@ from llm_worker import (
     tool_definitions,
     tool_registry,
 )
-from llm_worker._content import _has_digit_run
+from llm_worker._content import _has_digit_run, data_url_bytes
 from llm_worker.testing import ScriptedClient, ScriptedResponse
 
 pytestmark = pytest.mark.anyio
@@ -496,3 +496,49 @@ class TestDataPartOfBigInts:
     def test_a_digit_run_is_found_wherever_it_is(self, text: str, length: int) -> None:
         """Only every length-th character is looked at, and the runs through it measured."""
         assert _has_digit_run(text, length) == (re.search(f"[0-9]{{{length}}}", text) is not None)
+
+
+class TestDataUrlBytes:
+    """``data_url_bytes``: the bytes a ``data:`` URL holds, as the provider clients and the
+    MCP server send them, or ``None`` for one that holds none it can read."""
+
+    def test_base64_in_any_case(self) -> None:
+        """Base64 after ``;base64``, the scheme and ``;base64`` written in any case."""
+        png = b"\x89PNG\r\n\x1a\n-chart"
+        encoded = base64.b64encode(png).decode()
+        assert data_url_bytes(f"data:image/png;base64,{encoded}") == png
+        assert data_url_bytes(f"DATA:image/png;BASE64,{encoded}") == png
+        assert data_url_bytes(f"Data:image/png;charset=x;Base64 ,{encoded}") == png
+
+    def test_percent_encoding(self) -> None:
+        """Without ``;base64`` the body is percent-encoded text, read as UTF-8 bytes; escapes
+        in base64 are read too, and MIME base64's line breaks let through."""
+        assert data_url_bytes("data:text/plain,caf%C3%A9%2C ok") == "café, ok".encode()
+        assert data_url_bytes("data:,café") == "café".encode()
+        assert data_url_bytes("data:;base64,YWJj%2B%2F8%3D") == b"abc\xfb\xff"
+        assert data_url_bytes("data:;base64,YWJj\r\nZGVm") == b"abcdef"
+        assert data_url_bytes("data:,") == b""
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "https://charts.example.com/a.png",
+            "gs://bucket/a.png",
+            "data:image/png;base64",  # no comma: no body
+            "data:image/png;base64,not base64!",
+            "data:image/png;base64,YWJ",  # base64 cut short
+            "data:;base64,%FF%FE",  # escapes that are not UTF-8 text
+            "data:;base64,YW\u00e9J",  # not ASCII
+            "data:text/plain,\ud800",  # a lone surrogate
+        ],
+    )
+    def test_none_for_any_other_url_or_one_that_cannot_be_read(self, url: str) -> None:
+        assert data_url_bytes(url) is None
+
+    @given(st.text(max_size=80), st.booleans())
+    def test_never_more_bytes_than_the_url_has(self, body: str, encoded: bool) -> None:
+        """Never more bytes than the URL has in UTF-8 (what a part's URL counts against
+        Limits.max_media_bytes)."""
+        url = f"data:application/octet-stream{';base64' if encoded else ''},{body}"
+        data = data_url_bytes(url)
+        assert data is None or len(data) <= len(url.encode("utf-8", "surrogatepass"))

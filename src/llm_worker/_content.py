@@ -27,6 +27,7 @@ __all__ = [
     "TextPart",
     "ToolReturn",
     "check_metadata",
+    "data_url_bytes",
     "text_of",
 ]
 
@@ -76,6 +77,39 @@ def _url_problem(url: str) -> str:
         f"MediaPart url must be an http(s), data: or gs:// URL a provider can fetch: {what}; "
         f"give a local file's bytes instead, MediaPart(media_type, data=...)"
     )
+
+
+def data_url_bytes(url: str) -> bytes | None:
+    """The bytes a ``data:`` URL holds (RFC 2397: base64 after ``;base64``, else
+    percent-encoded; scheme and ``;base64`` in any case), or ``None`` for any other URL,
+    or one that cannot be read (not base64, a bad escape, text that is not UTF-8).
+
+    Never more bytes than the URL has in UTF-8, which is what a part's URL counts against
+    ``Limits.max_media_bytes``: its bytes are within the cap too. Base64 is read strictly;
+    line breaks and spaces (as MIME base64 has) are let through.
+    """
+    if url[:5].lower() != "data:":
+        return None
+    comma = url.find(",", 5)
+    if comma < 0:
+        return None
+    import base64  # here, not at the top: ``import llm_worker`` stays cheap
+    from urllib.parse import unquote, unquote_to_bytes
+
+    header, body = url[5:comma], url[comma + 1 :]  # the body copied once
+    try:
+        if not header.rstrip().lower().endswith(";base64"):
+            return unquote_to_bytes(body)
+        text = unquote(body, errors="strict") if "%" in body else body
+        try:
+            return base64.b64decode(text, validate=True)
+        except ValueError:
+            compact = "".join(text.split())
+            if compact == text:
+                return None
+            return base64.b64decode(compact, validate=True)
+    except ValueError:  # not base64, or not UTF-8 (a lone surrogate, a bad escape)
+        return None
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+from urllib.parse import quote
 
 import pytest
 from support import GEMINI_SDK, needs_gemini_sdk
@@ -566,6 +567,101 @@ class TestGemini:
         first, second = (r.json["contents"] for r in server.requests)
         assert second[: len(first)] == first
         assert [c["role"] for c in second] == ["user", "model", "user", "user", "model", "user"]
+
+
+# -- Parts by data: and gs:// URL: sent in a form the API takes ---------------------------
+
+GS_CHART = "gs://charts/2025.png"
+BAD_DATA = "data:image/png;base64,not base64!"  # holds no bytes that can be read
+
+
+def by_url_parts() -> tuple[MediaPart, ...]:
+    """An image by a base64 data: URL, a PDF by a percent-encoded one, an image on Cloud
+    Storage, and a data: URL that cannot be read."""
+    return (
+        MediaPart("image/png", url=data_url("image/png", PNG)),
+        MediaPart("application/pdf", url=f"DATA:application/pdf,{quote(PDF)}", name="q3.pdf"),
+        MediaPart("image/png", url=GS_CHART),
+        MediaPart("image/png", url=BAD_DATA),
+    )
+
+
+GS_NOTE = f"[image/png at {GS_CHART} not shown: this API cannot take image/png in a tool result]"
+BAD_NOTE = (
+    f"[image/png (a data: URL of {len(BAD_DATA)} bytes) not shown: this API cannot take "
+    "image/png in a tool result]"
+)
+
+
+class TestPartsByUrl:
+    async def test_anthropic(self, server):
+        """A data: URL's bytes go as base64 sources (the API fetches only http(s) URLs); a
+        gs:// URL, and a data: URL that cannot be read, are notes."""
+        server.add(stream(*wire.claude_text("ok")))
+        async with claude(server) as client:
+            await send(client, rich_history(*by_url_parts()))
+        assert server.requests[0].json["messages"][-1]["content"][0]["content"] == [
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": b64(PNG)},
+            },
+            {
+                "type": "document",
+                "source": {"type": "base64", "media_type": "application/pdf", "data": b64(PDF)},
+                "title": "q3.pdf",
+            },
+            {"type": "text", "text": GS_NOTE},
+            {"type": "text", "text": BAD_NOTE},
+        ]
+
+    async def test_responses(self, server):
+        """A data: URL's bytes go as a part's bytes do: input_image's data URL, input_file's
+        file_data (file_url is for http(s)); gs:// and an unreadable data: URL are notes."""
+        server.add(stream(*wire.responses_text("ok")))
+        async with responses(server) as client:
+            await send(client, rich_history(*by_url_parts()))
+        assert server.requests[0].json["input"][-1]["output"] == [
+            {"type": "input_image", "image_url": data_url("image/png", PNG)},
+            {
+                "type": "input_file",
+                "file_data": data_url("application/pdf", PDF),
+                "filename": "q3.pdf",
+            },
+            {"type": "input_text", "text": GS_NOTE},
+            {"type": "input_text", "text": BAD_NOTE},
+        ]
+
+    async def test_chat(self, server):
+        """A data: URL's bytes go in the user message as a part's bytes do (image_url, file);
+        gs:// and an unreadable data: URL are notes in the tool message."""
+        server.add(stream(*wire.chat_text("ok")))
+        async with chat(server) as client:
+            await send(client, rich_history(*by_url_parts()))
+        tool_message, user_message = server.requests[0].json["messages"][-2:]
+        assert tool_message["content"].splitlines() == [GS_NOTE, BAD_NOTE, ATTACHED]
+        assert user_message["content"] == [
+            {"type": "text", "text": "[attachments of the result of tool call call_1:]"},
+            {"type": "image_url", "image_url": {"url": data_url("image/png", PNG)}},
+            {
+                "type": "file",
+                "file": {"file_data": data_url("application/pdf", PDF), "filename": "q3.pdf"},
+            },
+        ]
+
+    @needs_gemini_sdk
+    async def test_gemini(self, server):
+        """A data: URL's bytes go as inline_data (Gemini fetches no data: URL); a gs:// URL
+        as file_data; an unreadable data: URL is a note."""
+        server.add(stream(*wire.gemini_text("ok")))
+        async with gemini(server) as client:
+            await send(client, rich_history(*by_url_parts()))
+        response = server.requests[0].json["contents"][-1]["parts"][0]["functionResponse"]
+        assert response["parts"] == [
+            {"inline_data": {"mime_type": "image/png", "data": urlsafe_b64(PNG)}},
+            {"inline_data": {"mime_type": "application/pdf", "data": urlsafe_b64(PDF)}},
+            {"file_data": {"file_uri": GS_CHART, "mime_type": "image/png"}},
+        ]
+        assert response["response"] == {"output": BAD_NOTE}
 
 
 # -- What every client writes of a part: notes and file names ----------------------------

@@ -86,7 +86,7 @@ import math
 import sys
 from collections.abc import Iterable
 from typing import Any, cast
-from urllib.parse import quote, unquote, unquote_to_bytes, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import mcp.types as types
 import pydantic_core
@@ -94,7 +94,7 @@ from jsonschema import exceptions as schema_errors
 from jsonschema import validators
 from jsonschema.protocols import Validator
 
-from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn
+from .._content import ContentPart, DataPart, MediaPart, TextPart, ToolReturn, data_url_bytes
 from .._conversation import ToolResult
 from .._exceptions import ExecutionFailedError
 from .._limits import Limits, cap_result, cap_texts
@@ -206,7 +206,7 @@ def _block(part: ContentPart) -> types.ContentBlock:
     data = part.data
     if data is None:
         assert part.url is not None  # a MediaPart has one or the other
-        data = _data_url_bytes(part.url)
+        data = data_url_bytes(part.url)
         if data is None:
             url = valid_unicode(part.url)
             return types.ResourceLink(name=name or url, uri=url, mime_type=media_type, _meta=meta)
@@ -220,27 +220,6 @@ def _block(part: ContentPart) -> types.ContentBlock:
         resource=types.BlobResourceContents(uri=uri, mime_type=media_type, blob=encoded),
         _meta=meta,
     )
-
-
-def _data_url_bytes(url: str) -> bytes | None:
-    """The bytes of a ``data:`` URL (RFC 2397: base64 after ``;base64``, else
-    percent-encoded), or ``None`` for any other URL, or one that cannot be read.
-
-    Never more bytes than the URL has in UTF-8, which is what a part's URL counts
-    against ``max_media_bytes`` (``rich_result``): its bytes are within the cap too.
-    """
-    if url[:5].lower() != "data:":
-        return None
-    comma = url.find(",", 5)
-    if comma < 0:
-        return None
-    header, body = url[5:comma], url[comma + 1 :]  # the body copied once
-    try:
-        if header.rstrip().lower().endswith(";base64"):
-            return _decode(unquote(body, errors="strict") if "%" in body else body)
-        return unquote_to_bytes(body)
-    except ValueError:  # not base64, or not UTF-8 (a lone surrogate, a bad escape)
-        return None
 
 
 def _structured(result: ToolResult, *, wrapped: bool) -> Any:

@@ -4,8 +4,9 @@ A ``ToolResult`` whose parts hold no media is sent as its text (``content``),
 exactly as a text result: only media change a request. Each client decides
 what its API takes in a tool result and where the rest goes (docs/providers.md,
 "Rich tool results"); this module has what they share: which parts are
-media, their MIME type, base64 and data URLs, file names, and the notes a
-model reads in place of media it cannot be sent.
+media, their MIME type, base64 and data URLs, file names, the form a part
+by URL is sent in (``sendable``), and the notes a model reads in place of media it
+cannot be sent.
 
 Nothing here imports a provider SDK.
 """
@@ -16,7 +17,7 @@ import base64
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from .._content import ContentPart, MediaPart, TextPart
+from .._content import ContentPart, MediaPart, TextPart, data_url_bytes
 from .._conversation import ToolResult
 from .._model_texts import MEDIA_ATTACHED, MEDIA_NOT_SENT, media_label, shown_media_type
 
@@ -31,6 +32,7 @@ __all__ = [
     "not_sent",
     "plain_text",
     "result_blocks",
+    "sendable",
     "text_of_part",
 ]
 
@@ -50,6 +52,29 @@ def text_of_part(part: ContentPart) -> str:
     if isinstance(part, MediaPart):
         return ""
     return part.json_text
+
+
+def sendable(part: MediaPart, schemes: frozenset[str]) -> MediaPart | None:
+    """``part`` in a form an API that fetches URLs of ``schemes`` (lower-case) takes, or
+    ``None`` if there is none: the model then reads ``not_sent(part)`` in its place.
+
+    A part with bytes, or a URL of one of ``schemes``, is sent as it is; a ``data:`` URL
+    (which no API fetches) as a part with the bytes it holds (``data_url_bytes``, read
+    here once), or ``None`` if they cannot be read; a URL of another scheme (``gs://``
+    for an API that fetches only http(s)), ``None``. Sent, such a URL would be refused
+    with the request, and with every later one of the conversation, which carries it.
+    """
+    url = part.url
+    if url is None:
+        return part
+    scheme = url[: url.find(":")].lower()  # a MediaPart's url has one (_content._FETCHED_URL)
+    if scheme in schemes:
+        return part
+    if scheme == "data":
+        data = data_url_bytes(url)
+        if data is not None:
+            return MediaPart(part.media_type, data=data, name=part.name)
+    return None
 
 
 def mime_type(part: MediaPart) -> str:
@@ -154,17 +179,20 @@ def result_blocks(
     media: Callable[[MediaPart], _Block | None],
     text: Callable[[str], _Block],
     *,
+    schemes: frozenset[str],
     blank: bool = True,
 ) -> list[_Block]:
-    """A rich result's parts as an API's blocks, in order: ``media(part)`` for a media part
-    (``None``: the API cannot take it there, and the model reads a note in its place),
-    ``text(...)`` for text and data (its JSON). Empty texts are left out: APIs refuse them;
-    ``blank=False`` leaves out texts of whitespace only too, for an API that refuses those.
+    """A rich result's parts as an API's blocks, in order: ``media(sendable(part, schemes))``
+    for a media part (``None``, from either: the API cannot take it there, and the model
+    reads a note in its place), ``text(...)`` for text and data (its JSON). Empty texts are
+    left out: APIs refuse them; ``blank=False`` leaves out texts of whitespace only too, for
+    an API that refuses those.
     """
     blocks: list[_Block] = []
     for part in result.parts:
         if isinstance(part, MediaPart):
-            block = media(part)
+            sent = sendable(part, schemes)
+            block = None if sent is None else media(sent)
             if block is not None:
                 blocks.append(block)
                 continue

@@ -171,6 +171,11 @@ PARAGRAPH = "\n\n"
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types a ``tool_result`` takes (base64 or URL)."""
 
+URL_SCHEMES = frozenset({"http", "https"})
+"""The URLs an image or PDF ``source`` of ``type: "url"`` takes: the API fetches only
+http(s). A part's ``data:`` URL is sent as its bytes, a ``gs://`` one as a note
+(``sendable``)."""
+
 MAX_IMAGE_BASE64 = 5 * 1024 * 1024
 """The largest image the API takes: 5 MB per image, counted in its base64 text (it refuses
 more with "image exceeds 5 MB maximum: <base64 length> bytes > 5242880 bytes")."""
@@ -577,8 +582,10 @@ def _blank_text(block: ContentBlockParam) -> bool:
 def tool_result_content(result: ToolResult) -> list[ToolResultContent]:
     """A rich result's ``content`` blocks, in the order of its parts: text (and data as its
     JSON), ``image`` and ``document`` blocks, and a note for media the API cannot take.
-    Texts of whitespace only are left out, as in assistant messages (``_blank_text``)."""
-    return result_blocks(result, media_block, _text_block, blank=False)
+    Texts of whitespace only are left out, as in assistant messages (``_blank_text``). A
+    ``data:`` URL goes as the bytes it holds, a URL of a scheme the API does not fetch
+    (``URL_SCHEMES``: ``gs://``) as a note (``sendable``)."""
+    return result_blocks(result, media_block, _text_block, schemes=URL_SCHEMES, blank=False)
 
 
 def _text_block(text: str) -> ToolResultContent:

@@ -157,7 +157,7 @@ from ._common import (
     sdk_request,
     stream_ended,
 )
-from ._parts import attached_note, has_media, mime_type, not_sent, plain_text
+from ._parts import attached_note, has_media, mime_type, not_sent, plain_text, sendable
 
 if TYPE_CHECKING:
     from google.auth.credentials import Credentials
@@ -229,6 +229,11 @@ USER_TURN_TYPES = FUNCTION_RESPONSE_TYPES | {
 ``mime_type()`` writes them. Gemini refuses any other with a 400 ("... mimeType parameter
 with value ..., which is not supported"), and every later request would carry it again:
 a part of another type is a note (``not_sent``) instead."""
+
+URL_SCHEMES = frozenset({"http", "https", "gs"})
+"""The URLs ``file_data``'s ``file_uri`` takes: http(s) (the Files API's URIs, public and
+signed URLs) and ``gs://`` (Cloud Storage). A part's ``data:`` URL, which Gemini does not
+fetch, is sent as its bytes (``inline_data``; ``sendable``)."""
 
 MEDIA_TYPE_ALIASES = {
     "image/jpg": "image/jpeg",
@@ -653,7 +658,8 @@ def add_media(
     place of each part of a type Gemini does not take (``not_sent``), then one naming the
     parts attached.
 
-    Bytes go as ``inline_data``, a URL as ``file_data`` (``file_uri``).
+    Bytes go as ``inline_data``, a URL as ``file_data`` (``file_uri``); a ``data:`` URL as
+    the bytes it holds (``sendable``; a note if they cannot be read).
     """
     parts: list[types.FunctionResponsePartDict] = []
     later: list[MediaPart] = []
@@ -661,13 +667,14 @@ def add_media(
     for part in result.parts:
         if not isinstance(part, MediaPart):
             continue
-        media_type = gemini_media_type(part)
-        if media_type in FUNCTION_RESPONSE_TYPES:
-            parts.append(cast("types.FunctionResponsePartDict", media_data(part)))
-        elif media_type is not None:
-            later.append(part)
-        else:
+        sent = sendable(part, URL_SCHEMES)
+        media_type = None if sent is None else gemini_media_type(sent)
+        if sent is None or media_type is None:
             notes.append(not_sent(part))
+        elif media_type in FUNCTION_RESPONSE_TYPES:
+            parts.append(cast("types.FunctionResponsePartDict", media_data(sent)))
+        else:
+            later.append(sent)
     if parts:
         response["parts"] = parts
     if later:

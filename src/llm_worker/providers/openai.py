@@ -168,6 +168,7 @@ from ._parts import (
     not_sent,
     plain_text,
     result_blocks,
+    sendable,
 )
 
 if TYPE_CHECKING:
@@ -237,6 +238,11 @@ error) that a retry may fix."""
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 """The image types both APIs take (as a data URL or a URL)."""
+
+URL_SCHEMES = frozenset({"http", "https"})
+"""The URLs both APIs fetch (``image_url``, Responses' ``file_url``): http(s). A part's
+``data:`` URL is sent as its bytes (an image's as a data URL again, a file's as
+``file_data``), a ``gs://`` one as a note (``sendable``)."""
 
 AUDIO_FORMATS: Mapping[str, Literal["wav", "mp3"]] = {
     "audio/wav": "wav",
@@ -568,7 +574,9 @@ def chat_tool_message(
 
     The tool message has the result's text, then a note naming the media sent after it
     (and one for each media part the API cannot take); the user message has, per
-    result, a line naming its call and then its media (``chat_media_part``).
+    result, a line naming its call and then its media (``chat_media_part``). A ``data:``
+    URL goes as the bytes it holds, a URL of a scheme the API does not fetch
+    (``URL_SCHEMES``: ``gs://``) as a note (``sendable``).
     """
     sent: list[MediaPart] = []
     notes: list[str] = []
@@ -576,11 +584,12 @@ def chat_tool_message(
     for part in result.parts:
         if not isinstance(part, MediaPart):
             continue
-        converted = chat_media_part(part)
-        if converted is None:
+        sendable_part = sendable(part, URL_SCHEMES)
+        converted = None if sendable_part is None else chat_media_part(sendable_part)
+        if sendable_part is None or converted is None:
             notes.append(not_sent(part))
         else:
-            sent.append(part)
+            sent.append(sendable_part)
             media.append(converted)
     if sent:
         notes.append(attached_note(sent))
@@ -690,8 +699,9 @@ def responses_input(
 def function_output(result: ToolResult) -> list[ResponseFunctionCallOutputItemParam]:
     """A rich result's ``output`` items, in the order of its parts: ``input_text`` (text, and
     data as its JSON), ``input_image``, ``input_file``, and a note for media the API cannot
-    take in a function call's output."""
-    return result_blocks(result, responses_media_item, _input_text)
+    take in a function call's output. A ``data:`` URL goes as the bytes it holds, a URL of
+    a scheme the API does not fetch (``URL_SCHEMES``: ``gs://``) as a note (``sendable``)."""
+    return result_blocks(result, responses_media_item, _input_text, schemes=URL_SCHEMES)
 
 
 def _input_text(text: str) -> ResponseFunctionCallOutputItemParam:
