@@ -7,7 +7,6 @@ limits do not bound) is cut to 1024 characters.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 
 import anyio
@@ -15,7 +14,7 @@ import pytest
 from opentelemetry.trace import StatusCode
 from otel_support import OpenAIScripted, Telemetry
 from providers import wire
-from providers.server import ProviderServer, Reply, error, stream
+from providers.server import ProviderServer, Reply, error, running_server, stream
 
 from llm_worker import (
     LlmRequest,
@@ -151,14 +150,9 @@ async def test_a_providers_lone_surrogates_reach_no_span_or_history(
 
 @pytest.fixture
 def server() -> Iterator[ProviderServer]:
-    """The provider tests' local server (no garbage collection while it runs: see
-    tests/providers/conftest.py)."""
-    gc.disable()
-    try:
-        with ProviderServer() as running:
-            yield running
-    finally:
-        gc.enable()
+    """The provider tests' local server (``running_server``)."""
+    with running_server() as running:
+        yield running
 
 
 def failed_spans(telemetry: Telemetry) -> list[str | None]:

@@ -11,11 +11,14 @@ Every reply carries ``Connection: close``: no connection outlives its request, a
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -220,3 +223,20 @@ class ProviderServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def running_server() -> Iterator[ProviderServer]:
+    """A provider server on 127.0.0.1, shut down (every handler thread joined) at the end.
+
+    The SDKs leave some async generators for the garbage collector. Collected in
+    the server's thread while trio runs the test, one once failed the teardown
+    with "async generator already executing". So no collection runs while the
+    server does; trio closes what is left when its run ends.
+    """
+    gc.disable()
+    try:
+        with ProviderServer() as running:
+            yield running
+    finally:
+        gc.enable()
