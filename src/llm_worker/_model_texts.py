@@ -54,6 +54,8 @@ __all__ = [
     "MEDIA_NOT_SENT",
     "MEDIA_OF_RESULT",
     "MEDIA_PARTS_DROPPED",
+    "MEDIA_URL_NOT_FETCHED",
+    "MEDIA_URL_UNREADABLE",
     "MIXED_PARTS",
     "NOT_ALLOWED",
     "NOT_AWAITED",
@@ -214,6 +216,10 @@ def call_text(template: str, name: str, **fields: object) -> str:
 # In place of a media part the provider's API cannot take in a tool result ({media}: a
 # media_label).
 MEDIA_NOT_SENT = "[{media} not shown: this API cannot take {media_type} in a tool result]"
+# In place of a media part by a URL of a scheme the API does not fetch ({scheme}: gs).
+MEDIA_URL_NOT_FETCHED = "[{media} not shown: this API does not fetch {scheme}:// URLs]"
+# In place of a media part by a data: URL whose bytes cannot be read (not base64, say).
+MEDIA_URL_UNREADABLE = "[{media} not shown: its data: URL holds no bytes that can be read]"
 # In a text-only tool message (Chat Completions...), for the media sent after it.
 MEDIA_ATTACHED = "[attached in the next user message: {media}]"
 # Heads those media in that user message.

@@ -586,10 +586,11 @@ def by_url_parts() -> tuple[MediaPart, ...]:
     )
 
 
-GS_NOTE = f"[image/png at {GS_CHART} not shown: this API cannot take image/png in a tool result]"
+# The notes say why the part is not there: its URL, not its type (which the API takes).
+GS_NOTE = f"[image/png at {GS_CHART} not shown: this API does not fetch gs:// URLs]"
 BAD_NOTE = (
-    f"[image/png (a data: URL of {len(BAD_DATA)} bytes) not shown: this API cannot take "
-    "image/png in a tool result]"
+    f"[image/png (a data: URL of {len(BAD_DATA)} bytes) not shown: its data: URL holds no "
+    "bytes that can be read]"
 )
 
 
@@ -711,12 +712,14 @@ class TestNotes:
         part = MediaPart(media_type, url=url, name="c" * 5_000)
         shown_type = media_type[:199] + "…"
         label = f"{'c' * 199 + '…'!r} ({shown_type}) at {url[:199]}…"
-        assert not_sent(part) == (
+        assert not_sent(part, part) == (
             f"[{label} not shown: this API cannot take {shown_type} in a tool result]"
         )
         assert attached_note([part]) == f"[attached in the next user message: {label}]"
         named = MediaPart("video/mp4", data=b"1234", name="\n" * 5_000)
-        assert not_sent(named).startswith(f"[{chr(10) * 199 + '…'!r} (video/mp4, 4 bytes) not")
+        assert not_sent(named, named).startswith(
+            f"[{chr(10) * 199 + '…'!r} (video/mp4, 4 bytes) not"
+        )
 
 
 class TestAnthropicBlankText:

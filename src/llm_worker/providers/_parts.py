@@ -19,7 +19,14 @@ from typing import TypeVar
 
 from .._content import ContentPart, MediaPart, TextPart, data_url_bytes
 from .._conversation import ToolResult
-from .._model_texts import MEDIA_ATTACHED, MEDIA_NOT_SENT, media_label, shown_media_type
+from .._model_texts import (
+    MEDIA_ATTACHED,
+    MEDIA_NOT_SENT,
+    MEDIA_URL_NOT_FETCHED,
+    MEDIA_URL_UNREADABLE,
+    media_label,
+    shown_media_type,
+)
 
 __all__ = [
     "FILE_EXTENSIONS",
@@ -56,7 +63,7 @@ def text_of_part(part: ContentPart) -> str:
 
 def sendable(part: MediaPart, schemes: frozenset[str]) -> MediaPart | None:
     """``part`` in a form an API that fetches URLs of ``schemes`` (lower-case) takes, or
-    ``None`` if there is none: the model then reads ``not_sent(part)`` in its place.
+    ``None`` if there is none: the model then reads ``not_sent(part, None)`` in its place.
 
     A part with bytes, or a URL of one of ``schemes``, is sent as it is; a ``data:`` URL
     (which no API fetches) as a part with the bytes it holds (``data_url_bytes``, read
@@ -162,8 +169,19 @@ def plain_text(part: MediaPart) -> str | None:
     return part.data.decode("utf-8", "replace")
 
 
-def not_sent(part: MediaPart) -> str:
-    """What the model reads in place of a media part its API cannot take in a tool result."""
+def not_sent(part: MediaPart, sent: MediaPart | None) -> str:
+    """What the model reads in place of a media part its API cannot take in a tool result.
+
+    ``sent`` is ``sendable(part, ...)``: ``None`` when the part's URL is why (a scheme the
+    API does not fetch, a ``data:`` URL that cannot be read), else the part the API was
+    offered, whose type it does not take there.
+    """
+    url = part.url
+    if sent is None and url is not None:
+        scheme = url[: url.find(":")].lower()
+        if scheme == "data":
+            return MEDIA_URL_UNREADABLE.format(media=media_label(part))
+        return MEDIA_URL_NOT_FETCHED.format(media=media_label(part), scheme=scheme)
     return MEDIA_NOT_SENT.format(
         media=media_label(part), media_type=shown_media_type(part.media_type)
     )
@@ -196,7 +214,7 @@ def result_blocks(
             if block is not None:
                 blocks.append(block)
                 continue
-            written = not_sent(part)
+            written = not_sent(part, sent)
         else:
             written = text_of_part(part)
         if written and (blank or not written.isspace()):

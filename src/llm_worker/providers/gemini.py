@@ -670,7 +670,7 @@ def add_media(
         sent = sendable(part, URL_SCHEMES)
         media_type = None if sent is None else gemini_media_type(sent)
         if sent is None or media_type is None:
-            notes.append(not_sent(part))
+            notes.append(not_sent(part, sent))
         elif media_type in FUNCTION_RESPONSE_TYPES:
             parts.append(cast("types.FunctionResponsePartDict", media_data(sent)))
         else:

@@ -587,7 +587,7 @@ def chat_tool_message(
         sendable_part = sendable(part, URL_SCHEMES)
         converted = None if sendable_part is None else chat_media_part(sendable_part)
         if sendable_part is None or converted is None:
-            notes.append(not_sent(part))
+            notes.append(not_sent(part, sendable_part))
         else:
             sent.append(sendable_part)
             media.append(converted)
