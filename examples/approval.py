@@ -95,6 +95,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         state_file = Path(folder) / "run-state.json"
         anyio.run(first_process, state_file)
+        sys.stdout.flush()  # this process's lines before the next one's, into a pipe too
         # Another process, as a web request answering the approval would be.
         done = subprocess.run([sys.executable, __file__, "--resume", str(state_file)], check=False)
         return done.returncode

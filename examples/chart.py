@@ -24,6 +24,7 @@ import os
 import struct
 import sys
 import zlib
+from asyncio import CancelledError
 from contextlib import AsyncExitStack
 
 import anyio
@@ -168,5 +169,14 @@ async def main() -> int:
     return 0
 
 
+def cli() -> int:
+    """Run ``main``; Ctrl-C ends it with a status, not a traceback (as in examples/chat.py)."""
+    try:
+        return anyio.run(main)
+    except (KeyboardInterrupt, CancelledError):  # CancelledError: Ctrl-C on Python 3.10
+        print("interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT
+
+
 if __name__ == "__main__":
-    sys.exit(anyio.run(main))
+    sys.exit(cli())

@@ -185,7 +185,9 @@ def cli() -> int:
     """Run ``main``; Ctrl-C and a closed stdout end it with a status, not a traceback."""
     transcript = Transcript()
     try:
-        return anyio.run(main, transcript)
+        status = anyio.run(main, transcript)
+        sys.stdout.flush()  # here, where a closed stdout is caught, not at exit
+        return status
     # Ctrl-C. On Python 3.10 it comes out of anyio.run as the CancelledError of the main
     # task it cancelled (3.11+ turns that into KeyboardInterrupt).
     except (KeyboardInterrupt, CancelledError):

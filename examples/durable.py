@@ -284,8 +284,12 @@ def main() -> int:
     if len(sys.argv) == 5 and sys.argv[1] == "--worker":
         asyncio.run(serve(sys.argv[3], Path(sys.argv[4]), sys.argv[2]))
         return 0
-    with tempfile.TemporaryDirectory() as folder:
-        asyncio.run(application(Path(folder)))
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            asyncio.run(application(Path(folder)))
+    except KeyboardInterrupt:  # Ctrl-C; the dev server stopped with its `async with`
+        print("interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT
     return 0
 
 

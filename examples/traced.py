@@ -70,7 +70,7 @@ def span_line(span: ReadableSpan) -> str:
 
 
 def metric_lines(data: MetricsData) -> str:
-    lines = []
+    lines: list[str] = []
     for resource in data.resource_metrics:
         for scope in resource.scope_metrics:
             for metric in scope.metrics:

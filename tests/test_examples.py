@@ -24,6 +24,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def run(script: str) -> subprocess.CompletedProcess[str]:
+    # Into a pipe, stdout is block-buffered, as under `| less` (unless PYTHONUNBUFFERED).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     return subprocess.run(
         [sys.executable, str(EXAMPLES / script)],
         capture_output=True,
@@ -31,6 +33,7 @@ def run(script: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
         cwd=EXAMPLES.parent,
+        env=env,
     )
 
 
@@ -49,6 +52,10 @@ def test_approval_across_two_processes():
         "'close_issue' was denied; it did not run: #1 is not stale, a fix is in review."
     )
     assert lines[-1] == "process 2: issues now: #1 open, #2 closed"
+    # In the order they happened, into a pipe too (process 1's lines came out last).
+    firsts = [n for n, line in enumerate(lines) if line.startswith("process 1")]
+    seconds = [n for n, line in enumerate(lines) if line.startswith("process 2")]
+    assert max(firsts) < min(seconds), lines
 
 
 # -- Ctrl-C and a closed stdout: an exit status, never a traceback ---------------------------
@@ -152,6 +159,27 @@ def test_chat_ctrl_c_during_a_request(stalled_model: ProviderServer):
 
 
 @POSIX_ONLY
+def test_chart_ctrl_c_during_a_request(stalled_model: ProviderServer):
+    """chart.py talks to a real model as chat.py does, and ends as it does on Ctrl-C: it
+    printed a KeyboardInterrupt traceback, status -2."""
+    pytest.importorskip("openai")
+    env = example_env(OPENAI_API_KEY="test-key", OPENAI_BASE_URL=f"{stalled_model.base_url}/v1")
+    process = start(in_a_terminal("chart.py"), env)
+    try:
+        deadline = time.monotonic() + WAIT
+        while not stalled_model.requests:  # the request is out, and its answer stalls
+            assert time.monotonic() < deadline, "chart.py sent no request"
+            assert process.poll() is None, process.communicate()
+            time.sleep(0.05)
+        _, err = interrupt(process)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err.decode()
+    assert b"Traceback" not in err, err.decode()
+    assert err.decode().strip() == "interrupted"
+
+
+@POSIX_ONLY
 def test_chat_stdout_closed_from_the_start():
     """A stdout whose reader is gone before the first line: exit status 1, stderr empty
     (no BrokenPipeError traceback, none at the interpreter's exit either)."""
@@ -174,20 +202,28 @@ def test_chat_stdout_closed_from_the_start():
 
 
 @POSIX_ONLY
-def test_chat_piped_into_head_1():
-    """`python examples/chat.py | head -1`: the reader takes one line and goes; the example
-    ends without a traceback."""
-    process = start(["chat.py"], example_env())
+@pytest.mark.parametrize("lines", [1, 10])
+def test_chat_piped_into_head(lines: int):
+    """`python examples/chat.py | head -N`: the reader takes N lines and goes; the example
+    ends without a traceback. (``head -10`` goes after the answer, before the last
+    lines, which were flushed at the interpreter's exit: "Exception ignored ...
+    BrokenPipeError", status 120.)"""
+    env = {k: v for k, v in example_env().items() if k != "PYTHONUNBUFFERED"}
+    example = start(["chat.py"], env)
     try:
-        assert process.stdout is not None
-        process.stdout.readline()
-        process.stdout.close()
-        _, err = process.communicate(timeout=WAIT)
+        assert example.stdout is not None
+        head = subprocess.Popen(
+            ["head", f"-{lines}"], stdin=example.stdout, stdout=subprocess.DEVNULL
+        )
+        example.stdout.close()  # head has the pipe's read end: it closes it when it goes
+        head.wait(timeout=WAIT)
+        _, err = example.communicate(timeout=WAIT)
     finally:
-        process.kill()
-    assert process.returncode in (0, 1), err.decode()
+        example.kill()
+    assert example.returncode in (0, 1), err.decode()
     assert b"Traceback" not in err, err.decode()
     assert b"BrokenPipeError" not in err, err.decode()
+    assert b"Exception ignored" not in err, err.decode()
 
 
 INITIALIZE = (
