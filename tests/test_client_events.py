@@ -427,9 +427,9 @@ class TestProtocolErrors:
 
     @pytest.mark.anyio
     async def test_good_values_pass(self):
-        """What the checks allow: zero and huge token counts, a ``None`` stop reason, a
-        provider item whose data is JSON; all kept as sent."""
-        usage = Usage(0, 10**30, 0, 0)
+        """What the checks allow: zero and the largest token count (2**63 - 1), a ``None``
+        stop reason, a provider item whose data is JSON; all kept as sent."""
+        usage = Usage(0, 2**63 - 1, 0, 0)
         item = ProviderItem("acme", "note", '{"a": [1, "x"]}')
         client = EventClient(
             [ProviderItemDone(item), *CALL, Completion(None, usage, "r1", "m1")],  # type: ignore[arg-type]
@@ -447,7 +447,7 @@ class TestProtocolErrors:
             "m1",
         )
         assert message.provider_items == (item,)
-        assert worker.run_usage.output_tokens == 10**30
+        assert worker.run_usage.output_tokens == 2**63 - 1
 
     @pytest.mark.parametrize(
         "events",

@@ -18,9 +18,10 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, cast
 
 __all__ = [
+    "MAX_METADATA_DEPTH",
     "ContentPart",
     "DataPart",
     "MediaPart",
@@ -307,15 +308,51 @@ def text_of(parts: Sequence[ContentPart]) -> str:
     return "\n".join(text for text in texts if text)  # a data part's JSON is never empty
 
 
+MAX_METADATA_DEPTH = 100
+"""How deep a result's metadata may nest (each list or dict a level: ``[[1]]`` is 2). A
+run state reads its whole document 200 levels deep at most (pydantic's JSON parser), and
+metadata sits 5 levels down in it; 100 leaves room for the format to grow."""
+
+_CONTAINERS = (dict, list, tuple)  # what json.dumps writes as an array or an object
+_Container: TypeAlias = "dict[object, object] | list[object] | tuple[object, ...]"
+
+
 def check_metadata(metadata: object) -> None:
-    """Raise unless ``metadata`` can be written in a run state as JSON: ``TypeError`` for a
-    value JSON has no form for (a ``datetime``, a ``set``, ``bytes``), ``ValueError`` for
-    ``NaN`` or an infinity, a cycle, or nesting too deep to write.
+    """Raise unless ``metadata`` can be written in a run state as JSON, and read back:
+    ``TypeError`` for a value JSON has no form for (a ``datetime``, a ``set``,
+    ``bytes``), ``ValueError`` for ``NaN`` or an infinity, a cycle, or nesting deeper
+    than ``MAX_METADATA_DEPTH`` levels.
 
     What a result's metadata is checked with wherever it enters a history, so that
-    ``to_json()`` never fails on it later, far from where it came from.
+    ``to_json()`` never fails on it later, far from where it came from, nor writes a
+    state ``from_json()`` cannot read.
     """
     try:
-        json.dumps(metadata, ensure_ascii=False, allow_nan=False)  # as to_json() writes it
+        text = json.dumps(metadata, ensure_ascii=False, allow_nan=False)  # as to_json() does
     except RecursionError:
         raise ValueError("it nests too deep to write as JSON") from None
+    # Fewer brackets than levels allowed (most metadata): it cannot nest too deep.
+    if text.count("[") + text.count("{") > MAX_METADATA_DEPTH and _nests_deeper(
+        metadata, MAX_METADATA_DEPTH
+    ):
+        raise ValueError(
+            f"it nests deeper than {MAX_METADATA_DEPTH} levels, more than a run state keeps"
+        )
+
+
+def _nests_deeper(value: object, limit: int) -> bool:
+    """Whether ``value`` (JSON data: json.dumps wrote it) has lists and dicts more than
+    ``limit`` levels deep. Level by level, without recursion: one pass over its items."""
+    level: list[_Container] = [cast(_Container, value)] if isinstance(value, _CONTAINERS) else []
+    for _ in range(limit):
+        # One comprehension: a level of 100 000 dicts costs what json.dumps does.
+        below: list[_Container] = [
+            item  # pyright: ignore[reportUnknownVariableType]
+            for container in level
+            for item in (container.values() if isinstance(container, dict) else container)
+            if isinstance(item, _CONTAINERS)
+        ]
+        if not below:
+            return False
+        level = below
+    return True  # `level` holds lists or dicts `limit + 1` levels down

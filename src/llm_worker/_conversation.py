@@ -20,6 +20,7 @@ from ._safe_text import valid_unicode
 
 __all__ = [
     "FILTERED_STOP_REASONS",
+    "MAX_COUNT",
     "AssistantMessage",
     "HistoryView",
     "Message",
@@ -68,6 +69,13 @@ class ToolResult:
         )
 
 
+MAX_COUNT = 2**63 - 1
+"""The largest count (tokens, requests, tool calls, turns) a run keeps: a signed 64-bit
+int, as providers and OpenTelemetry count. A client reporting more is refused, a run
+state holding more does not load, and the run's totals stop there: Python's ints have
+no bound, but one of more than 4 300 digits cannot even be written as text."""
+
+
 @dataclass(frozen=True)
 class Usage:
     """Tokens one response cost, as the provider reported them.
@@ -75,7 +83,8 @@ class Usage:
     ``input_tokens`` counts every input token, ``cached_input_tokens`` of them
     read from the provider's prompt cache; ``output_tokens`` counts every
     output token, ``reasoning_tokens`` of them spent on hidden reasoning. A
-    provider that does not report a figure leaves it at 0.
+    provider that does not report a figure leaves it at 0. Each is an ``int``
+    from 0 to ``MAX_COUNT`` (2**63 - 1).
     """
 
     input_tokens: int = 0

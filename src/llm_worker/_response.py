@@ -29,7 +29,7 @@ from ._client import (
     ToolUseStart,
     ToolUseStop,
 )
-from ._conversation import AssistantMessage, ProviderItem, ToolCall, Usage
+from ._conversation import MAX_COUNT, AssistantMessage, ProviderItem, ToolCall, Usage
 from ._events import RunEvent, ToolCallReady
 from ._exceptions import LlmClientError
 from ._limits import DEFAULT_MAX_RESPONSE_CHARS
@@ -211,7 +211,8 @@ def _check_completion(completion: Completion) -> None:
 
     Token counts are added up and compared with the budgets: a ``str`` fails the
     addition, a negative count or NaN makes a budget never fire, a float cannot be read
-    back from the run state. A stop reason, response id or model that is not text breaks
+    back from the run state, nor a count over ``MAX_COUNT`` (one of 4 300 digits cannot
+    even be written). A stop reason, response id or model that is not text breaks
     the run state the same way.
     """
     for name in ("stop_reason", "response_id", "model"):
@@ -235,6 +236,11 @@ def _check_completion(completion: Completion) -> None:
             raise LlmClientError(
                 f"LlmClient sent a Completion whose usage.{name} is not an int of at least 0: "
                 f"{_shown(value)} ({type(value).__name__})"
+            )
+        if value > MAX_COUNT:
+            raise LlmClientError(
+                f"LlmClient sent a Completion whose usage.{name} is over {MAX_COUNT} "
+                f"(2**63 - 1, the most a run state keeps): {_shown(value)} (int)"
             )
 
 

@@ -393,7 +393,9 @@ def json_metadata(metadata: object) -> object:
 
     Raises (``ValueError``, pydantic's ``PydanticSerializationError``...) if it is
     not JSON, NaN and the infinities included: kept, they would make every later
-    ``RunState.to_json()`` of the conversation fail.
+    ``RunState.to_json()`` of the conversation fail. ``ValueError`` too if it nests
+    deeper than ``MAX_METADATA_DEPTH`` (100) levels, which a saved state could not be
+    read back with.
     """
     # Imported here: pydantic_core costs `import llm_worker` about 20 ms.
     from pydantic_core import to_jsonable_python
@@ -404,7 +406,7 @@ def json_metadata(metadata: object) -> object:
     if problem is not None:
         raise TypeError(f"a ToolReturn's metadata must be JSON data: {problem}")
     data = to_jsonable_python(metadata)
-    check_metadata(data)  # what RunState.to_json() will do with it
+    check_metadata(data)  # what RunState.to_json() will do with it, and from_json() read
     return data
 
 

@@ -17,6 +17,7 @@ from ._approvals import APPROVAL_NEEDED, Approve, Decision, Deny, PendingCall, n
 from ._batch import CallSlot, SlotState, ToolBatch
 from ._client import LlmClient, ToolChoice
 from ._conversation import (
+    MAX_COUNT,
     AssistantMessage,
     Message,
     RunUsage,
@@ -88,7 +89,11 @@ _STATUS_OF: dict[SlotState, CallStatus] = {
 class UsageTally:
     """Running totals of requests, calls and tokens; read as a ``RunUsage``.
 
-    Mutable, so that counting a response costs a few additions, not a new value.
+    Mutable, so that counting a response costs a few additions, not a new value. Each
+    total stops at ``MAX_COUNT``, the most a run state keeps: each response's counts are
+    within it, but their sum need not be (a loaded state's totals at the bound, a client
+    reporting 2**62 twice). Kept there, the total is still over every budget it reached,
+    and the state still saves and loads; no run can really cost 2**63 tokens.
     """
 
     __slots__ = (
@@ -110,13 +115,15 @@ class UsageTally:
         self.reasoning_tokens = start.reasoning_tokens
 
     def add(self, tool_calls: int, usage: Usage | None) -> None:
-        self.requests += 1
-        self.tool_calls += tool_calls
+        self.requests = min(self.requests + 1, MAX_COUNT)
+        self.tool_calls = min(self.tool_calls + tool_calls, MAX_COUNT)
         if usage is not None:
-            self.input_tokens += usage.input_tokens
-            self.output_tokens += usage.output_tokens
-            self.cached_input_tokens += usage.cached_input_tokens
-            self.reasoning_tokens += usage.reasoning_tokens
+            self.input_tokens = min(self.input_tokens + usage.input_tokens, MAX_COUNT)
+            self.output_tokens = min(self.output_tokens + usage.output_tokens, MAX_COUNT)
+            self.cached_input_tokens = min(
+                self.cached_input_tokens + usage.cached_input_tokens, MAX_COUNT
+            )
+            self.reasoning_tokens = min(self.reasoning_tokens + usage.reasoning_tokens, MAX_COUNT)
 
     def value(self) -> RunUsage:
         return RunUsage(
@@ -338,8 +345,8 @@ class Session:
         for call_id, decision in decisions.items():
             if not isinstance(decision, (Approve, Deny)):
                 raise TypeError(
-                    f"the decision for call {call_id!r} must be Approve() or Deny(reason), "
-                    f"not {decision!r}"
+                    f"the decision for call {bounded_repr(call_id, 80)} must be Approve() or "
+                    f"Deny(reason), not {bounded_repr(decision, 80)}"
                 )
         waiting_ids = set(waiting)  # a response may hold many thousands of calls
         unknown = [call_id for call_id in decisions if call_id not in waiting_ids]
@@ -374,13 +381,13 @@ class Session:
                 input_json = valid_unicode(decision.input_json(slot.run_call))
             except RecursionError:  # deeper than json reads or writes (about 1 000 levels)
                 raise TypeError(
-                    f"the arguments Approve() gives call {slot.call.id!r} nest too deep to "
-                    f"send as JSON"
+                    f"the arguments Approve() gives call {bounded_repr(slot.call.id, 80)} nest "
+                    f"too deep to send as JSON"
                 ) from None
             except (TypeError, ValueError) as exc:
                 raise TypeError(
-                    f"the arguments Approve() gives call {slot.call.id!r} cannot be sent as "
-                    f"JSON: {exc}"
+                    f"the arguments Approve() gives call {bounded_repr(slot.call.id, 80)} cannot "
+                    f"be sent as JSON: {exc}"
                 ) from None
             decided.append((slot, dataclasses.replace(slot.run_call, input_json=input_json)))
         return decided
@@ -416,8 +423,8 @@ class Session:
         if entry_of(self.handle, tool_choice) is not None or tool_choice == output_tool:
             return
         raise ValueError(
-            f"tool_choice={tool_choice!r} is neither 'auto', 'required', 'none' nor the name of "
-            f"a tool of this worker (its tools: {self._tool_names()})"
+            f"tool_choice={bounded_repr(tool_choice, 80)} is neither 'auto', 'required', 'none' "
+            f"nor the name of a tool of this worker (its tools: {self._tool_names()})"
         )
 
     def check_allowed_tools(self, names: Sequence[str], output_tool: str | None) -> None:
@@ -427,9 +434,8 @@ class Session:
             name for name in names if name != output_tool and entry_of(self.handle, name) is None
         ]
         if unknown:
-            shown = ", ".join(repr(name) for name in unknown[:20])
             raise ValueError(
-                f"allowed_tools names what is not a tool of this worker: {shown} "
+                f"allowed_tools names what is not a tool of this worker: {_ids(unknown)} "
                 f"(its tools: {self._tool_names()})"
             )
 
@@ -554,8 +560,9 @@ def _restore_slot(session: Session, batch: ToolBatch, slot: CallSlot, saved: Pau
     entry = entry_of(session.handle, saved.call.name)
     if entry is None:
         raise RunStateError(
-            f"paused call {saved.call.id!r} is to tool {saved.call.name!r}, which this worker "
-            f"does not have (register the same tools before load_state())"
+            f"paused call {bounded_repr(saved.call.id, 80)} is to tool "
+            f"{bounded_repr(saved.call.name, 80)}, which this worker does not have (register "
+            f"the same tools before load_state())"
         )
     slot.entry = entry
     if saved.status == "held":
@@ -571,5 +578,7 @@ def _restore_slot(session: Session, batch: ToolBatch, slot: CallSlot, saved: Pau
 
 
 def _ids(ids: Sequence[str]) -> str:
-    shown = ", ".join(repr(call_id) for call_id in ids[:10])
+    """The first ten of ``ids`` (call ids, tool names), each cut short, and how many more:
+    a state's or a model's ids may be of any length, and an error message is not."""
+    shown = ", ".join(bounded_repr(call_id, 80) for call_id in ids[:10])
     return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")

@@ -29,6 +29,7 @@ from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
 from ._instrumentation import check_trace_link
 from ._meta import LlmToolDefinition
+from ._safe_text import bounded_repr
 
 if TYPE_CHECKING:
     from ._state_json import CallStatus, PausedTuple
@@ -286,7 +287,7 @@ def check_history(history: Sequence[Message], paused: Sequence[PausedCall] | Non
         position += 1
         if isinstance(item, ToolResult):
             raise RunStateError(
-                f"{where}: a ToolResult for call {item.call_id!r} that answers no tool call "
+                f"{where}: a ToolResult for call {_shown(item.call_id)} that answers no tool call "
                 f"(results follow the assistant message whose calls they answer, in call order)"
             )
         if isinstance(item, UserMessage):
@@ -303,15 +304,15 @@ def check_history(history: Sequence[Message], paused: Sequence[PausedCall] | Non
         for call in item.tool_calls:
             if position >= count or not isinstance(history[position], ToolResult):
                 raise RunStateError(
-                    f"{where}: tool call {call.id!r} ({call.name}) has no result (each call "
-                    f"is followed by its ToolResult, in call order)"
+                    f"{where}: tool call {_shown(call.id)} ({_name(call)}) has no result (each "
+                    f"call is followed by its ToolResult, in call order)"
                 )
             result = history[position]
             assert isinstance(result, ToolResult)
             if result.call_id != call.id:
                 raise RunStateError(
-                    f"history[{position}]: the result of call {result.call_id!r} where the "
-                    f"result of {call.id!r} ({call.name}) belongs (results follow their "
+                    f"history[{position}]: the result of call {_shown(result.call_id)} where the "
+                    f"result of {_shown(call.id)} ({_name(call)}) belongs (results follow their "
                     f"calls in call order)"
                 )
             position += 1
@@ -326,9 +327,9 @@ def _check_calls(where: str, calls: Sequence[ToolCall]) -> None:
     seen: set[str] = set()
     for call in calls:
         if not isinstance(call, ToolCall):
-            raise RunStateError(f"{where}: {call!r} is not a ToolCall")
+            raise RunStateError(f"{where}: {_shown(call)} is not a ToolCall")
         if call.id in seen:
-            raise RunStateError(f"{where}: two tool calls share the id {call.id!r}")
+            raise RunStateError(f"{where}: two tool calls share the id {_shown(call.id)}")
         seen.add(call.id)
 
 
@@ -342,19 +343,37 @@ def _check_paused(where: str, message: AssistantMessage, paused: Sequence[Paused
     for call, held in zip(calls, paused, strict=True):
         if (held.call.id, held.call.name) != (call.id, call.name):
             raise RunStateError(
-                f"{where}: paused call {held.call.id!r} ({held.call.name}) is not the "
-                f"response's call {call.id!r} ({call.name})"
+                f"{where}: paused call {_shown(held.call.id)} ({_name(held.call)}) is not the "
+                f"response's call {_shown(call.id)} ({_name(call)})"
             )
         if held.status == "final":
             if held.result is None or held.outcome is None or held.result.call_id != call.id:
                 raise RunStateError(
-                    f"{where}: paused call {call.id!r} is final but has no result of its own"
+                    f"{where}: paused call {_shown(call.id)} is final but has no result of its own"
                 )
         elif held.result is not None:
             raise RunStateError(
-                f"{where}: paused call {call.id!r} is {held.status} but has a result"
+                f"{where}: paused call {_shown(call.id)} is {held.status} but has a result"
             )
         if held.status == "held" and not held.reason:
-            raise RunStateError(f"{where}: paused call {call.id!r} waits, but for no reason")
+            raise RunStateError(f"{where}: paused call {_shown(call.id)} waits, but for no reason")
     if not any(p.status == "held" for p in paused):
         raise RunStateError(f"{where}: the state is paused, but no call waits for a decision")
+
+
+# -- how a state's values are shown -------------------------------------------------------
+
+_SHOWN_CHARS = 80  # of an id or a name in an error message: a hostile state's 1 MB id is cut
+
+
+def _shown(value: object) -> str:
+    """``value`` (an id, a call) as an error message shows it: its repr, cut short."""
+    return bounded_repr(value, _SHOWN_CHARS)
+
+
+def _name(call: ToolCall) -> str:
+    """A call's tool name as an error message shows it: the text, cut short."""
+    name = call.name
+    if isinstance(name, str) and len(name) <= _SHOWN_CHARS:
+        return name
+    return bounded_repr(name, _SHOWN_CHARS)

@@ -21,6 +21,7 @@ from typing_extensions import NotRequired, TypedDict
 from ._approvals import MAX_PAUSE_ID_CHARS, PAUSE_ID_PATTERN
 from ._content import ContentPart, DataPart, MediaPart, TextPart, check_metadata
 from ._conversation import (
+    MAX_COUNT,
     AssistantMessage,
     Message,
     ProviderItem,
@@ -34,7 +35,7 @@ from ._events import ToolCallOutcome
 from ._exceptions import RunStateError
 from ._fail_fast import screen_of
 from ._instrumentation import MAX_TRACE_LINK_CHARS, MAX_TRACE_LINK_ITEMS
-from ._safe_text import valid_unicode
+from ._safe_text import bounded_repr, valid_unicode
 
 __all__ = [
     "FORMAT_VERSION",
@@ -95,8 +96,10 @@ class _ResultJson(TypedDict):
 
 
 # A count: no client can report a negative one (the worker refuses it), and a negative
-# run usage read back would keep the run's budgets from ever firing.
-_Count = Annotated[int, Field(ge=0)]
+# run usage read back would keep the run's budgets from ever firing. Nor one over
+# MAX_COUNT: the next response would add to it, and an int of more than 4 300 digits
+# makes the next to_json() fail.
+_Count = Annotated[int, Field(ge=0, le=MAX_COUNT)]
 
 
 class _UsageJson(TypedDict):
@@ -253,7 +256,7 @@ def _version_of(text: str | bytes) -> int | None:
 def _check_version(version: int | None) -> None:
     if version is not None and version != FORMAT_VERSION:
         raise RunStateError(
-            f"Not a valid run state: format version {version} is not supported "
+            f"Not a valid run state: format version {_shown(version)} is not supported "
             f"(this llm-worker reads version {FORMAT_VERSION})"
         )
 
@@ -337,8 +340,11 @@ def check_message(message: Message, where: str) -> Message:
 
 def _describe(exc: ValidationError) -> str:
     errors = exc.errors(include_url=False, include_context=False, include_input=False)
+    # A location names a dict's key, and a message may quote the input (a message's "type"
+    # tag): both are the state's text, of any length, so both are cut short.
     shown = [
-        f"{'.'.join(str(part) for part in error['loc']) or 'the document'}: {error['msg']}"
+        f"{'.'.join(_cut(str(part)) for part in error['loc']) or 'the document'}: "
+        f"{_cut(error['msg'], 300)}"
         for error in errors[:5]
     ]
     more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
@@ -445,7 +451,7 @@ def _load_message(data: _UserJson | _AssistantJson | _ToolResultJson) -> Message
 def _load_provider_item(data: _ProviderItemJson) -> ProviderItem:
     # Its provider's client parses data when it sends the item back, on every later
     # request: data that is not an object's JSON would make each of them fail.
-    what = f"the {data['provider']!r} item {data['kind']!r} of an assistant message"
+    what = f"the {_shown(data['provider'])} item {_shown(data['kind'])} of an assistant message"
     try:
         parsed = json.loads(data["data"], parse_constant=_not_json)
     except ValueError as exc:
@@ -487,8 +493,8 @@ def _load_result(data: _ResultJson) -> ToolResult:
         check_metadata(data.get("metadata"))  # the reader takes NaN; no writer does
     except (TypeError, ValueError) as exc:
         raise RunStateError(
-            f"the metadata of the result of call {data['call_id']!r} cannot be written as "
-            f"JSON: {exc}"
+            f"the metadata of the result of call {_shown(data['call_id'])} cannot be written "
+            f"as JSON: {exc}"
         ) from None
     return ToolResult(
         data["call_id"],
@@ -506,12 +512,24 @@ def _load_part(data: _TextPartJson | _MediaPartJson | _DataPartJson, call_id: st
         try:
             return DataPart(data["json"])  # which reads its JSON, once
         except ValueError as exc:
-            raise RunStateError(f"the data part of the result of call {call_id!r}: {exc}") from None
+            raise RunStateError(
+                f"the data part of the result of call {_shown(call_id)}: {exc}"
+            ) from None
     encoded = data["data"]
     try:
         raw = None if encoded is None else base64.b64decode(encoded, validate=True)
         return MediaPart(data["media_type"], raw, data["url"], data["name"])
     except (binascii.Error, ValueError) as exc:
         raise RunStateError(
-            f"a media part of the result of call {call_id!r} is not valid: {exc}"
+            f"a media part of the result of call {_shown(call_id)} is not valid: {exc}"
         ) from None
+
+
+def _shown(value: object) -> str:
+    """A state's id, label or number as an error message shows it: its repr, cut short (a
+    hostile state's 1 MB id makes a short message)."""
+    return bounded_repr(value, 80)
+
+
+def _cut(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
