@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Iterator
 
 import anyio
 import pytest
 from support import Lab
 
 from llm_worker import (
+    AssistantMessage,
     Completion,
+    LlmClientError,
     LlmEvent,
     LlmRequest,
+    ProviderError,
+    ProviderItem,
+    ProviderItemDone,
+    ReasoningDelta,
     TextDelta,
     ToolInputDelta,
     ToolUseStart,
@@ -144,7 +151,10 @@ class TestScriptedClient:
         await events_of(client)
         with pytest.raises(ScriptExhaustedError) as info:
             await events_of(client)
-        assert str(info.value) == "ScriptedClient got request #2 but its script has 1 responses"
+        assert str(info.value) == (
+            "ScriptedClient got request #2 but its script has 1 responses; the request ends "
+            "with UserMessage(text='hi')"
+        )
         assert isinstance(info.value, RuntimeError)
         assert len(client.requests) == 2
 
@@ -323,3 +333,142 @@ class TestScriptChecks:
 
         anyio.run(go)
         assert client.remaining == 0
+
+
+class TestScriptsAsWritten:
+    def test_a_single_step_without_a_list_is_refused(self):
+        """ScriptedClient("Paris") answered "P", then "a", "r"...: a str is an iterable of
+        steps to the type checkers, so the constructor refuses it, and one response."""
+        for single in ("Paris", ScriptedResponse("Paris"), lambda request: "Paris"):
+            with pytest.raises(TypeError, match=r"^ScriptedClient takes a list of steps, not "):
+                ScriptedClient(single)  # type: ignore[arg-type]
+
+    @pytest.mark.anyio
+    async def test_an_endless_iterator_answers_every_request(self):
+        """itertools.repeat("ok") filled memory when the client was made: an iterator's
+        steps are taken as requests come."""
+        taken = 0
+
+        def endless() -> Iterator[str]:  # as itertools.repeat("ok"), but it counts
+            nonlocal taken
+            while taken < 1_000:  # a client that reads it all fails, not fills memory
+                taken += 1
+                yield "ok"
+            raise AssertionError("the script was read past the requests")
+
+        client = ScriptedClient(endless())
+        assert client.remaining is None
+        worker = Worker(client)
+        with anyio.fail_after(5):
+            for _ in range(3):
+                await worker.run("hi")
+        assert worker.history[-1] == AssistantMessage("ok", (), "end_turn")
+        assert len(client.requests) == 3
+        assert repr(client) == "<ScriptedClient requests=3 remaining=unknown>"
+        assert taken == 3
+
+    @pytest.mark.anyio
+    async def test_an_iterator_runs_out_then_added_steps_follow(self):
+        """A finite iterator's steps, then those added to the script, then the error."""
+        client = ScriptedClient(step for step in ["a", "b"])
+        client.add("c")
+        with anyio.fail_after(5):
+            texts = [
+                [e.text for e in await events_of(client) if isinstance(e, TextDelta)]
+                for _ in range(3)
+            ]
+            assert texts == [["a"], ["b"], ["c"]]
+            assert client.remaining is None  # the iterator's end is not known yet
+            with pytest.raises(ScriptExhaustedError):
+                await events_of(client)
+            assert client.remaining == 0
+
+    @pytest.mark.anyio
+    async def test_an_iterators_bad_step_is_named_when_taken(self):
+        client = ScriptedClient(iter(["a", 42]))  # type: ignore[list-item]
+        await events_of(client)
+        with pytest.raises(TypeError, match=r"^ScriptedClient step #2 is int, not a "):
+            await events_of(client)
+
+    @pytest.mark.anyio
+    async def test_calls_given_as_a_generator_are_all_sent(self):
+        """The calls of a generator were read twice: the second pass found none, and the
+        response said tool_use with no calls."""
+        response = ScriptedResponse(tool_calls=(ScriptedCall(n) for n in ["a", "b"]))
+        assert response.tool_calls == (ScriptedCall("a"), ScriptedCall("b"))
+        starts = [
+            e for e in await events_of(ScriptedClient([response])) if isinstance(e, ToolUseStart)
+        ]
+        assert [e.name for e in starts] == ["a", "b"]
+
+    def test_a_response_is_checked_when_written(self):
+        with pytest.raises(TypeError, match=r"^ScriptedResponse tool_calls takes a list of "):
+            ScriptedResponse(tool_calls=ScriptedCall("a"))  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^ScriptedResponse tool_calls holds str, not "):
+            ScriptedResponse(tool_calls=["a"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match=r"^ScriptedResponse text must be a str, not int"):
+            ScriptedResponse(text=3)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^ScriptedResponse error must be an exception"):
+            ScriptedResponse(error="boom")  # type: ignore[arg-type]
+
+    def test_mapping_arguments_are_written_when_the_call_is(self):
+        """A later change to the mapping changed the call; a mapping JSON cannot encode
+        failed mid-run with json's TypeError, naming no call."""
+        from types import MappingProxyType
+
+        arguments = {"query": "cats"}
+        call = ScriptedCall("search", arguments)
+        arguments["query"] = "dogs"
+        assert call.input_json == '{"query": "cats"}'
+        assert ScriptedCall("search", MappingProxyType({"n": 1})).input_json == '{"n": 1}'
+        with pytest.raises(TypeError, match=r"^ScriptedCall 'search': its arguments cannot be "):
+            ScriptedCall("search", {"when": object()})
+        with pytest.raises(TypeError, match=r"^ScriptedCall 'search': arguments must be JSON "):
+            ScriptedCall("search", 3)  # type: ignore[arg-type]
+
+
+class TestWhatRealClientsSend:
+    @pytest.mark.anyio
+    async def test_reasoning_and_provider_items(self):
+        """Reasoning comes first, provider items before the completion; the worker keeps
+        the items with the message."""
+        item = ProviderItem("acme", "thinking", '{"signature": "x"}')
+        response = ScriptedResponse(text="ok", reasoning="hmm", provider_items=[item], chunk_size=2)
+        assert await events_of(ScriptedClient([response])) == [
+            ReasoningDelta("hm"),
+            ReasoningDelta("m"),
+            TextDelta("ok"),
+            ProviderItemDone(item),
+            Completion("end_turn"),
+        ]
+        worker = Worker(ScriptedClient([response]))
+        with anyio.fail_after(5):
+            await worker.run("hi")
+        assert worker.history[-1].provider_items == (item,)  # type: ignore[union-attr]
+
+    @pytest.mark.anyio
+    async def test_an_error_after_the_events_leaves_nothing_half_received(self):
+        """A response that fails after its text and calls: the run fails with the error,
+        and nothing of the response enters the history; retry() asks again."""
+        failing = ScriptedResponse(
+            text="half", tool_calls=[ScriptedCall("echo")], error=ProviderError("acme", "lost")
+        )
+        client = ScriptedClient([failing, "whole"])
+        events: list[LlmEvent] = []
+
+        async def read() -> None:
+            async for event in client.stream(REQUEST):
+                events.append(event)
+
+        with pytest.raises(ProviderError, match="lost"):
+            await read()
+        assert not any(isinstance(e, Completion) for e in events)
+        assert TextDelta("half") in events
+        worker = Worker(ScriptedClient([failing, "whole"]))
+        with anyio.fail_after(5):
+            with pytest.raises(ProviderError):
+                await worker.run("hi")
+            assert worker.history == (UserMessage("hi"),)
+            await worker.retry()
+        assert worker.history[-1] == AssistantMessage("whole", (), "end_turn")
+        assert not isinstance(failing.error, LlmClientError)
