@@ -36,7 +36,6 @@ from ._events import ToolCallFinished, ToolCallOutcome
 from ._model_texts import STOPPED, call_text
 
 if TYPE_CHECKING:
-    from ._hooks import ToolCallContext
     from ._instrumentation import ToolSpan
     from ._server import ToolEntry
 
@@ -69,7 +68,6 @@ class CallSlot:
     __slots__ = (
         "call",
         "entry",
-        "hook_context",
         "index",
         "outcome",
         "reason",
@@ -84,7 +82,6 @@ class CallSlot:
         self.call = call  # as the model made it: the history keeps this one
         self.run_call = call  # as it will run, after hooks and humans changed its arguments
         self.entry: ToolEntry | None = None
-        self.hook_context: ToolCallContext | None = None
         self.state = SlotState.UNDECIDED
         self.reason: str | None = None
         self.result: ToolResult | None = None

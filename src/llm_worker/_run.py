@@ -120,6 +120,7 @@ if TYPE_CHECKING:
     from anyio.abc import TaskGroup
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+    from ._limits import Limits
     from ._output import RunOutput
 
 __all__ = ["STREAM_CLOSE_TIMEOUT", "RunStream", "Start", "close_stream"]
@@ -385,10 +386,6 @@ class _Turns:
         self.progress: ProgressReports | None = None
         self.escaped: BaseException | None = None
         self.runners = 0  # runner tasks alive
-        # Threads the run's calls abandoned when they timed out, that may still run: what
-        # their calls held (a sequential tool's turn, a slot of max_concurrent_calls)
-        # they keep until they end (see _batch.Turn).
-        self.abandoned: list[AbandonedThread] = []
         self.own_turn = Turn()  # of the calls run in the run's own task
         self.trace: RunSpan | None = None  # the observer's, if the worker has one
         # The run span's optional activate(): entered around the application's hooks.
@@ -575,13 +572,15 @@ class _Turns:
                     ready = [slot for slot in batch if slot.state is SlotState.READY]
                     unreviewed = deque(ready)
                     for number, wave in enumerate(_waves(ready)):
-                        after = self.abandoned_before(wave, number) if self.abandoned else ()
-                        if len(wave) == 1 and _runs_inline(wave[0], after):
+                        after, held = (
+                            self.abandoned_before(wave, number) if session.abandoned else _FREE
+                        )
+                        if len(wave) == 1 and _runs_inline(wave[0], after, held, session.limits):
                             slot = wave[0]
                             slot.state = SlotState.RUNNING
                             yield ToolCallRunning(slot.run_call)
                             turn = self.own_turn
-                            if after or turn.threads:  # (its threads are in self.abandoned)
+                            if after or turn.threads:  # (its threads are in session.abandoned)
                                 turn.threads[:] = after
                             token = TURN.set(turn)  # the call's context copies it, now
                             try:
@@ -598,7 +597,7 @@ class _Turns:
                             for finished in batch.report():
                                 yield finished
                         else:
-                            together = self.run_together(batch, wave, unreviewed, after)
+                            together = self.run_together(batch, wave, unreviewed, after, held)
                             async with aclosing(together) as events:
                                 async for event in events:
                                     yield event
@@ -747,7 +746,6 @@ class _Turns:
                     batch.ready(slot, call)
                     continue
                 ctx = ToolCallContext(call, entry.meta, entry.tool, self.deps)
-                slot.hook_context = ctx
                 decision = await self.in_run(run_pre_hooks(hooks, ctx)) if hooks else _CONTINUE
                 if isinstance(decision, Continue):
                     if policy is not False and await self.in_run(needs_approval(policy, ctx)):
@@ -917,24 +915,32 @@ class _Turns:
             if isinstance(decision, Abort):
                 raise _Aborted(decision, slot.call)
 
-    def abandoned_before(self, wave: list[CallSlot], number: int) -> Sequence[AbandonedThread]:
-        """The threads of earlier calls that ``wave`` (the ``number``-th of its batch) waits
-        for: a sequential call, and the calls after it in its response, start only once
-        every thread abandoned by a call of the run before them has ended."""
-        abandoned = self.abandoned
-        if abandoned:
-            abandoned[:] = [thread for thread in abandoned if thread.running]
-            entry = wave[0].entry
-            assert entry is not None
-            if number == 0 and not entry.sequential:
-                return ()
-        return abandoned
+    def abandoned_before(
+        self, wave: list[CallSlot], number: int
+    ) -> tuple[Sequence[AbandonedThread], Sequence[AbandonedThread]]:
+        """The threads abandoned by earlier calls of the worker that still run, as ``wave``
+        (the ``number``-th of its response) must wait for them: ``(after, held)``.
+
+        ``after``: every one of them, for a sequential call and the calls after it in its
+        response, which start only once all have ended. ``held``: else, each keeps a slot
+        of ``max_concurrent_calls`` (a call then takes a free one, or waits for one).
+        """
+        abandoned = self.session.abandoned
+        if not abandoned:
+            return (), ()
+        abandoned[:] = [thread for thread in abandoned if thread.running]
+        entry = wave[0].entry
+        assert entry is not None
+        if number == 0 and not entry.sequential:
+            return (), tuple(abandoned)
+        return tuple(abandoned), ()
 
     def keep_abandoned(self, turns: Iterable[Turn]) -> None:
-        """Keep the threads that still keep the ``turns`` of a wave, for the waves after it."""
+        """Keep the threads that still keep the ``turns`` of a wave, for the calls after it."""
         kept = [thread for turn in turns if turn.kept() for thread in turn.threads]
         if kept:  # threads of earlier waves are in them too: each kept once
-            self.abandoned = list(dict.fromkeys([*self.abandoned, *kept]))
+            session = self.session
+            session.abandoned = list(dict.fromkeys([*session.abandoned, *kept]))
 
     async def run_together(
         self,
@@ -942,12 +948,15 @@ class _Turns:
         wave: list[CallSlot],
         unreviewed: deque[CallSlot],
         after: Sequence[AbandonedThread],
+        held: Sequence[AbandonedThread],
     ) -> AsyncGenerator[RunEvent, None]:
         """Run ``wave``'s calls as tasks, at most ``max_concurrent_calls`` at a time, once
-        the threads of earlier calls in ``after`` have ended (each call waits for them)."""
+        the threads of earlier calls in ``after`` have ended (each call waits for them);
+        the slots threads in ``held`` keep are taken once each has ended."""
         send, receive = self.open_channel()
         post_hooks = self.session.post_hooks
-        limit = min(self.session.limits.max_concurrent_calls, len(wave))
+        most = self.session.limits.max_concurrent_calls
+        limit = min(most, len(wave))
         # The first calls start at once: they are announced here. The runners share the
         # wave's queue, so calls start in call order whichever runner the backend runs first.
         # A call's progress is given after its ToolCallRunning: a report of a call whose
@@ -959,7 +968,7 @@ class _Turns:
             announced.add(slot.call.id)
             yield ToolCallRunning(slot.run_call)
         self.stopping = False
-        calls = _Calls(batch, wave, after)
+        calls = _Calls(batch, wave, after, _slots_kept(held, most, limit))
         await self.start_runners(calls, limit, send)
         outstanding = len(wave)
         while outstanding:
@@ -1033,13 +1042,16 @@ class _Turns:
             self.runners += 1
             calls.runners += 1
             calls.starting += 1
-            group.start_soon(self.runner, calls, send)
+            group.start_soon(self.runner, calls, send, calls.kept[calls.runners - 1])
 
-    async def runner(self, calls: _Calls, send: MemoryObjectSendStream[Any]) -> None:
+    async def runner(
+        self, calls: _Calls, send: MemoryObjectSendStream[Any], kept: Sequence[AbandonedThread]
+    ) -> None:
         calls.starting -= 1
-        # A slot of max_concurrent_calls: a thread its call abandoned keeps it until the
-        # thread ends, and the runner's next call waits for that (inside its timeout).
-        turn = Turn(calls.after)
+        # A slot of max_concurrent_calls: a thread its call (or an earlier call's, ``kept``)
+        # abandoned keeps it until the thread ends, and the runner's next call waits for
+        # that (inside its timeout).
+        turn = Turn([*calls.after, *kept])
         calls.turns.append(turn)
         calls.live.add(turn)
         TURN.set(turn)  # in this task's own context, which its calls' contexts copy
@@ -1213,20 +1225,26 @@ class _Calls:
     """One wave's calls no runner took yet, and its runners: started, and not begun yet.
 
     Counted per wave: a runner of an earlier wave, not begun yet, takes none of these.
-    ``after``: the threads of earlier calls its calls wait for; ``turns``: its runners'
-    (``live``: of those still taking calls).
+    ``after``: the threads of earlier calls its calls wait for; ``kept``: by runner, the
+    threads of earlier calls that keep its slot; ``turns``: its runners' (``live``: of
+    those still taking calls).
     """
 
-    __slots__ = ("after", "batch", "live", "queue", "runners", "starting", "turns")
+    __slots__ = ("after", "batch", "kept", "live", "queue", "runners", "starting", "turns")
 
     def __init__(
-        self, batch: ToolBatch, wave: list[CallSlot], after: Sequence[AbandonedThread]
+        self,
+        batch: ToolBatch,
+        wave: list[CallSlot],
+        after: Sequence[AbandonedThread],
+        kept: Sequence[Sequence[AbandonedThread]],
     ) -> None:
         self.batch = batch
         self.queue = deque(wave)
         self.runners = 0
         self.starting = 0
         self.after = after
+        self.kept = kept
         self.turns: list[Turn] = []
         self.live: set[Turn] = set()  # of the runners still taking calls
 
@@ -1321,16 +1339,36 @@ def _as_decided(ctx: ToolCallContext, call: ToolCall) -> ToolCall:
     return call if ctx.call is call else valid_message(ctx.call)
 
 
-def _runs_inline(slot: CallSlot, after: Sequence[AbandonedThread]) -> bool:
+def _runs_inline(
+    slot: CallSlot,
+    after: Sequence[AbandonedThread],
+    held: Sequence[AbandonedThread],
+    limits: Limits,
+) -> bool:
     # A call alone runs in the loop's own task, unless it may report progress: then
     # the loop must be free to pass the reports on while it runs. Nor if it must wait for
-    # threads of earlier calls and does not wait itself: a runner waits within its timeout.
+    # threads of earlier calls and does not wait itself, or for a slot that earlier calls'
+    # threads keep: a runner waits within its timeout.
     entry = slot.entry
     return (
         entry is not None
         and entry.execute_with_context is None
         and (not after or entry.waits_its_turn)
+        and len(held) < limits.max_concurrent_calls
     )
+
+
+def _slots_kept(
+    held: Sequence[AbandonedThread], most: int, runners: int
+) -> list[Sequence[AbandonedThread]]:
+    """By runner (of ``runners``, in the order they start), the threads of ``held`` that
+    keep its slot of the ``most`` a worker has. Slot ``j`` is kept by ``held[j]`` (and by
+    ``held[j + most]``..., should more threads run than there are slots); the runners take
+    the free slots first."""
+    if not held:
+        return [()] * runners
+    free = max(0, most - len(held))
+    return [() if number < free else held[number - free :: most] for number in range(runners)]
 
 
 def _waves(ready: list[CallSlot]) -> list[list[CallSlot]]:
@@ -1369,6 +1407,7 @@ def _asking_for(request: LlmRequest, output: RunOutput) -> LlmRequest:
 
 
 _NOTHING_SPENT = RunUsage()
+_FREE: tuple[tuple[()], tuple[()]] = ((), ())  # no thread abandoned earlier: nothing to wait for
 
 
 def _last_text(history: Sequence[object]) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._approvals import APPROVAL_NEEDED, Approve, Decision, Deny, PendingCall, new_pause_id
-from ._batch import CallSlot, SlotState, ToolBatch
+from ._batch import AbandonedThread, CallSlot, SlotState, ToolBatch
 from ._client import LlmClient, ToolChoice
 from ._conversation import (
     MAX_COUNT,
@@ -193,6 +193,10 @@ class Session:
         # What the last traced run gave a resume or retry of it to link to (RunSpan.link()).
         self.trace_link: Mapping[str, str] | None = None
         self.owner: object = None
+        # Threads this worker's calls abandoned (timed out, cancelled) that may still run:
+        # what their calls held, a sequential tool's turn and a slot of
+        # max_concurrent_calls, they keep until they end, in later runs too (_batch.Turn).
+        self.abandoned: list[AbandonedThread] = []
         # Numbers the runs a retry may continue: a new run, a loaded state and a new history
         # each make another. A retry made for one does not continue the next.
         self.run_number = 0

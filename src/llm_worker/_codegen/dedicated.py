@@ -36,6 +36,9 @@ __all__ = ["DedicatedThread", "dedicated_thread_of"]
 T = TypeVar("T")
 
 
+_EMPTY_CONTEXT = contextvars.Context()
+
+
 class _Job(Generic[T]):
     __slots__ = (
         "args",
@@ -91,6 +94,11 @@ class _Job(Generic[T]):
         """The caller stops waiting: whether the job still runs (then it runs on)."""
         with self.lock:
             self.gone = True
+            if not self.started:
+                # It will never run, but stays queued until the thread gets to it (maybe
+                # never, behind a call that hangs): only a placeholder, not the call's
+                # arguments and context (a request's objects, a copy of its contextvars).
+                self.func, self.args, self.context = None, (), _EMPTY_CONTEXT
             return self.running
 
 
