@@ -48,6 +48,7 @@ class ResponseAssembler:
         "fragments",
         "ids",
         "items",
+        "late",
         "left",
         "max_chars",
         "stopped",
@@ -66,6 +67,8 @@ class ResponseAssembler:
         self.fragments: dict[int, list[str]] = {}
         self.ids: set[str] = set()
         self.stopped: dict[int, ToolCall] = {}  # the calls whose ToolUseStop came
+        # The calls the Completion ended without a ToolUseStop: ready once it came.
+        self.late: list[ToolCallReady] = []
         self.completion: Completion | None = None
 
     def feed(self, event: LlmEvent) -> RunEvent | None:
@@ -173,10 +176,12 @@ class ResponseAssembler:
         if completion is None:
             raise LlmClientError("LlmClient's stream ended without a Completion event")
         stopped = self.stopped
-        calls = tuple(
-            stopped.get(index) or _call(start, self.fragments[index])
-            for index, start in self.calls.items()
-        )
+        if len(stopped) < len(self.calls):  # the Completion ends a call as its stop would
+            for index, start in self.calls.items():
+                if index not in stopped:
+                    call = stopped[index] = _call(start, self.fragments[index])
+                    self.late.append(ToolCallReady(index, call))
+        calls = tuple(stopped[index] for index in self.calls)
         text = valid_unicode("".join(self.text))
         return AssistantMessage(
             text,

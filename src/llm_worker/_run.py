@@ -76,6 +76,7 @@ from ._events import (
     RunPaused,
     ToolCallOutcome,
     ToolCallProgress,
+    ToolCallReady,
     ToolCallRunning,
 )
 from ._exceptions import (
@@ -477,13 +478,18 @@ class _Turns:
         # decided), then goes on as usual.
         batch, self.batch = self.batch, None
         message: AssistantMessage | None = None
+        late: Sequence[ToolCallReady] = ()  # of the response's calls its Completion ended
         try:
             while True:
                 if batch is None:
                     # -- a request: send it, and pass the response on as it comes --
                     self.check_budgets()
                     session.run_requests_sent += 1  # a request that fails keeps its number
-                    yield ResponseStarted(session.run_requests_sent)
+                    try:
+                        yield ResponseStarted(session.run_requests_sent)
+                    except BaseException:
+                        session.run_requests_sent -= 1  # the reader left: it was never sent
+                        raise
                     request = self.request()
                     response = ResponseAssembler(session.limits.max_response_chars)
                     stream = session.client.stream(request)
@@ -517,6 +523,7 @@ class _Turns:
                                     yield forwarded
                         done = True
                         message = response.message()
+                        late = response.late
                     except BaseException as exc:
                         if span is not None:  # the observer's error must not replace `exc`
                             _while_stopping(span.end, None, exc)
@@ -551,6 +558,8 @@ class _Turns:
                 # seen again.
                 try:
                     if message is not None:  # a new response (a resumed one was decided)
+                        for call_ready in late:
+                            yield call_ready
                         yield ResponseCompleted(message)
                         if session.tool_choice not in ("auto", "none"):
                             # A forced call has been made; forcing it again would loop.

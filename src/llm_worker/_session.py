@@ -540,6 +540,10 @@ class Session:
         check_history(history, None)
         self.history = history
         self._forget_last_run()
+        # A retry of the new history continues no run: its budgets count from nothing, its
+        # requests from 1 (as a loaded state's go on from what its run had spent).
+        self.run_tally = UsageTally()
+        self.run_requests_sent = 0
 
     def _forget_last_run(self) -> None:
         self.run_number += 1
