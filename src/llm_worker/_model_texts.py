@@ -43,6 +43,8 @@ __all__ = [
     "INPUT_TOO_DEEP",
     "INPUT_TOO_LARGE",
     "MCP_BAD_CONTENT",
+    "MCP_BAD_OUTPUT_SCHEMA",
+    "MCP_BAD_RESULT",
     "MCP_CONNECTION_LOST",
     "MCP_ERROR",
     "MCP_NOT_STRUCTURED",
@@ -272,6 +274,14 @@ MCP_CONNECTION_LOST = "lost the connection to the MCP server ({kind})"
 MCP_UNEXPECTED = "calling MCP tool '{name}' failed unexpectedly ({kind})"
 MCP_NO_MESSAGE = "MCP tool '{name}' reported an error (no message)"
 MCP_BAD_CONTENT = "MCP tool '{name}' sent {what} that cannot be read: {problem}"
+# A result the SDK could not read as MCP ({problem}: where and why, from pydantic).
+MCP_BAD_RESULT = "MCP tool '{name}' sent a result that is not valid MCP: {problem}"
+# The SDK could not check a result: the tool's outputSchema (changed since it was listed)
+# is no valid JSON Schema, or a $ref in it points to nothing.
+MCP_BAD_OUTPUT_SCHEMA = (
+    "MCP tool '{name}' has an output schema that is not a valid JSON Schema, "
+    "so its results cannot be checked"
+)
 # A result the SDK refused for the tool's output schema, worded as NOT_STRUCTURED.
 MCP_NOT_STRUCTURED = (
     "MCP tool '{name}' returned a result its output schema does not describe ({why})"

@@ -29,13 +29,19 @@ the server's result                        its text blocks joined by newlines (a
                                            metadata within ``limits``)
 the server reports progress                ``execute_with_context`` (what a ``Worker``
                                            calls) passes it on: ``ToolCallProgress``
-the result has ``isError: true``           ``ExecutionFailedError`` with its text,
+the result has ``isError: true``           ``ExecutionFailedError`` with its text (with
+                                           none, its ``structuredContent`` as JSON),
                                            made safe like a local exception's (paths,
                                            reprs, secrets scrubbed; 500 characters)
 media data that is not base64              ``ExecutionFailedError`` naming the block
+a result that is not valid MCP (a block    ``ExecutionFailedError`` saying where (``at
+of no known type, no ``content``: the      /content: Field required``)
+SDK's pydantic ``ValidationError``)
 ``structuredContent`` that does not match  ``ExecutionFailedError`` saying where (``at
 the tool's ``outputSchema``, or none       /n: 'two' is not of type 'integer'``), or
 (the SDK checks it)                        ``no structuredContent``
+an ``outputSchema`` the SDK cannot check   ``ExecutionFailedError`` saying so
+with (one changed since it was listed)
 an MCP error response, a timeout or a      ``ExecutionFailedError("MCP error: ...")``
 closed connection (``mcp.MCPError``)       with the error's message
 the connection is gone (stream closed or   ``ExecutionFailedError("lost the connection
@@ -52,22 +58,30 @@ A tool the server marks ``execution.taskSupport: "required"`` can only be
 called as a task, which this client does not do: it is not offered (a warning
 is logged), rather than offered to fail every call. Nor is a tool whose schemas
 hold a number JSON has none for (``NaN``, ``Infinity``, ``1e400``: Python's JSON
-reader takes them), which no model request could carry: one such tool leaves the
-server's others offered.
+reader takes them), which no model request could carry, or are no valid JSON
+Schema (``"type": "strin"``, a ``$ref`` to nothing), which providers refuse (an
+``inputSchema``: every request of the worker fails) or the SDK cannot check a
+result with (an ``outputSchema``: every call fails), or a tool listed twice with
+different schemas: one such tool leaves the server's others offered.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from contextlib import suppress
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import anyio
 import mcp.types as types
+from jsonschema import Draft202012Validator, validators
 from jsonschema import exceptions as schema_errors
 from mcp import Client, ClientSession, MCPError
 from mcp.shared.dispatcher import ProgressFnT
 from pydantic import TypeAdapter, ValidationError
+from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012, specification_with
 from typing_extensions import final
 
 from .._content import ToolReturn
@@ -76,6 +90,8 @@ from .._exceptions import ExecutionFailedError, InternalToolError, InvalidArgume
 from .._limits import Limits
 from .._meta import ToolAnnotations, ToolMeta
 from .._model_texts import (
+    MCP_BAD_OUTPUT_SCHEMA,
+    MCP_BAD_RESULT,
     MCP_CONNECTION_LOST,
     MCP_ERROR,
     MCP_NO_MESSAGE,
@@ -89,7 +105,7 @@ from .._strict_json import non_finite_problem
 from .._strict_schema import drop_introduced_nulls
 from .._tool_names import provider_safe_names
 from .._types import Tool
-from ._content import error_text, schema_mismatch, tool_return
+from ._content import error_text, not_valid_mcp, schema_mismatch, tool_return
 
 __all__ = ["McpConnection", "McpTool", "McpToolDefinition", "mcp_tool_definitions"]
 
@@ -100,6 +116,8 @@ McpConnection: TypeAlias = ClientSession | Client
 
 # A server whose paging never ends must not hang the caller (the SDK caps its own re-list at 100).
 _MAX_PAGES = 100
+# Characters of a schema's problem in a warning: it quotes the schema, which may be long.
+_MAX_PROBLEM = 200
 _ARGUMENTS = TypeAdapter(dict[str, Any])
 _DEFAULT_LIMITS = Limits()
 _CONNECTION_ERRORS = (
@@ -111,7 +129,11 @@ _CONNECTION_ERRORS = (
 
 
 async def mcp_tool_definitions(
-    session: McpConnection, *, prefix: str = "", limits: Limits | None = None
+    session: McpConnection,
+    *,
+    prefix: str = "",
+    limits: Limits | None = None,
+    timeout: float | None = 60.0,
 ) -> list[McpToolDefinition]:
     """One ``McpToolDefinition`` (a ``ToolDefinition``) per tool of the MCP server behind
     ``session``, in its order.
@@ -123,10 +145,16 @@ async def mcp_tool_definitions(
     under its own name. A name model providers refuse (``files.read``) is
     renamed locally (``files_read``; ``docs/mcp.md`` has the rule), and the
     definition's ``remote_name`` keeps the server's. A tool listed more than once is
-    offered once, as first listed; one only run as a task, or whose schemas hold a
-    number JSON has none for (``NaN``, ``Infinity``), is not offered (a warning is
-    logged for each), and takes no name from the others. Errors of the listing
-    itself (``mcp.MCPError``...) propagate.
+    offered once, as first listed, if every listing has the same schemas. One listed
+    with different schemas, one only run as a task, or one whose schemas are no valid
+    JSON Schema (or hold a number JSON has none for, ``NaN``, ``Infinity``) is not
+    offered (a warning is logged for each), and takes no name from the others.
+
+    Each page of the listing is waited for ``timeout`` seconds at most (``None``: as
+    long as the server takes): past it, ``TimeoutError``. A listing that is not valid
+    MCP (a tool whose ``inputSchema`` is no object schema makes the SDK refuse the
+    whole page) is a ``RuntimeError`` saying where; other errors of the listing
+    (``mcp.MCPError``...) propagate.
 
     ``limits`` (the ``Worker``'s; default ``Limits()``) bound what a result's metadata
     keeps, which a ``Worker`` does not cap: the content for the user only and the
@@ -141,10 +169,11 @@ async def mcp_tool_definitions(
     if not isinstance(prefix, str):
         raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
     limits = _limits_or_default(limits)
+    timeout = _timeout_or_none(timeout)
     # Each tool's definition is made before the names are chosen, so that one left out
     # takes no name from the others; one renamed (rarely) is made again under its name.
     offered: list[tuple[types.Tool, McpToolDefinition]] = []
-    for tool in _first_of_each(await _list_tools(session)):
+    for tool in _first_of_each(await _list_tools(session, timeout)):
         if not _task_only(tool):
             definition = _definition_or_none(session, tool, prefix + tool.name, limits)
             if definition is not None:
@@ -165,18 +194,50 @@ async def mcp_tool_definitions(
 
 
 def _first_of_each(tools: list[types.Tool]) -> list[types.Tool]:
-    """The listed tools, each name once: the first listing of a name is kept."""
-    first: dict[str, types.Tool] = {}
+    """The listed tools, each name once: the first listing of a name is kept, or none if
+    its listings differ in a schema (a warning for each name listed more than once).
+
+    Which of two inputSchemas the server checks is unknown, and the SDK checks results
+    against the outputSchema of the last listing, the definition having the first's."""
+    listings: dict[str, list[types.Tool]] = {}
     for tool in tools:
-        if tool.name in first:
+        listings.setdefault(tool.name, []).append(tool)
+    kept: list[types.Tool] = []
+    for name, (first, *again) in listings.items():
+        if again:
+            differ = _schemas_that_differ(first, again)
+            if differ:
+                logger.warning(
+                    "MCP tool %r is not offered: the server lists it more than once with "
+                    "different %s, and which one holds is unknown",
+                    name,
+                    " and ".join(differ),
+                )
+                continue
             logger.warning(
                 "MCP server lists tool %r more than once: only its first listing is used "
                 "(calls of either would go to the same remote tool)",
-                tool.name,
+                name,
             )
-        else:
-            first[tool.name] = tool
-    return list(first.values())
+        kept.append(first)
+    return kept
+
+
+def _schemas_that_differ(first: types.Tool, again: list[types.Tool]) -> list[str]:
+    differ: list[str] = []
+    if any(not _same_schema(first.input_schema, other.input_schema) for other in again):
+        differ.append("inputSchemas")
+    if any(not _same_schema(first.output_schema, other.output_schema) for other in again):
+        differ.append("outputSchemas")
+    return differ
+
+
+def _same_schema(one: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
+    """JSON equality, as the SDK compares output schemas (``==`` takes ``true`` for ``1``)."""
+    try:
+        return json.dumps(one, sort_keys=True) == json.dumps(other, sort_keys=True)
+    except (RecursionError, TypeError, ValueError):  # none a ToolMeta would take anyway
+        return False
 
 
 def _why_renamed(local: str, name: str) -> str:
@@ -204,12 +265,79 @@ def _definition_or_none(
 ) -> McpToolDefinition | None:
     """``tool``'s definition, or ``None`` (with a warning saying why) if its schemas are
     none a ``ToolMeta`` takes: a number JSON has none for (``NaN``, ``Infinity``, ``1e400``,
-    which Python's JSON reader takes), which no model request could carry."""
+    which Python's JSON reader takes), which no model request could carry; or no valid
+    JSON Schema (``_schema_problem``): providers refuse every request that carries such an
+    inputSchema, the worker's calls of other tools too, and the SDK fails every call of a
+    tool whose outputSchema it cannot check a result with."""
     try:
-        return McpToolDefinition(session, tool, name=name, limits=limits)
+        definition = McpToolDefinition(session, tool, name=name, limits=limits)
     except (TypeError, ValueError) as exc:  # ToolMeta's refusals of a schema
         logger.warning("MCP tool %r is not offered: its schema cannot be used (%s)", tool.name, exc)
         return None
+    meta = definition.meta
+    for field, schema in (("inputSchema", meta.input_schema), ("outputSchema", meta.output_schema)):
+        problem = None if schema is None else _schema_problem(schema)
+        if problem is not None:
+            logger.warning(
+                "MCP tool %r is not offered: its %s is not a valid JSON Schema (%s)",
+                tool.name,
+                field,
+                problem,
+            )
+            return None
+    return definition
+
+
+def _schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why ``schema`` is no valid JSON Schema, short, or ``None`` if it is one: it fails
+    the metaschema of its ``$schema`` (2020-12 without one, as the SDK checks it), or a
+    local ``$ref`` in it points to nothing (the SDK resolves them within the document)."""
+    dialect = schema.get("$schema", "")
+    # A $schema that is no string is one the 2020-12 metaschema refuses.
+    validator_class = (
+        validators.validator_for(schema, default=Draft202012Validator)
+        if isinstance(dialect, str)
+        else Draft202012Validator
+    )
+    try:
+        validator_class.check_schema(schema)
+    except schema_errors.SchemaError as exc:
+        return schema_mismatch(exc)
+    except RecursionError:  # jsonschema recurses a few frames per level
+        return "it nests too deeply to be checked"
+    ref = _ref_to_nothing(schema)
+    if ref is None:
+        return None
+    problem = f"its $ref {ref!r} points to nothing"
+    return problem if len(problem) <= _MAX_PROBLEM else problem[: _MAX_PROBLEM - 1] + "…"
+
+
+def _ref_to_nothing(schema: dict[str, Any]) -> str | None:
+    """The first local ``$ref`` (``#/$defs/x``, ``#anchor``) of ``schema`` (a valid JSON
+    Schema) that does not resolve, looked up as a validator does: in the schema's own
+    resources (an ``$id`` starts one), walked without recursion. Other ``$ref``s (to
+    other documents) are the SDK's to resolve, or to fail on, at a call."""
+    dialect = schema.get("$schema")
+    specification = (
+        specification_with(dialect, default=DRAFT202012)
+        if isinstance(dialect, str)
+        else DRAFT202012
+    )
+    root: Resource[Any] = specification.create_resource(schema)
+    registry: Registry[Any] = Registry()
+    pending = [(registry.resolver_with_root(root), root)]
+    while pending:
+        resolver, resource = pending.pop()
+        contents: object = resource.contents
+        if isinstance(contents, dict):
+            ref = cast("dict[str, object]", contents).get("$ref")
+            if isinstance(ref, str) and ref.startswith("#"):
+                try:
+                    resolver.lookup(ref)
+                except Unresolvable:
+                    return ref
+        pending.extend((resolver.in_subresource(sub), sub) for sub in resource.subresources())
+    return None
 
 
 @final
@@ -333,7 +461,14 @@ class McpTool:
             raise ExecutionFailedError(
                 MCP_CONNECTION_LOST.format(kind=type(exc).__name__)
             ) from None
+        except ValidationError as exc:  # pydantic's, of the SDK reading the server's result
+            # Not scrubbed: where in the result and pydantic's words (a path would be hidden).
+            raise ExecutionFailedError(
+                call_text(MCP_BAD_RESULT, name, problem=not_valid_mcp(exc))
+            ) from None
         except Exception as exc:
+            if _unusable_output_schema(exc):
+                raise ExecutionFailedError(call_text(MCP_BAD_OUTPUT_SCHEMA, name)) from None
             mismatch = _output_schema_mismatch(exc)
             if mismatch is not None:
                 # Not scrubbed: it quotes the result, which was meant for the model.
@@ -359,6 +494,25 @@ def _limits_or_default(limits: Limits | None) -> Limits:
     if not isinstance(limits, Limits):
         raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
     return limits
+
+
+def _timeout_or_none(timeout: object) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(
+            f"timeout must be a number of seconds or None, not {type(timeout).__name__}"
+        )
+    if not timeout > 0:  # NaN too
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return float(timeout)
+
+
+def _unusable_output_schema(exc: Exception) -> bool:
+    """Whether the SDK raised ``exc`` because the tool's outputSchema is no JSON Schema it
+    can check a result with (``ClientSession.validate_tool_result``'s ``RuntimeError``):
+    one changed since the tool was listed, as ``_definition_or_none`` leaves out others."""
+    return isinstance(exc, RuntimeError) and str(exc).startswith("Invalid schema for tool ")
 
 
 def _output_schema_mismatch(exc: Exception) -> str | None:
@@ -405,17 +559,37 @@ def _annotations(hints: types.ToolAnnotations) -> ToolAnnotations:
     )
 
 
-async def _list_tools(session: McpConnection) -> list[types.Tool]:
+async def _list_tools(session: McpConnection, timeout: float | None) -> list[types.Tool]:
     tools: list[types.Tool] = []
     cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        if isinstance(session, Client):
-            page = await session.list_tools(cursor=cursor)
-        else:
-            params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
-            page = await session.list_tools(params=params)
+    for number in range(1, _MAX_PAGES + 1):
+        page = await _list_page(session, cursor, timeout, number)
         tools.extend(page.tools)
         cursor = page.next_cursor
         if cursor is None:
             return tools
     raise RuntimeError(f"the MCP server's tools/list did not end after {_MAX_PAGES} pages")
+
+
+async def _list_page(
+    session: McpConnection, cursor: str | None, timeout: float | None, number: int
+) -> types.ListToolsResult:
+    """Page ``number`` of the listing, waited for ``timeout`` seconds at most: neither the
+    SDK (without a ``read_timeout_seconds``) nor the server has to end the wait, and an
+    answer the SDK cannot read as JSON-RPC (logged, and dropped) never ends it."""
+    page: types.ListToolsResult | None = None
+    with anyio.move_on_after(timeout):
+        try:
+            if isinstance(session, Client):
+                page = await session.list_tools(cursor=cursor)
+            else:
+                params = None if cursor is None else types.PaginatedRequestParams(cursor=cursor)
+                page = await session.list_tools(params=params)
+        except ValidationError as exc:  # pydantic's: the SDK reads the page whole, or not
+            raise RuntimeError(
+                f"the MCP server's tools/list is not valid MCP: {not_valid_mcp(exc)}"
+            ) from exc
+    if page is None:
+        which = "tools/list" if number == 1 else f"tools/list (page {number})"
+        raise TimeoutError(f"the MCP server did not answer {which} within {timeout:g} s")
+    return page

@@ -89,6 +89,7 @@ from typing import Any, cast
 from urllib.parse import quote, unquote, urlsplit
 
 import mcp.types as types
+import pydantic
 import pydantic_core
 from jsonschema import exceptions as schema_errors
 from jsonschema import validators
@@ -102,7 +103,7 @@ from .._model_texts import MCP_BAD_CONTENT, NOT_STRUCTURED, call_text
 from .._output_schema import WRAPPED
 from .._safe_text import valid_unicode
 
-__all__ = ["call_tool_result", "error_text", "schema_mismatch", "tool_return"]
+__all__ = ["call_tool_result", "error_text", "not_valid_mcp", "schema_mismatch", "tool_return"]
 
 MEDIA_URI = "llm-worker://media/{digest}/{name}"
 """Where an embedded media part says it is: its bytes' SHA-256, then its name (if any)."""
@@ -337,10 +338,21 @@ def _check(value: Any, validator: Validator) -> None:
         raise ValueError(_non_finite(error) or schema_mismatch(error))
 
 
-def schema_mismatch(error: schema_errors.ValidationError) -> str:
+def schema_mismatch(error: schema_errors.ValidationError | schema_errors.SchemaError) -> str:
     """Where a value does not fit a schema, and how, short: ``at /n: 'two' is not of type
-    'integer'``."""
+    'integer'`` (for a ``SchemaError``, the value is a schema, and the schema the
+    metaschema)."""
     return _short(f"at {_where(error)}: {error.message}")
+
+
+def not_valid_mcp(error: pydantic.ValidationError) -> str:
+    """Where a message the SDK read is not valid MCP, and how, short: its first error
+    (``at /content/0/TextContent/text: Field required``), and how many more there are."""
+    count = error.error_count()
+    [first] = error.errors(include_url=False, include_context=False, include_input=False)[:1]
+    where = "".join(f"/{step}" for step in first["loc"]) or "/"
+    more = "" if count == 1 else f" (and {count - 1} more error{'s' if count > 2 else ''})"
+    return _short(f"at {where}: {first['msg']}") + more
 
 
 def _non_finite(error: schema_errors.ValidationError) -> str | None:
@@ -362,7 +374,7 @@ def _non_finite(error: schema_errors.ValidationError) -> str | None:
     return None
 
 
-def _where(error: schema_errors.ValidationError) -> str:
+def _where(error: schema_errors.ValidationError | schema_errors.SchemaError) -> str:
     return "".join(f"/{step}" for step in error.absolute_path) or "/"
 
 
@@ -471,7 +483,10 @@ def _plain_texts(content: list[types.ContentBlock]) -> list[str] | None:
 
 
 def error_text(result: types.CallToolResult) -> str:
-    """The text of an ``isError`` result the model reads: its text blocks for the model."""
+    """The text of an ``isError`` result the model reads: its text blocks for the model, or,
+    with no text in them, its ``structuredContent`` as compact JSON (as a successful
+    result's is read when no block is for the model); ``""`` if it has neither. The caller
+    makes it safe and caps it (``safe_text``)."""
     lines: list[str] = []
     for block in result.content:
         if _for_user_only(block):
@@ -482,7 +497,21 @@ def error_text(result: types.CallToolResult) -> str:
             block.resource, types.TextResourceContents
         ):
             lines.append(block.resource.text)
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if result.structured_content is not None and not text.strip():
+        return _compact_json(result.structured_content)
+    return text
+
+
+def _compact_json(value: Any) -> str:
+    """``value``'s JSON, compact; ``""`` for one nested too deeply to be written."""
+    try:
+        return pydantic_core.to_json(value).decode("utf-8")
+    except ValueError:  # a lone surrogate (an in-process server's text), or too deep
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        except RecursionError:
+            return ""
 
 
 def _for_user_only(block: types.ContentBlock) -> bool:
