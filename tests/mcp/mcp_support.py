@@ -1,8 +1,10 @@
-"""Helpers shared by the MCP tests: in-process connections, server processes, the call table."""
+"""Helpers shared by the MCP tests: in-process connections, server processes, the call table,
+what a run logged."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -14,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import mcp.types as types
+import pytest
 from mcp import Client, ClientSession
 from mcp.server import Server
 
 from llm_worker import ToolServerHandle, export_tools
+from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -140,3 +144,23 @@ def jsonrpc_lines(text: str) -> list[dict[str, Any]]:
     messages = [json.loads(line) for line in text.splitlines()]
     assert all(message.get("jsonrpc") == "2.0" for message in messages), text
     return messages
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def run_logs(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, bool]]:
+    """What llm_worker logged: (level, message, with a traceback)."""
+    return [
+        (r.levelname, r.getMessage(), r.exc_info is not None)
+        for r in caplog.records
+        if r.name.startswith("llm_worker")
+    ]
+
+
+def scripted(*names: str) -> ScriptedClient:
+    calls = [
+        ScriptedResponse(tool_calls=[ScriptedCall(n, {}, id=f"c{i}")]) for i, n in enumerate(names)
+    ]
+    return ScriptedClient([*calls, "Done."])

@@ -21,11 +21,10 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.server import Server
-from mcp_support import connect, server_env
+from mcp_support import connect, run_logs, scripted, server_env, warnings_of
 
 from llm_worker import ExecutionFailedError, ToolResult, Worker
 from llm_worker.mcp import mcp_tool_definitions
-from llm_worker.testing import ScriptedCall, ScriptedClient, ScriptedResponse
 
 pytestmark = pytest.mark.anyio
 
@@ -52,26 +51,6 @@ def paged(*pages: list[types.Tool], results: dict[str, Any] | None = None) -> Se
         return answer
 
     return Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
-
-
-def run_logs(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, bool]]:
-    """What llm_worker logged: (level, message, with a traceback)."""
-    return [
-        (r.levelname, r.getMessage(), r.exc_info is not None)
-        for r in caplog.records
-        if r.name.startswith("llm_worker")
-    ]
-
-
-def scripted(*names: str) -> ScriptedClient:
-    calls = [
-        ScriptedResponse(tool_calls=[ScriptedCall(n, {}, id=f"c{i}")]) for i, n in enumerate(names)
-    ]
-    return ScriptedClient([*calls, "Done."])
 
 
 class TestRepeatedTools:
