@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -40,14 +41,53 @@ from _tools import (
     SEARCH_INPUT,
     App,
 )
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
-from llm_worker import InvalidArgumentError, ToolExecutionError, ToolServer, tool_definitions
+from llm_worker import (
+    InvalidArgumentError,
+    ToolExecutionError,
+    ToolServer,
+    tool,
+    tool_definitions,
+    tool_registry,
+)
+from llm_worker._fail_fast import screen_of
 
 AsyncFn = Callable[..., Awaitable[Any]]
 
 PEERS_PYTHON = os.environ.get("BENCH_PEERS_PYTHON", "/work/bench-peers-venv/bin/python")
+
+
+class Item(BaseModel):
+    name: str
+    qty: int
+    tags: list[str]
+
+
+@tool_registry
+class Store:
+    """T5: the shape of a large valid call (a list of small objects), where ``execute()``
+    does more than T1-T3 ever do: the depth scan (more than 64 brackets) and, over 1 024
+    characters, the screen (``_fail_fast.py``) before pydantic's validation."""
+
+    @tool
+    async def add_items(self, items: list[Item]) -> int:
+        """Add items to the store."""
+        return len(items)
+
+
+def items_input(count: int, *, compact: bool = False) -> str:
+    """``add_items`` arguments: ``count`` items; compact ones are empty, brackets mostly."""
+    if compact:
+        items = [{"name": "", "qty": 0, "tags": []} for _ in range(count)]
+        return json.dumps({"items": items}, separators=(",", ":"))
+    items = [{"name": f"item {n}", "qty": n, "tags": ["a", "b"]} for n in range(count)]
+    return json.dumps({"items": items})
+
+
+ITEMS_10K = items_input(189)  # 9 997 characters, 380 brackets: scanned and screened
+ITEMS_SMALL = items_input(32, compact=True)  # 971 characters, 66 brackets: scanned only
 
 
 @dataclass(frozen=True)
@@ -126,6 +166,21 @@ def build_cases() -> list[Case]:
         )
         return to_json(result).decode()
 
+    store = Store()
+    add_items_fn = Store.add_items.__func__
+    add_items_args = Store.AddItemsArgs
+    add_items_args.model_rebuild()  # its schema is complete once a first call needs it
+    screen = screen_of(add_items_args.__pydantic_core_schema__)  # what the tool screens with
+    assert screen is not None
+
+    async def floor_add_items(s: str) -> str:
+        args = add_items_args.model_validate_json(s)
+        return to_json(await add_items_fn(store, items=args.items)).decode()
+
+    async def floor_add_items_screened(s: str) -> str:  # the floor, and the screen first
+        screen.validate_json(s, strict=True)
+        return await floor_add_items(s)
+
     server = ToolServer()
     server.register_tools(tool_definitions(app))
     handle = server.handle()
@@ -172,6 +227,24 @@ def build_cases() -> list[Case]:
             1.1,
             Variant(floor_add_sync, (ADD_INPUT,)),
             Variant(App.ToolAddSync(app).execute, (ADD_INPUT,)),
+        ),
+        Case(
+            "T5 add_items, 971 chars, 66 brackets: execute / floor",
+            1.5,
+            Variant(floor_add_items, (ITEMS_SMALL,)),
+            Variant(Store.ToolAddItems(store).execute, (ITEMS_SMALL,)),
+        ),
+        Case(
+            "T5 add_items, 10 KB, 380 brackets: execute / floor",
+            2.5,
+            Variant(floor_add_items, (ITEMS_10K,)),
+            Variant(Store.ToolAddItems(store).execute, (ITEMS_10K,)),
+        ),
+        Case(
+            "(context) T5 10 KB execute / floor + screen",
+            None,
+            Variant(floor_add_items_screened, (ITEMS_10K,)),
+            Variant(Store.ToolAddItems(store).execute, (ITEMS_10K,)),
         ),
         Case(
             "(context) T1 execute / tight floor",

@@ -27,7 +27,7 @@ from ._exceptions import (
     ToolError,
     passes_through,
 )
-from ._limits import Limits, cap_result, cap_texts, input_limit_problem
+from ._limits import WITHIN_LIMITS, Limits, cap_result, cap_texts, input_limit_problem
 from ._model_texts import (
     MEDIA_DROPPED,
     MEDIA_PARTS_DROPPED,
@@ -74,21 +74,28 @@ async def execute_call(
     """Run ``call`` on ``entry``'s tool within ``limits``: the result the model reads.
 
     ``limits`` (a Worker's) add input limits, a timeout and a result cap to the
-    tool's own; ``None`` applies only the tool's. ``timed=False``: the caller
-    holds ``limits.tool_timeout`` itself, and gives ``timed_out()`` when it
+    tool's own; ``None`` applies only the tool's. The input, once found within
+    them, is marked so while the tool runs (``WITHIN_LIMITS``): a generated tool
+    whose own limits are no stricter does not scan it again. ``timed=False``: the
+    caller holds ``limits.tool_timeout`` itself, and gives ``timed_out()`` when it
     expires. ``context`` is passed to a tool that takes one.
     """
     if limits is None:
         return await _execute(entry, call, context, _NO_CAPS)
-    problem = input_limit_problem(call.input_json, limits.max_input_bytes, limits.max_input_depth)
+    checked = (call.input_json, limits.max_input_bytes, limits.max_input_depth)
+    problem = input_limit_problem(*checked)
     if problem is not None:
         logger.info("Tool %r refused its input: %s", call.name, problem)
         return ToolResult(call.id, str(InvalidArgumentError(problem)), True)
     timeout = limits.tool_timeout
     caps = _Caps(limits.max_result_bytes, limits.max_media_bytes, MAX_MEDIA_PARTS)
-    if timeout is None or not timed:
-        return await _execute(entry, call, context, caps)
-    result = await within(_execute(entry, call, context, caps), timeout)
+    mark = WITHIN_LIMITS.set(checked)
+    try:
+        if timeout is None or not timed:
+            return await _execute(entry, call, context, caps)
+        result = await within(_execute(entry, call, context, caps), timeout)
+    finally:
+        WITHIN_LIMITS.reset(mark)
     return timed_out(call, timeout) if isinstance(result, TimedOut) else result
 
 

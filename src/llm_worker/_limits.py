@@ -11,7 +11,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
+from itertools import accumulate
 
 from ._model_texts import INPUT_TOO_DEEP, INPUT_TOO_LARGE, truncation_note
 from ._safe_text import bounded_repr
@@ -21,11 +23,14 @@ __all__ = [
     "DEFAULT_MAX_INPUT_DEPTH",
     "DEFAULT_MAX_RESPONSE_CHARS",
     "NO_LIMIT_PAST",
+    "WITHIN_LIMITS",
     "Limits",
     "cap_result",
     "cap_texts",
     "check_count",
     "input_limit_problem",
+    "known_within_limits",
+    "nesting_depth",
     "timeout_seconds",
 ]
 
@@ -156,9 +161,40 @@ def timeout_seconds(name: str, seconds: float, *, no_limit: str) -> float:
 
 # A JSON string literal, escapes included (the unrolled form). The closing quote is
 # optional so that an unterminated string ends the match instead of making the
-# engine retry from every escaped quote: linear time on any input.
+# engine retry from every escaped quote: linear time on any input. Only for text with a
+# backslash outside every string (no JSON has one): see _steps_outside_strings.
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+
+# Bytes of the scan: an opening bracket becomes 0x01 (+1 as a signed byte), a closing one
+# 0xFF (-1); quotes and backslashes are kept as they are, every other byte dropped.
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'[]{}"\\')
+_NOT_BRACKET = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_OPEN = b"\x01"
+_DIP = b"\xff\x01"  # a close followed by an open
+
+WITHIN_LIMITS: ContextVar[tuple[str, int, int] | None] = ContextVar(
+    "llm_worker_within_limits", default=None
+)
+"""``(input_json, max_bytes, max_depth)``: that very text is within those limits.
+
+Set by ``execute_call`` while a tool runs a call whose input it checked against a
+Worker's ``Limits``, so that a generated tool skips its own check when that one is no
+stricter (``known_within_limits``). A fact about the text alone: true wherever the value
+is seen, in a task the tool starts or a call it makes.
+"""
+
+
+def known_within_limits(input_json: str, max_bytes: int, max_depth: int) -> bool:
+    """Whether ``input_json`` (this very object) is known to be within limits at least as
+    strict as these, so that ``input_limit_problem`` would find nothing (``WITHIN_LIMITS``)."""
+    checked = WITHIN_LIMITS.get()
+    return (
+        checked is not None
+        and checked[0] is input_json
+        and checked[1] <= max_bytes
+        and checked[2] <= max_depth
+    )
 
 
 def input_limit_problem(input_json: str, max_bytes: int, max_depth: int) -> str | None:
@@ -169,13 +205,61 @@ def input_limit_problem(input_json: str, max_bytes: int, max_depth: int) -> str 
         if size > max_bytes:
             return INPUT_TOO_LARGE.format(size=size, limit=max_bytes)
     # Fewer brackets than the limit cannot nest deeper than it.
-    if input_json.count("{") + input_json.count("[") > max_depth:
-        depth = 0
-        for bracket in _BRACKET.findall(_JSON_STRING.sub("", input_json)):
-            depth += 1 if bracket in "[{" else -1
-            if depth > max_depth:
-                return INPUT_TOO_DEEP.format(limit=max_depth)
+    brackets = input_json.count("{") + input_json.count("[")
+    if brackets > max_depth and nesting_depth(input_json) > max_depth:
+        return INPUT_TOO_DEEP.format(limit=max_depth)
     return None
+
+
+def nesting_depth(input_json: str) -> int:
+    """How deep the brackets of ``input_json`` outside its strings nest (0: none).
+
+    As a reader of JSON strings finds them: a backslash escapes the character after it, an
+    unterminated string runs to the end; a backslash outside a string is a character like
+    any other, and a closing bracket counts even where nothing opened (``][[`` is 1 deep).
+    """
+    return _deepest(_steps_outside_strings(input_json))
+
+
+def _steps_outside_strings(text: str) -> bytes:
+    """The brackets of ``text`` outside its strings, as steps (0x01 opens, 0xFF closes).
+
+    All in C, over bytes (a bracket, a quote or a backslash is one byte of UTF-8, and no
+    byte of another character is one of them): a regex match per string, or a Python step
+    per bracket, cost more than pydantic's whole validation of a list of small objects.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        # Pairs of backslashes (escaped ones) drop out, then an escaped quote leaves only
+        # its backslash: the quotes left start and end the strings, if no backslash stands
+        # outside them (checked below; outside a string, a backslash escapes nothing).
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"\\")
+    # Two quotes with no bracket between them (a string without one, or one's end and the
+    # next one's start) drop out: every other quote still starts or ends a string.
+    kept = data.translate(_STEPS, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in kept:
+        kept = b"".join(kept.split(b'"')[::2])  # outside, inside, outside...
+    if b"\\" in kept:
+        # A backslash outside the strings (not JSON): a quote after it may start a string
+        # although it was dropped as escaped. Read the strings one by one instead.
+        outside = _JSON_STRING.sub("", text).encode("utf-8", "surrogatepass")
+        kept = outside.translate(_STEPS, _NOT_BRACKET)
+    return kept
+
+
+def _deepest(steps: bytes) -> int:
+    """How deep ``steps`` (0x01 opens, 0xFF closes, from depth 0) get."""
+    # Dropping a dip (a close and the open right after it) changes no depth but the one
+    # between them, which is below the one before: the deepest point stays. A pass of
+    # `replace` drops them all; what has none left opens all, then closes all.
+    while True:
+        fewer = steps.replace(_DIP, b"")
+        if len(fewer) == len(steps):
+            return steps.count(_OPEN)
+        if len(fewer) > len(steps) * 3 // 4:
+            # Deep dips lose a level a pass: add up the steps left, one at a time, instead.
+            return max(accumulate(memoryview(fewer).cast("b"), initial=0))
+        steps = fewer
 
 
 def cap_result(text: str, max_bytes: int) -> str:

@@ -2,7 +2,9 @@
 
 Everything known at build time (function, flags) sits in closure cells, and
 the validator joins them at the first call; a call does one emptiness check,
-one validation, the call itself and, for non-``str`` results, one ``to_json``
+one validation (a longer input is first checked against the input limits, unless
+the worker just did, and one over 1 024 characters screened: a second
+validation), the call itself and, for non-``str`` results, one ``to_json``
 (a container after one look at what it holds, which serialising must not read:
 see "what a result's plain containers hold" below).
 Error messages are only worked out once validation has failed. What is not on
@@ -47,7 +49,7 @@ from .._exceptions import (
     passes_through,
 )
 from .._fail_fast import SCREENED_FROM, screen_of
-from .._limits import input_limit_problem
+from .._limits import input_limit_problem, known_within_limits
 from .._model_texts import (
     AN_ITERATOR,
     MIXED_PARTS,
@@ -218,9 +220,12 @@ def make_execute(
         if not input_json or input_json.isspace():
             input_json = "{}"
         elif len(input_json) > always_within_limits:
-            problem = input_limit_problem(input_json, max_input_bytes, max_input_depth)
-            if problem is not None:
-                raise InvalidArgumentError(problem)
+            # Not if the worker running this call checked this very text against limits
+            # at least as strict: the depth scan goes over every bracket of it.
+            if not known_within_limits(input_json, max_input_bytes, max_input_depth):
+                problem = input_limit_problem(input_json, max_input_bytes, max_input_depth)
+                if problem is not None:
+                    raise InvalidArgumentError(problem)
             if len(input_json) > SCREENED_FROM:
                 if screen is _UNMADE:
                     screen = screen_of(get_args_model().__pydantic_core_schema__)
