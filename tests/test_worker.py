@@ -325,6 +325,22 @@ class TestWorkerState:
         with pytest.raises(ValueError, match=r"^max_turns must be at least 1, got 0$"):
             Worker(ScriptedClient(), max_turns=0)
 
+    def test_max_turns_must_fit_a_run_state(self):
+        """A run counts its requests up to max_turns and a saved state keeps the count:
+        more than MAX_COUNT (2**63 - 1) would make a state no Worker could load."""
+        from llm_worker.temporal import DurableWorker
+
+        Worker(ScriptedClient(), max_turns=2**63 - 1)  # the most, accepted
+        message = r"^max_turns must be at most 9223372036854775807, got 9223372036854775808$"
+        with pytest.raises(ValueError, match=message):
+            Worker(ScriptedClient(), max_turns=2**63)
+        with pytest.raises(ValueError, match=message):
+            DurableWorker("d", max_turns=2**63)
+        with pytest.raises(
+            ValueError, match=r"^max_turns must be at most \d+, got <int of 16610 bits>$"
+        ):
+            Worker(ScriptedClient(), max_turns=10**5000)  # more digits than Python writes out
+
     @pytest.mark.parametrize("value", [float("nan"), 2.5, True, "3"])
     def test_max_turns_must_be_an_int(self, value):
         """A NaN max_turns never ended a tool loop (every comparison is false), 2.5 made

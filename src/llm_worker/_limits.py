@@ -114,9 +114,16 @@ class Limits:
 
 
 def check_count(
-    name: str, value: object, minimum: int, *, optional: bool = False, why: str = ""
+    name: str,
+    value: object,
+    minimum: int,
+    *,
+    optional: bool = False,
+    why: str = "",
+    maximum: int | None = None,
 ) -> None:
-    """``name`` (``"Limits.max_requests"``) is an int (not a bool) of at least ``minimum``."""
+    """``name`` (``"Limits.max_requests"``) is an int (not a bool) of at least ``minimum``
+    (and at most ``maximum``)."""
     none = " (or None)" if optional else ""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(
@@ -124,6 +131,9 @@ def check_count(
         )
     if value < minimum:
         raise ValueError(f"{name} must be at least {minimum}{why}{none}, got {value}")
+    if maximum is not None and value > maximum:
+        shown = bounded_repr(value, 80)  # an int of 5 000 digits cannot even be shown whole
+        raise ValueError(f"{name} must be at most {maximum}{none}, got {shown}")
 
 
 def _check_timeout(value: object) -> None:

@@ -33,7 +33,7 @@ from ._annotations import is_class
 from ._approvals import Decision, PendingCall
 from ._client import LlmClient, ToolChoice
 from ._context import deps_fit, deps_types_fit, run_checked
-from ._conversation import AssistantMessage, Message, RunUsage
+from ._conversation import MAX_COUNT, AssistantMessage, Message, RunUsage
 from ._exceptions import WorkerStateError
 from ._hooks import (
     PostHookResult,
@@ -581,7 +581,8 @@ class Worker(_WorkerBase[DepsT, OutputT]):
         instrumentation: Instrumentation | None = None,
     ) -> None:
         _check_client(client)
-        check_count("max_turns", max_turns, 1)  # a NaN would never end a tool loop
+        # A NaN would never end a tool loop; more than MAX_COUNT could not be saved in a state.
+        check_count("max_turns", max_turns, 1, maximum=MAX_COUNT)
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
         if deps_type is not None and not is_class(deps_type):

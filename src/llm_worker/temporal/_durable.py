@@ -25,6 +25,7 @@ from typing import Any, Generic
 from typing_extensions import TypeVar
 
 from .._client import LlmClient
+from .._conversation import MAX_COUNT
 from .._hooks import (
     ApprovalPolicy,
     PostHookResult,
@@ -115,7 +116,7 @@ class DurableWorker(Generic[DepsT, OutputT]):
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError("DurableWorker needs a name (it names its activities)")
-        check_count("max_turns", max_turns, 1)
+        check_count("max_turns", max_turns, 1, maximum=MAX_COUNT)
         if limits is not None and not isinstance(limits, Limits):
             raise TypeError(f"limits must be a Limits, not {type(limits).__name__}")
         if approval_timeout is not None and (
