@@ -319,9 +319,9 @@ class TestThreadBound:
                 await execute("")  # waits for the slot the abandoned thread holds
             assert (app.most_running, app.finished) == (1, 0)
             assert (
-                "A call of tool 'block_untimed' ended waiting for a thread: every tool thread "
-                "of this event loop was busy (1 alive, 1 of them abandoned by calls that "
-                "timed out or were cancelled)"
+                "A call of tool 'block_untimed' ended waiting for a thread: this event "
+                "loop's tool threads were busy (1 alive of 1, 1 of them abandoned by calls "
+                "that timed out or were cancelled)"
             ) in caplog.text
             app.gate.set()
             await wait_for(lambda: app.finished == 1)

@@ -63,15 +63,19 @@ class _ToolThreads:
         self.wake = anyio.Event()
 
     def try_acquire(self, bound: float) -> bool:
+        self.count_freed()
+        if self.alive < bound:
+            self.alive += 1
+            return True
+        return False
+
+    def count_freed(self) -> None:
+        """Take back the slots abandoned threads handed back."""
         freed = self.freed
         while freed:
             freed.popleft()
             self.alive -= 1
             self.abandoned -= 1
-        if self.alive < bound:
-            self.alive += 1
-            return True
-        return False
 
     async def acquire(self, limiter: anyio.CapacityLimiter, name: str) -> None:
         """Wait for a free slot (the bound is read each time: it may change at run time)."""
@@ -84,13 +88,16 @@ class _ToolThreads:
                 finally:
                     self.waiting -= 1
         except anyio.get_cancelled_exc_class():
-            # The call's result says only that it timed out (or stopped): say why.
+            # The call's result says only that it timed out (or stopped): say why, in
+            # counts read now (a slot may have come free as it ended).
+            self.count_freed()
             logger.warning(
-                "A call of tool %r ended waiting for a thread: every tool thread of this "
-                "event loop was busy (%d alive, %d of them abandoned by calls that timed "
-                "out or were cancelled)",
+                "A call of tool %r ended waiting for a thread: this event loop's tool "
+                "threads were busy (%d alive of %s, %d of them abandoned by calls that "
+                "timed out or were cancelled)",
                 name,
                 self.alive,
+                limiter.total_tokens,
                 self.abandoned,
             )
             raise
