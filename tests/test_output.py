@@ -8,10 +8,11 @@ from dataclasses import dataclass
 
 import anyio
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from support import Lab, assert_history_valid, calls, results_of
 
 from llm_worker import (
+    LlmRequest,
     OutputValidationError,
     RunFinished,
     ToolResult,
@@ -154,6 +155,73 @@ async def test_a_run_without_output_type_has_its_text_as_output() -> None:
     assert client.requests[0].output_format is None
 
 
+class ByValidationAlias(BaseModel):
+    city: str = Field(validation_alias="City")
+
+
+class BySerializationAlias(BaseModel):
+    city: str = Field(serialization_alias="Town")
+
+
+class WithComputed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    celsius: float
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fahrenheit(self) -> float:
+        return self.celsius * 9 / 5 + 32
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "final_result"])
+@pytest.mark.parametrize(
+    ("output_type", "keys", "expected"),
+    [
+        (ByValidationAlias, ["City"], ByValidationAlias(City="Oslo")),  # type: ignore[call-arg]
+        (BySerializationAlias, ["city"], BySerializationAlias(city="Oslo")),
+        (WithComputed, ["celsius"], WithComputed(celsius=10)),
+    ],
+    ids=["validation_alias", "serialization_alias", "computed_field"],
+)
+async def test_the_schema_sent_names_the_keys_the_answer_is_validated_with(
+    native: bool, output_type: type[BaseModel], keys: list[str], expected: BaseModel
+) -> None:
+    """The model is sent the validation-mode schema: an answer with exactly its required
+    keys validates (the serialization-mode one named a serialization_alias, not a
+    validation_alias, and required a computed field the model then cannot give)."""
+
+    def answer(schema: dict[str, object]) -> dict[str, object]:
+        assert schema["required"] == keys
+        return {key: "Oslo" if key.lower() == "city" else 10 for key in keys}
+
+    def step(request: LlmRequest) -> str | ScriptedResponse:
+        if native:
+            assert request.output_format is not None
+            return json.dumps(answer(request.output_format.schema))
+        (tool,) = [d for d in request.tools if d.name == "final_result"]
+        return final(answer(tool.input_schema))
+
+    client = ScriptedClient([step], supports_output_format=native)
+    worker = worker_for(client, output_type=output_type, output_retries=0)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == expected
+
+
+def test_a_tools_output_schema_stays_the_serialization_one() -> None:
+    """A tool's result is dumped, not validated: its outputSchema names what the dump has."""
+    from llm_worker._output_schema import tool_output_schema
+
+    assert tool_output_schema(BySerializationAlias) == {
+        "properties": {"Town": {"title": "Town", "type": "string"}},
+        "required": ["Town"],
+        "title": "BySerializationAlias",
+        "type": "object",
+    }
+    computed = tool_output_schema(WithComputed)
+    assert computed is not None
+    assert computed["required"] == ["celsius", "fahrenheit"]
+
+
 # -- through the final_result tool: for a client without native structured output ----------
 
 
@@ -229,6 +297,69 @@ async def test_invalid_final_result_calls_past_the_retries_fail_the_run() -> Non
         await run(worker)
     assert caught.value.attempts == 2
     assert_history_valid(worker.history)  # the failed call has its result too
+
+
+async def test_a_valid_answer_after_a_bad_one_in_the_same_response_stands() -> None:
+    """Two final_result calls in one response, the first bad: with output_retries=0 the
+    second, valid, is the answer (the first valid answer of a response stands, as when it
+    comes first); each call keeps its result, and the calls after them run."""
+    client = ScriptedClient(
+        [
+            ScriptedResponse(
+                tool_calls=[
+                    ScriptedCall("final_result", {"city": "Oslo", "celsius": "hot"}, "f1"),
+                    ScriptedCall("echo", {"text": "between"}, "e1"),
+                    ScriptedCall("final_result", {"city": "Oslo", "celsius": 7}, "f2"),
+                    ScriptedCall("final_result", {"city": "Rome"}, "f3"),
+                    ScriptedCall("echo", {"text": "after"}, "e2"),
+                ]
+            )
+        ],
+        supports_output_format=False,
+    )
+    worker = worker_for(client, output_type=Weather, output_retries=0)
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=7)
+    first, *others = results_of(worker.history)
+    assert first.is_error
+    assert "'celsius': Input should be a valid number" in first.content
+    assert [(r.content, r.is_error) for r in others] == [
+        ("between", False),
+        ("Final answer received.", False),
+        ("Final answer received.", False),
+        ("after", False),
+    ]
+    assert len(client.requests) == 1
+
+
+async def test_a_response_whose_answers_are_all_bad_fails_after_its_last_one() -> None:
+    """No final_result call of the response validates (output_retries=0): the run fails
+    with the last one's problems; the calls between them were decided and stop, the call
+    after the last answer does not run."""
+    client = ScriptedClient(
+        [
+            ScriptedResponse(
+                tool_calls=[
+                    ScriptedCall("final_result", {"city": "Oslo"}, "f1"),
+                    ScriptedCall("echo", {"text": "between"}, "e1"),
+                    ScriptedCall("final_result", {"celsius": 1}, "f2"),
+                    ScriptedCall("echo", {"text": "after"}, "e2"),
+                ]
+            )
+        ],
+        supports_output_format=False,
+    )
+    worker = worker_for(client, output_type=Weather, output_retries=0)
+    with pytest.raises(OutputValidationError) as caught:
+        await run(worker)
+    assert caught.value.attempts == 2
+    assert caught.value.problems == "'city': missing required argument"
+    contents = [r.content for r in results_of(worker.history)]
+    assert "'celsius': missing required argument" in contents[0]
+    assert contents[1] == "Tool call 'echo' did not run: the run stopped with an error"
+    assert "'city': missing required argument" in contents[2]
+    assert contents[3] == "Tool call 'echo' did not run: the run stopped with an error"
+    assert_history_valid(worker.history)
 
 
 async def test_the_final_tool_is_always_allowed_and_hooks_never_see_it() -> None:
@@ -398,6 +529,48 @@ async def test_an_answer_accepted_before_a_pause_survives_saving_and_loading() -
     assert client.requests == []
 
 
+async def test_a_saved_final_result_answer_stands_in_a_worker_that_answers_natively() -> None:
+    """The run that paused answered through final_result (a client without native output,
+    a DurableWorker); the worker that loads the state answers natively: the answer the
+    model was told was received still stands, validated into the loading worker's type."""
+    from llm_worker import Approve, RunState
+
+    first = ScriptedClient([paused_on_echo(final({"x": 1, "y": 2}))], supports_output_format=False)
+    saving = approving_worker(first, Point)
+    assert await run(saving) is WorkerResult.PAUSED
+    saved = saving.state.to_json()
+    client = ScriptedClient(['{"x": 9, "y": 9}'], supports_output_format=True)
+    worker = approving_worker(client, Point)
+    worker.load_state(RunState.from_json(saved))
+    with anyio.fail_after(10):
+        assert await worker.resume(Approve()) is WorkerResult.FINISHED
+    assert worker.output == Point(1, 2)
+    assert client.requests == []
+
+
+async def test_a_saved_call_to_the_loading_workers_own_final_result_tool_is_no_answer() -> None:
+    """A natively answering worker may have a tool named final_result: a saved call of
+    that name is then a call of its tool, not an answer, and the model is asked on."""
+    from llm_worker import Approve, RunState, RunStateWarning, ToolMeta
+
+    class Own:
+        async def execute(self, input_json: str) -> str:
+            return "own"
+
+    first = ScriptedClient([paused_on_echo(final({"x": 1, "y": 2}))], supports_output_format=False)
+    saving = approving_worker(first, Point)
+    assert await run(saving) is WorkerResult.PAUSED
+    client = ScriptedClient(['{"x": 3, "y": 4}'], supports_output_format=True)
+    worker = approving_worker(client, Point)
+    worker.register_tool(lambda: (ToolMeta(name="final_result"), Own()))
+    with pytest.warns(RunStateWarning):  # the saving worker had no such tool
+        worker.load_state(RunState.from_json(saving.state.to_json()))
+    with anyio.fail_after(10):
+        assert await worker.resume(Approve()) is WorkerResult.FINISHED
+    assert worker.output == Point(3, 4)
+    assert len(client.requests) == 1
+
+
 @pytest.mark.parametrize("saved", [False, True], ids=["in-process", "saved-and-loaded"])
 async def test_answers_that_failed_before_a_pause_count_after_it(saved: bool) -> None:
     """One bad answer, then a pause (output_retries=1): after resuming, one more bad
@@ -442,17 +615,34 @@ def _paused_state_json() -> str:
     return worker.state.to_json()
 
 
-async def test_a_saved_answer_that_does_not_fit_the_loading_workers_type_is_refused() -> None:
-    from llm_worker import Approve, RunState, RunStateError
+@pytest.mark.parametrize("native", [False, True], ids=["final_result", "native"])
+async def test_a_saved_answer_that_does_not_fit_the_loading_workers_type_is_refused_at_load(
+    native: bool,
+) -> None:
+    """Loaded, the worker could neither resume nor deny (the answer cannot be its output)
+    nor be given another history: load_state() refuses the state, and nothing is loaded."""
+    from llm_worker import Deny, RunState, RunStateError
 
     first = ScriptedClient([paused_on_echo(final({"x": 1, "y": 2}))], supports_output_format=False)
     saving = approving_worker(first, Point)
     assert await run(saving) is WorkerResult.PAUSED
-    worker = approving_worker(ScriptedClient([], supports_output_format=False), Weather)
-    worker.load_state(RunState.from_json(saving.state.to_json()))
-    with pytest.raises(RunStateError, match="does not fit this worker's output_type: 'city'"):
-        await worker.resume(Approve())
-    assert worker.is_paused  # nothing changed: a worker with the right type can go on
+    answer: str | ScriptedResponse = '{"city": "Oslo", "celsius": 1}'
+    if not native:
+        answer = final({"city": "Oslo", "celsius": 1}, "f2")
+    worker = approving_worker(ScriptedClient([answer], supports_output_format=native), Weather)
+    state = RunState.from_json(saving.state.to_json())
+    with pytest.raises(
+        RunStateError,
+        match=r"the paused run's answer \(its 'final_result' call 'f1'\) does not fit this "
+        r"worker's output_type: 'city': missing required argument",
+    ):
+        worker.load_state(state)
+    assert not worker.is_paused  # nothing loaded: the worker is as it was
+    assert worker.history == ()
+    with pytest.raises(WorkerStateError, match="Nothing to resume"):
+        await worker.resume(Deny("give up"))
+    assert await run(worker) is WorkerResult.FINISHED
+    assert worker.output == Weather(city="Oslo", celsius=1)
 
 
 async def test_the_last_bad_native_answer_is_told_too_and_retry_asks_again() -> None:

@@ -394,6 +394,24 @@ class TestWhatLoadingLeaves:
             await worker.run("bob asks")
         assert worker.output == "Bob's answer"
 
+    @pytest.mark.parametrize("method", ["set_history", "clear_history"])
+    @pytest.mark.anyio
+    async def test_a_paused_worker_refuses_a_new_history_naming_the_call_made(self, method):
+        """clear_history() is refused while paused as set_history() is, in its own name."""
+        worker, _ = files_worker(PAUSING)
+        with anyio.fail_after(10):
+            assert await worker.run("Clean up.") is WorkerResult.PAUSED
+        replace = (
+            (lambda: worker.set_history([])) if method == "set_history" else worker.clear_history
+        )
+        with pytest.raises(WorkerStateError) as info:
+            replace()
+        assert str(info.value) == (
+            f"Cannot call {method}(): the worker is paused with tool calls waiting for "
+            f"decisions (worker.pending); call resume(decisions) first"
+        )
+        assert worker.is_paused
+
     @pytest.mark.anyio
     async def test_a_skip_reason_survives_loading(self):
         """A paused response's skipped call keeps its Skip reason: save, load and save

@@ -58,6 +58,7 @@ from ._model_texts import (
     shown_name,
 )
 from ._output_schema import output_shape
+from ._safe_text import bounded_repr
 from ._strict_json import non_finite_problem
 
 __all__ = ["OUTPUT_TOOL_NAME", "RunOutput", "answers_natively"]
@@ -82,7 +83,8 @@ def answers_natively(client: object, output_type: Any) -> bool:
     if getattr(client, "supports_output_format", False) is not True:
         return False
     takes_schema = getattr(client, "supports_output_schema", None)
-    return not callable(takes_schema) or takes_schema(output_shape(output_type).schema) is True
+    schema = output_shape(output_type, mode="validation").schema  # the schema a run sends
+    return not callable(takes_schema) or takes_schema(schema) is True
 
 
 class RunOutput:
@@ -106,7 +108,10 @@ class RunOutput:
     def __init__(self, output_type: Any, *, native: bool, retries: int) -> None:
         if not isinstance(retries, int) or retries < 0:
             raise ValueError(f"output_retries must be an int of at least 0, got {retries!r}")
-        shape = output_shape(output_type)
+        # The validation-mode schema: its keys are the ones the answer is validated with
+        # (a field's validation_alias, no computed_field), which the serialization-mode
+        # one may not take (a serialization_alias; a computed field it requires).
+        shape = output_shape(output_type, mode="validation")
         self._shape = shape
         self._fields: tuple[str, ...] = tuple(shape.schema.get("properties", {}))
         self.retries = retries
@@ -170,28 +175,32 @@ class RunOutput:
         self.done = True
 
     def take_answer_of(self, calls: Iterable[ToolCall]) -> None:
-        """Accept again the answer a loaded paused response gave through the output tool.
+        """Accept again the answer a loaded paused response gave through the output tool
+        (``calls``: the response's calls whose result is not an error).
 
-        A run state keeps the call, not the value. Raises ``RunStateError`` if the
-        answer does not fit this ``output_type``.
+        A run state keeps the call, not the value. The answer stands even if this run
+        answers natively (``tool`` is ``None``: say, another client loaded the state):
+        the model was told it was received. The caller leaves out the calls of an
+        application's own tool of that name. Raises ``RunStateError`` if the answer
+        does not fit this ``output_type``.
         """
-        if self.tool is None:
-            return  # no answer comes through a tool (a tool of that name is the app's)
         for call in calls:
             if call.name != OUTPUT_TOOL_NAME:
                 continue
             value, problems = self._validated(call.input_json or "{}")
             if problems is not None:
                 raise RunStateError(
-                    f"the paused run's answer (its {OUTPUT_TOOL_NAME!r} call {call.id!r}) does "
-                    f"not fit this worker's output_type: {problems}"
+                    f"the paused run's answer (its {OUTPUT_TOOL_NAME!r} call "
+                    f"{bounded_repr(call.id, 80)}) does not fit this worker's output_type: "
+                    f"{problems}"
                 )
             self._accept(value)
             return
 
     def check_retries(self) -> None:
-        """Raise ``OutputValidationError`` if the answers failed more often than retried."""
-        if self.attempts > self.retries:
+        """Raise ``OutputValidationError`` if the answers failed more often than retried, and
+        none was accepted (a response's bad answer may come before its valid one)."""
+        if not self.done and self.attempts > self.retries:
             raise OutputValidationError(self.problems, self.attempts)
 
     def _reject(self, problems: str, stop_reason: str | None) -> str:

@@ -6,6 +6,14 @@ output, want an object at the top. A type whose schema is not one (``int``,
 ``"x-llm-worker-wrapped": true`` so whoever reads the schema knows to wrap the
 value (and unwrap it) the same way. This module imports pydantic's machinery:
 the decorators and the Worker import it only when a schema is asked for.
+
+A schema is of one of pydantic's two modes, and each is what its reader is given:
+a run's answer is *validated* (the model writes it, the worker reads it), so the
+model is sent the validation-mode schema, whose keys are the ones validation takes
+(a field's ``validation_alias``, no ``computed_field``); a tool's result is
+*serialized* (the tool returns it, a client reads its JSON), so its
+``outputSchema`` is the serialization-mode one (``serialization_alias``, computed
+fields included).
 """
 
 from __future__ import annotations
@@ -25,10 +33,13 @@ from ._content import DataPart, MediaPart, TextPart, ToolReturn
 from ._fail_fast import SCREENED_FROM, screen_of
 from ._stable_schema import StableJsonSchema
 
-__all__ = ["WRAPPED", "OutputShape", "output_shape", "tool_output_schema"]
+__all__ = ["WRAPPED", "OutputShape", "SchemaMode", "output_shape", "tool_output_schema"]
 
 WRAPPED = "x-llm-worker-wrapped"
 """The schema keyword marking a non-object result wrapped as ``{"result": value}``."""
+
+SchemaMode = Literal["validation", "serialization"]
+"""Which of pydantic's JSON Schemas of a type: of what it validates, or of what it dumps."""
 
 _NOT_STRUCTURED: frozenset[Any] = frozenset(
     {str, type(None), None, Any, object, ToolReturn, TextPart, MediaPart, DataPart}
@@ -65,25 +76,26 @@ class OutputShape:
         return admits_non_finite(self._adapter.core_schema)
 
 
-def output_shape(output_type: Any) -> OutputShape:
-    """The ``OutputShape`` of ``output_type``; raises ``TypeError`` naming the type if pydantic
-    cannot validate or describe it."""
+def output_shape(output_type: Any, *, mode: SchemaMode) -> OutputShape:
+    """The ``OutputShape`` of ``output_type``, its schema of ``mode`` ("validation" for what a
+    model is asked to answer, "serialization" for what a tool returns); raises ``TypeError``
+    naming the type if pydantic cannot validate or describe it."""
     try:
         hash(output_type)
     except TypeError:  # unhashable (an Annotated with a dict...): not cached
-        return _build_shape(output_type)
-    return _shape(output_type)
+        return _build_shape(output_type, mode)
+    return _shape(output_type, mode)
 
 
 @functools.lru_cache(maxsize=256)
-def _shape(output_type: Any) -> OutputShape:
-    return _build_shape(output_type)
+def _shape(output_type: Any, mode: SchemaMode) -> OutputShape:
+    return _build_shape(output_type, mode)
 
 
-def _build_shape(output_type: Any) -> OutputShape:
+def _build_shape(output_type: Any, mode: SchemaMode) -> OutputShape:
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-        schema = adapter.json_schema(mode="serialization", schema_generator=StableJsonSchema)
+        schema = adapter.json_schema(mode=mode, schema_generator=StableJsonSchema)
     except Exception as exc:
         raise TypeError(
             f"output type {_type_name(output_type)} cannot be validated or described in "
@@ -93,7 +105,7 @@ def _build_shape(output_type: Any) -> OutputShape:
         return OutputShape(output_type, schema, False, adapter)
     model: type[BaseModel] = create_model("Output", result=(output_type, ...))
     wrapper: TypeAdapter[Any] = TypeAdapter(model)
-    inner = wrapper.json_schema(mode="serialization", schema_generator=StableJsonSchema)
+    inner = wrapper.json_schema(mode=mode, schema_generator=StableJsonSchema)
     inner.pop("title", None)
     inner[WRAPPED] = True
     properties = inner.get("properties", {})
@@ -109,7 +121,7 @@ def tool_output_schema(returns: Any, method: str = "the tool") -> dict[str, Any]
     if returns in _NOT_STRUCTURED or _mentions_content(returns) or _may_be_text(returns):
         return None
     try:
-        return output_shape(returns).schema
+        return output_shape(returns, mode="serialization").schema
     except TypeError as exc:
         if getattr(exc.__cause__, "code", None) == "typed-dict-version":
             # A structure meant to be described, refused on Python < 3.12 only: say so, or

@@ -729,6 +729,11 @@ class _Turns:
         allowed = session.allowed_tools
         output = self.output
         output_tool = None if output is None or output.tool is None else output.tool.name
+        # A bad answer may come before a valid one in the same response, which then stands:
+        # the retries are checked once, at the response's last answer.
+        last_answer = max(
+            (slot.index for slot in batch if slot.call.name == output_tool), default=-1
+        )
         decided_all = False  # True once no hook stopped the batch: its held calls wait
         try:
             for slot in batch:
@@ -738,7 +743,10 @@ class _Turns:
                     assert output is not None
                     text, is_error = output.answer_call(call.input_json, stop_reason=stop_reason)
                     self.answer(batch, slot, text, is_error, ToolCallOutcome.RAN)
-                    output.check_retries()  # the answer keeps its result; the calls after it stop
+                    if slot.index == last_answer:
+                        # Raises if none validated: each answer keeps its result, and no
+                        # other call of the response runs.
+                        output.check_retries()
                     continue
                 entry = entry_of(session.handle, call.name)
                 if entry is None:

@@ -508,6 +508,7 @@ class Session:
             for slot, saved in zip(batch.slots, state.paused_calls, strict=True):
                 _restore_slot(self, batch, slot, saved)
             batch.report()  # the events of its results came in the run that paused
+            self._check_saved_answer(batch)
         if state.fingerprint != self.fingerprint():
             warnings.warn(
                 "the run state was saved by a worker with another system prompt or other "
@@ -527,8 +528,35 @@ class Session:
         self._forget_last_run()
         self.trace_link = state.trace_link
 
-    def set_history(self, messages: Sequence[Message]) -> None:
-        self.require_phase(Phase.IDLE, "set_history()")
+    def _check_saved_answer(self, batch: ToolBatch) -> None:
+        """Raise ``RunStateError`` if the answer the loaded paused response ``batch`` gave
+        does not fit this worker's ``output_type``: a resume (or a Deny) could not go on
+        with it, and the worker would be stuck paused."""
+        if self.output_type is None or self.output_type is str:
+            return
+        from ._output import RunOutput, answers_natively  # builds pydantic validators
+
+        native = answers_natively(self.client, self.output_type)
+        output = RunOutput(self.output_type, native=native, retries=self.output_retries)
+        self.take_saved_answer(output, batch)
+
+    def take_saved_answer(self, output: RunOutput, batch: ToolBatch) -> None:
+        """Give ``output`` (the worker's own, continuing the loaded paused run ``batch``)
+        what the run already holds of its answer: the answers that failed before the pause
+        count against ``output_retries``, and an answer given through the output tool stands,
+        validated again (``RunStateError`` if it does not fit)."""
+        from ._output import OUTPUT_TOOL_NAME  # builds pydantic validators
+
+        output.attempts = batch.output_attempts
+        if entry_of(self.handle, OUTPUT_TOOL_NAME) is not None:
+            return  # the worker's own tool of that name: its calls are not answers
+        output.take_answer_of(
+            slot.call for slot in batch if slot.result is not None and not slot.result.is_error
+        )
+
+    def set_history(self, messages: Sequence[Message], method: str = "set_history()") -> None:
+        """Replace the conversation (``method``: what the application called, for errors)."""
+        self.require_phase(Phase.IDLE, method)
         from ._state_json import check_message  # builds the format's validator, once
 
         history = [

@@ -398,13 +398,7 @@ class _WorkerBase(Generic[DepsT, OutputT]):
             return session.run_output
         output = self._output_of(None, session.tool_choice)
         if output is not None and session.paused is not None:
-            # A loaded paused response may hold the answer already: take it again; and
-            # the answers that failed before the pause count against output_retries.
-            output.attempts = session.paused.output_attempts
-            answered = session.paused.slots
-            output.take_answer_of(
-                slot.call for slot in answered if slot.result and not slot.result.is_error
-            )
+            session.take_saved_answer(output, session.paused)  # load_state() checked it fits
         return output
 
     def _check_tool_choice(self, tool_choice: object, output: RunOutput | None) -> None:
@@ -448,7 +442,8 @@ def check_output_options(output_type: object, output_retries: object) -> None:
     if output_type is not None and output_type is not str:
         from ._output_schema import output_shape
 
-        output_shape(output_type)  # a type pydantic cannot validate fails here, not later
+        # A type pydantic cannot validate fails here, not later (as a run asks for it).
+        output_shape(output_type, mode="validation")
 
 
 def _deps_refused(deps: object, wanted: type[Any], why: str, method: str) -> NoReturn:
@@ -667,15 +662,18 @@ class Worker(_WorkerBase[DepsT, OutputT]):
 
     def clear_history(self) -> None:
         """Forget the conversation."""
-        self.set_history(())
+        self._require_owner()
+        self._session.set_history((), "clear_history()")
 
     def load_state(self, state: RunState) -> None:
         """Continue the conversation ``state`` holds (``RunState.from_json(text)``).
 
         Register the same tools first: a paused call to a tool this worker does
-        not have raises ``RunStateError``, and nothing is loaded. A state taken
-        with another system prompt or other tool definitions loads, with a
-        ``RunStateWarning``: the provider's prompt cache will not match.
+        not have raises ``RunStateError``, and nothing is loaded; so does an answer
+        the paused response gave (``final_result``) that does not fit this worker's
+        ``output_type``. A state taken with another system prompt or other tool
+        definitions loads, with a ``RunStateWarning``: the provider's prompt cache
+        will not match.
         """
         self._require_owner()
         self._session.restore(state)
