@@ -619,6 +619,39 @@ class TightLedgerWorkflow(ConversationWorkflow):
         return await super().run(start)
 
 
+# Errors whose text is what the run was given: a hook's Abort reason made of the model's
+# arguments (any length, any code points), and deps whose every part can be wrong.
+@dataclass
+class Quota:
+    limits: list[int]
+
+
+REFUSING = DurableWorker(
+    "refusing",
+    deps_type=Quota,
+    limits=Limits(tool_timeout=30),
+    tool_activity=ActivityConfig(retry_policy=FAST_RETRIES),
+)
+REFUSING.register_tools(Reports)
+
+
+@REFUSING.add_pre_tool_call_hook
+def refuse_to_repeat(ctx: ToolCallContext) -> Abort | None:
+    if ctx.call.name != "repeat":
+        return None
+    arguments = json.loads(ctx.call.input_json)
+    return Abort("will not repeat " + arguments["text"] * arguments["times"])
+
+
+@workflow.defn
+class RefusingWorkflow(ConversationWorkflow):
+    durable = REFUSING
+
+    @workflow.run
+    async def run(self, start: ConversationStart) -> ConversationOutcome:
+        return await super().run(start)
+
+
 # -- a worker process, for the crash tests ----------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
@@ -1442,3 +1443,44 @@ class TestTypedDictDeps:
 
         durable = DurableWorker("who", deps_type=Who)
         assert durable.load_deps(durable.dump_deps({"user": "ada"})) == {"user": "ada"}
+
+
+class Forecast(BaseModel):
+    """An answer whose keys differ by mode: validated from "City", dumped with "f"."""
+
+    model_config = ConfigDict(extra="forbid")
+    city: str = Field(validation_alias="City")
+    celsius: float
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def fahrenheit(self) -> float:
+        return self.celsius * 9 / 5 + 32
+
+
+class Labelled(BaseModel):
+    name: str = Field(serialization_alias="Name")
+
+
+class TestDataWithAliases:
+    """A run accepts an answer of a type with aliases or computed fields (it is validated
+    as the model wrote it): the workflow's result and the tools' deps carry it as data and
+    make the same value again."""
+
+    @pytest.mark.parametrize("role", ["output_type", "deps_type"])
+    def test_a_value_with_a_validation_alias_and_a_computed_field_comes_back(self, role):
+        durable = DurableWorker("forecast", **{role: Forecast})
+        value = Forecast.model_validate({"City": "Oslo", "celsius": 10.0})
+        dump, load = (
+            (durable.dump_output, durable.load_output)
+            if role == "output_type"
+            else (durable.dump_deps, durable.load_deps)
+        )
+        data = dump(value)
+        assert data == {"city": "Oslo", "celsius": 10.0}  # no computed field: it is not input
+        assert load(data) == value
+        assert load({"City": "Oslo", "celsius": 10.0}) == value  # by its alias too
+
+    def test_a_value_with_a_serialization_alias_comes_back(self):
+        durable = DurableWorker("labelled", output_type=Labelled)
+        assert durable.load_output(durable.dump_output(Labelled(name="x"))) == Labelled(name="x")

@@ -34,11 +34,11 @@ from .._limits import Limits
 from .._model_texts import DURABLE_RESULT_TOO_LARGE, call_text
 from .._response import ResponseAssembler
 from .._run import close_stream
-from .._safe_text import bounded_repr, valid_unicode
+from .._safe_text import bounded_repr
 from .._server import ToolServerHandle, entry_of
 from .._state_json import dump_result
 from ._data import DataCodec
-from ._payloads import payload_size
+from ._payloads import MAX_FAILURE_TEXT, bounded_text, payload_size
 from ._wire import coalesce, dump_events, load_request
 
 __all__ = ["model_request_activity", "tool_call_activity"]
@@ -62,14 +62,14 @@ def model_request_activity(
             raise _provider_failure(exc) from None
         except LlmClientError as exc:  # a client that breaks the protocol does so every time
             raise ApplicationError(
-                _bounded(str(exc)), type="LlmClientError", non_retryable=True
+                bounded_text(str(exc)), type="LlmClientError", non_retryable=True
             ) from None
         except ApplicationError:
             raise
         except Exception as exc:
             if len(str(exc)) <= MAX_FAILURE_TEXT:
                 raise  # as Temporal records any exception: retried, with its traceback
-            raise ApplicationError(_bounded(str(exc)), type=type(exc).__name__) from None
+            raise ApplicationError(bounded_text(str(exc)), type=type(exc).__name__) from None
         data = dump_events(coalesce(events))
         size = payload_size(data)
         if size > max_payload_bytes:  # asking again would only get as long an answer
@@ -123,11 +123,6 @@ def tool_call_activity(
     return tool_call
 
 
-MAX_FAILURE_TEXT = 10_000
-"""The most characters of an error's text a model request activity's failure carries:
-Temporal refuses a failure over its blob size limit, and the activity, its completion
-lost, times out and runs again (another paid request) without end."""
-
 _PREVIEW = 500  # characters of the provider's message in the failure's own message
 
 MAX_PROGRESS_MESSAGE = 1_000
@@ -138,11 +133,11 @@ def _provider_failure(exc: ProviderError) -> ApplicationError:
     """The activity's failure for ``exc``, bounded: the provider's message in the details
     (what the workflow reads), its start in the failure's own message (what Temporal's UI
     shows); raised ``from None``, as the cause would carry the whole message again."""
-    message = _bounded(exc.message)
-    provider = _bounded(exc.provider, 200)
+    message = bounded_text(exc.message)
+    provider = bounded_text(exc.provider, 200)
     status = f" (HTTP {exc.status})" if exc.status is not None else ""
     return ApplicationError(
-        f"{provider} request failed{status}: {_bounded(exc.message, _PREVIEW)}",
+        f"{provider} request failed{status}: {bounded_text(exc.message, _PREVIEW)}",
         {
             "provider": provider,
             "message": message,
@@ -154,13 +149,6 @@ def _provider_failure(exc: ProviderError) -> ApplicationError:
         non_retryable=not exc.retryable,
         next_retry_delay=_retry_delay(exc.retry_after),
     )
-
-
-def _bounded(text: str, limit: int = MAX_FAILURE_TEXT) -> str:
-    """``text``, cut to ``limit`` characters (saying so), as valid Unicode."""
-    if len(text) > limit:
-        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
-    return valid_unicode(text)
 
 
 MAX_RETRY_AFTER = timedelta(hours=1)
@@ -188,7 +176,7 @@ class _Progress:
     ) -> None:
         if message is not None:  # a heartbeat over Temporal's limit would cancel the call
             text = message if isinstance(message, str) else bounded_repr(message)
-            message = _bounded(text, MAX_PROGRESS_MESSAGE)
+            message = bounded_text(text, MAX_PROGRESS_MESSAGE)
         # One assignment: safe from a plain-def tool's thread.
         self.latest = {"call_id": call_id, "progress": progress, "total": total, "message": message}
 

@@ -54,13 +54,17 @@ class DataCodec:
         """``value`` as JSON data (``None`` stays ``None``)."""
         if value is None or self.data_type is None:
             return value
-        return self.adapter().dump_python(value, mode="json")
+        # By field name, without computed fields (round_trip): what `load` takes back
+        # whatever aliases the type declares (a validation_alias, a serialization_alias)
+        # and even if it forbids extra keys.
+        return self.adapter().dump_python(value, mode="json", by_alias=False, round_trip=True)
 
     def load(self, data: object) -> Any:
         """The value ``dump`` wrote (``None`` stays ``None``)."""
         if data is None or self.data_type is None:
             return data
-        return self.adapter().validate_python(data)
+        # By name (what `dump` writes), or by alias (as pydantic validates by default).
+        return self.adapter().validate_python(data, by_alias=True, by_name=True)
 
     def adapter(self) -> TypeAdapter[Any]:
         # Built on first use: a worker without deps never pays for it.

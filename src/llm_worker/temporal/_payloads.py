@@ -18,18 +18,27 @@ request fails the run with its state, the call is an error result. And one
 workflow task's commands travel in one gRPC message (4 MiB by default): a call
 whose input would take its task's inputs past ``TASK_INPUT_BYTES`` waits for the
 next workflow task (when a call of the batch completes).
+
+An error's text goes out in a failure (an activity's, or the workflow's), which
+the server refuses past the same blob size limit, and whose strings must be
+UTF-8: ``bounded_text`` cuts it to ``MAX_FAILURE_TEXT`` characters and replaces
+what UTF-8 cannot carry.
 """
 
 from __future__ import annotations
 
 import json
 
+from .._safe_text import valid_unicode
+
 __all__ = [
     "DEFAULT_MAX_HISTORY_BYTES",
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "HISTORY_LIMIT_PATCH",
+    "MAX_FAILURE_TEXT",
     "PAYLOAD_LIMIT_PATCH",
     "TASK_INPUT_BYTES",
+    "bounded_text",
     "payload_size",
 ]
 
@@ -55,3 +64,18 @@ HISTORY_LIMIT_PATCH = "llm-worker.history-and-task-limits"
 def payload_size(value: object) -> int:
     """The bytes of ``value`` as Temporal's JSON converter writes it (compact, ASCII)."""
     return len(json.dumps(value, separators=(",", ":")))
+
+
+MAX_FAILURE_TEXT = 10_000
+"""The most characters of an error's text a failure carries. Temporal refuses a failure
+over its blob size limit: a model request activity's completion is lost (it times out
+and runs again, another paid request, without end), a workflow's failure fails its
+workflow task at every attempt (the run never ends)."""
+
+
+def bounded_text(text: str, limit: int = MAX_FAILURE_TEXT) -> str:
+    """``text``, cut to ``limit`` characters (saying so), as valid Unicode: a lone
+    surrogate, which UTF-8 cannot encode, would make the failure it goes in unsendable."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return valid_unicode(text)

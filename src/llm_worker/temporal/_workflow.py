@@ -24,8 +24,10 @@ until a worker with the run's definition takes it (see ``_definition``).
 
 A run that ends with an error (an abort, a budget, a provider failing past its
 retry policy...) fails the workflow with an ``ApplicationError`` whose ``type``
-is the error's class name and whose first detail is the run state's JSON, so
-the conversation can go on in a new workflow (``ConversationStart(state=...)``).
+is the error's class name, whose message is its text (at most ``MAX_FAILURE_MESSAGE``
+characters, valid Unicode: Temporal must be able to send it) and whose first
+detail is the run state's JSON, so the conversation can go on in a new workflow
+(``ConversationStart(state=...)``).
 A state too large for one payload (``max_payload_bytes``) is not put in the
 workflow's result or failure (Temporal would refuse it, and retry the workflow
 task for ever): the ``state`` query still gives it.
@@ -51,7 +53,7 @@ from .._state import RunState
 from .._worker import Worker
 from ._definition import check_definition
 from ._durable import DurableWorker
-from ._payloads import payload_size
+from ._payloads import MAX_FAILURE_TEXT, bounded_text, payload_size
 from ._wire import (
     dump_decisions,
     dump_event,
@@ -62,7 +64,13 @@ from ._wire import (
     load_pause_id,
 )
 
-__all__ = ["EVENTS_PER_PAGE", "ConversationOutcome", "ConversationStart", "ConversationWorkflow"]
+__all__ = [
+    "EVENTS_PER_PAGE",
+    "MAX_FAILURE_MESSAGE",
+    "ConversationOutcome",
+    "ConversationStart",
+    "ConversationWorkflow",
+]
 
 _STATE_LEFT_OUT = (
     " (the run state, {size} bytes, is over max_payload_bytes and is not attached: read "
@@ -74,6 +82,11 @@ EVENTS_PER_PAGE = 500
 fewer when they would not fit in one payload (``max_payload_bytes``)."""
 
 _ENVELOPE_BYTES = 200  # a query answer's own keys, around what it carries
+
+MAX_FAILURE_MESSAGE = MAX_FAILURE_TEXT + 1_000
+"""The most characters of the message of the workflow's failure, or of a refused start
+or decision (``bounded_text``). An error's text from an activity's failure (a provider's
+message) is at most ``MAX_FAILURE_TEXT`` already: it goes whole, with the words around it."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +156,7 @@ class ConversationWorkflow:
             # A start that can never run (a bad state, deps of the wrong type) fails the
             # workflow; raised as it is, it would fail every workflow task, forever.
             self._status = "failed"
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+            raise _refusal(exc) from None
         worker = self._worker
         assert worker is not None
         try:
@@ -167,14 +180,15 @@ class ConversationWorkflow:
         except WorkerError as exc:
             self._status = "failed"
             self._rest_at(worker)
-            message = str(exc)
+            # Bounded, and raised from None: the cause would carry the whole text again.
+            message = bounded_text(str(exc), MAX_FAILURE_MESSAGE)
             state: str | None = self._rest
             if not self._fits(message, state):
                 message += _STATE_LEFT_OUT.format(size=payload_size(state))
                 state = None
             raise ApplicationError(
                 message, state, type=type(exc).__name__, non_retryable=True
-            ) from exc
+            ) from None
         self._status = "finished"
         durable = type(self).durable
         output = None
@@ -285,7 +299,7 @@ class ConversationWorkflow:
             # made, before it runs anything), so a rejected update changes nothing.
             worker.resume_stream(parsed, pause_id=pause_id, deps=self._deps)
         except (WorkerError, TypeError, ValueError) as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from None
+            raise _refusal(exc) from None
         return parsed, pause_id
 
     # -- queries ---------------------------------------------------------------------
@@ -475,6 +489,14 @@ def _duration(span: timedelta) -> str:
         if seconds >= 2 * size:
             return f"{seconds / size:.4g} {unit}"
     return f"{seconds:.4g}s"
+
+
+def _refusal(exc: Exception) -> ApplicationError:
+    """The failure that says why a start, or a decision, is refused: ``exc``'s text,
+    bounded (``MAX_FAILURE_MESSAGE``); a failure Temporal refuses would fail the workflow
+    task at every attempt, or leave the workflow's failure empty. Raise it ``from None``."""
+    message = bounded_text(str(exc), MAX_FAILURE_MESSAGE)
+    return ApplicationError(message, type=type(exc).__name__, non_retryable=True)
 
 
 def _not_paused(status: str) -> WorkerStateError:
