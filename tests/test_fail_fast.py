@@ -127,7 +127,7 @@ async def test_a_long_valid_call_runs_as_it_would_unscreened():
 
 def test_a_structured_answer_with_very_many_errors_reads_as_its_first():
     """The structured answer of a run (output_type) is screened the same way."""
-    shape = output_shape(list[Item])
+    shape = output_shape(list[Item], mode="validation")
     with pytest.raises(ValidationError) as info:
         shape.validate_json(f'{{"result": {many(100_000)}}}')
     assert info.value.error_count() == 3
@@ -286,7 +286,7 @@ async def test_a_long_valid_call_of_a_model_with_a_validator_runs():
     )
     assert len(arguments) > SCREENED_FROM
     assert await Labels.ToolLabel(Labels()).execute(arguments) == "1500 aaa b"
-    shape = output_shape(list[Before])
+    shape = output_shape(list[Before], mode="validation")
     assert len(json.dumps({"result": ["abc"] * 500})) > SCREENED_FROM
     assert shape.validate_json(json.dumps({"result": ["abc"] * 500})) == [Before(n=3)] * 500
 

@@ -47,6 +47,7 @@ from llm_worker import (
     UserMessage,
     Worker,
     WorkerResult,
+    WorkerStateError,
     export_tools,
     tool,
     tool_definitions,
@@ -175,7 +176,7 @@ class Door:
 
 async def test_a_loaded_paused_answer_holding_nan_is_refused() -> None:
     """A saved pause whose accepted answer holds NaN (saved before this check, or edited)
-    does not come back as the run's output."""
+    is refused by load_state()."""
     answer = final('{"city": "Oslo", "celsius": 3.25}', "a")
     paused = ScriptedResponse(tool_calls=[ScriptedCall("open_door", {}, "d"), *answer.tool_calls])
     saving: Worker = Worker(
@@ -187,8 +188,10 @@ async def test_a_loaded_paused_answer_holding_nan_is_refused() -> None:
     assert "3.25" in saved  # the call, in the history and in the pause
     worker: Worker = Worker(ScriptedClient([], supports_output_format=False), output_type=Weather)
     worker.register_tools(tool_definitions(Door()))
-    worker.load_state(RunState.from_json(saved.replace("3.25", "NaN")))
-    with anyio.fail_after(10), pytest.raises(RunStateError, match=re.escape("(found NaN)")):
+    edited = RunState.from_json(saved.replace("3.25", "NaN"))
+    with pytest.raises(RunStateError, match=re.escape("(found NaN)")):
+        worker.load_state(edited)  # refused on load: the worker could not go on from it
+    with anyio.fail_after(10), pytest.raises(WorkerStateError, match="not paused"):
         await worker.resume(Approve())
 
 
@@ -360,7 +363,7 @@ def test_the_answer_is_looked_at_only_where_its_type_lets_nan_through(
 ) -> None:
     from llm_worker._output_schema import output_shape
 
-    assert output_shape(output_type).admits_non_finite is looked_at
+    assert output_shape(output_type, mode="validation").admits_non_finite is looked_at
 
 
 async def test_a_validator_making_nan_is_still_refused() -> None:

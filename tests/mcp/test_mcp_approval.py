@@ -1,23 +1,28 @@
 """Served tools that need approval: asked of the host through MCP elicitation, never run unasked.
 
 The SDK's own clients (in process, in both protocol eras, and over stdio)
-answer the question; ``Gallery.delete`` always needs approval, ``Gallery.copy``
-only to overwrite. On the client side, an approval policy reads the MCP
-annotations our client keeps.
+answer the question, and a raw client over stdio answers it as no SDK client would;
+``Gallery.delete`` always needs approval, ``Gallery.copy`` only to overwrite. On the
+client side, an approval policy reads the MCP annotations our client keeps.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import mcp.types as types
 import mcp_apps
 import pytest
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
-from mcp_support import APPS, ROOT, SERVE, text_of
+from mcp_support import APPS, ROOT, SERVE, server_env, text_of
 from test_mcp_rich import remote
 
 from llm_worker import (
@@ -275,6 +280,104 @@ class TestOverStdio:
         assert (text_of(result), result.is_error) == (text, is_error)
         if host is not None:
             assert len(host.asked) == 1
+
+
+FAILED = "Tool call 'delete' did not run: it needs a user's approval, and asking for it failed"
+NO_RESPONSE = f"{FAILED} (MCPError: Invalid response: not a valid JSON-RPC response)"
+# The answer to the question, each as no SDK client sends it, and what the model reads.
+BAD_ANSWERS = [
+    pytest.param({"result": "yes"}, NO_RESPONSE, id="result-a-string"),
+    pytest.param({"result": None}, NO_RESPONSE, id="result-null"),
+    pytest.param({"error": "the user is away"}, NO_RESPONSE, id="error-a-string"),
+    pytest.param(
+        {"result": {"x": json.loads("[" * 210 + "]" * 210)}},
+        # The deepest array is inside the message, its result and 209 arrays.
+        f"{FAILED} (MCPError: Invalid response: nested 211 levels deep, more than the 200 the "
+        "server reads)",
+        id="nested-too-deeply",
+    ),
+    pytest.param(
+        {"result": {"action": "bogus"}},
+        f"{FAILED} (the answer is not valid MCP: at /action: Input should be 'accept', "
+        "'cancel' or 'decline')",
+        id="no-elicit-result",
+    ),
+]
+
+
+class RawClient:
+    """A client of an ``llm-worker mcp serve`` process that writes its JSON-RPC lines itself:
+    it answers the server's question as no SDK client would."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self._stdin = process.stdin
+        self._stdout = BufferedByteReceiveStream(process.stdout)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self._stdin.send(json.dumps(message).encode() + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        line = await self._stdout.receive_until(b"\n", 1_000_000)
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+
+@asynccontextmanager
+async def raw_client(stderr: Path) -> AsyncIterator[RawClient]:
+    """A ``RawClient`` of a server of ``rich_factory``, initialized (with elicitation)."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": "init",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+    with stderr.open("w", encoding="utf-8") as errlog:
+        process = await anyio.open_process(
+            [*SERVE, f"{APPS}:rich_factory"], cwd=ROOT, env=server_env(), stderr=errlog
+        )
+    async with process:  # closes stdin (the server exits), and waits for it
+        client = RawClient(process)
+        await client.send(initialize)
+        assert (await client.receive())["id"] == "init"
+        await client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield client
+
+
+class TestAnswersNoSdkClientSends:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(("answer", "text"), BAD_ANSWERS)
+    async def test_the_call_is_refused_at_once(self, tmp_path, answer, text):
+        """A response to the question that is no valid JSON-RPC response, or whose result is
+        no valid answer, refuses the call with a short text (never pydantic's dump); the
+        call neither waits for ever nor runs, and the server goes on serving."""
+        call = {"name": "delete", "arguments": {"path": "/tmp/a"}}
+        with anyio.fail_after(30):
+            async with raw_client(tmp_path / "stderr.txt") as client:
+                await client.send(
+                    {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+                )
+                question = await client.receive()
+                assert question["method"] == "elicitation/create"
+                await client.send({"jsonrpc": "2.0", "id": question["id"], **answer})
+                refused = await client.receive()
+                await client.send({"jsonrpc": "2.0", "id": 2, "method": "ping"})
+                ping = await client.receive()
+        assert refused["id"] == 1
+        assert refused["result"]["isError"] is True
+        assert refused["result"]["content"] == [{"type": "text", "text": text}]
+        assert ping == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        stderr = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+        if "MCPError: Invalid response" in text:
+            assert (
+                "WARNING llm_worker.mcp: passed a line on stdin on as an error response "
+                f"(id {question['id']}): Invalid response: "
+            ) in stderr
 
 
 class TestPolicyOnMcpTools:

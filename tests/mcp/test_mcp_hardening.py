@@ -6,8 +6,9 @@
   over HTTP. Over stdio the process exits promptly once the client has gone,
   even while a plain-``def`` tool still runs.
 - Over HTTP, Host/Origin checks hold on every bind address, a bearer token can
-  be required, the session idle timeout and cap apply, and a request whose id
-  MCP does not allow is answered: real requests against a real
+  be required, the session idle timeout and cap apply, a request whose id MCP
+  does not allow is answered, and an answer to the question for an approval that
+  is no JSON-RPC response fails the question: real requests against a real
   ``llm-worker mcp serve`` process.
 - The client scrubs remote error texts, refuses NaN before sending, does not
   offer task-only tools, and with ``mcp_http_client()`` survives its server.
@@ -21,7 +22,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -384,6 +385,67 @@ class TestRequestIds:
             for line in stderr.splitlines()
             if line.startswith("WARNING llm_worker.mcp: answered")
         ] == warnings
+
+
+async def _next_event(lines: AsyncIterator[str]) -> dict[str, Any]:
+    """The next JSON-RPC message of a POST's event stream (past events without data)."""
+    async for line in lines:
+        if line.startswith("data:") and line[5:].strip():
+            message: dict[str, Any] = json.loads(line[5:])
+            return message
+    raise AssertionError("the event stream ended")
+
+
+class TestApprovalAnswersOverHttp:
+    async def test_an_answer_that_is_no_response_refuses_the_call(self, http_server):
+        """A POST answering the question for an approval with no valid JSON-RPC response
+        ("result": "yes") gets 202 and fails the question: the call, waiting on its own
+        event stream, is refused at once (it never ran), with a warning; the SDK dropped the
+        answer (400), and the call waited for ever."""
+        server = http_server()
+        initialize = {
+            **INITIALIZE,
+            "params": {**INITIALIZE["params"], "capabilities": {"elicitation": {}}},
+        }
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "remove", "arguments": {"path": "/tmp/a"}},
+        }
+        with anyio.fail_after(GUARD):
+            async with httpx2.AsyncClient(timeout=GUARD) as client:
+                first = await client.post(server.url(), headers=ACCEPT, json=initialize)
+                session = {
+                    **ACCEPT,
+                    "Mcp-Session-Id": first.headers["mcp-session-id"],
+                    "Mcp-Protocol-Version": "2025-06-18",
+                }
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await client.post(server.url(), headers=session, json=initialized)
+                async with client.stream(
+                    "POST", server.url(), headers=session, json=call
+                ) as events:
+                    lines = events.aiter_lines()
+                    question = await _next_event(lines)
+                    answer = {"jsonrpc": "2.0", "id": question["id"], "result": "yes"}
+                    posted = await client.post(server.url(), headers=session, json=answer)
+                    refused = await _next_event(lines)
+        assert question["method"] == "elicitation/create"
+        assert posted.status_code == 202
+        assert refused["id"] == 2
+        assert refused["result"]["isError"] is True
+        assert refused["result"]["content"] == [
+            {
+                "type": "text",
+                "text": "Tool call 'remove' did not run: it needs a user's approval, and asking "
+                "for it failed (MCPError: Invalid response: not a valid JSON-RPC response)",
+            }
+        ]
+        assert (
+            f"WARNING llm_worker.mcp: passed a POST on as an error response (id {question['id']}): "
+            "Invalid response: not a valid JSON-RPC response"
+        ) in server.stderr.read_text(encoding="utf-8")
 
 
 def _slow_post(port: int, *, declared: int, hold: float) -> tuple[bytes, float | None]:

@@ -1,7 +1,9 @@
 """Over stdio, a line that is no JSON-RPC message gets an error response, not silence.
 
 A real ``llm-worker mcp serve`` process reads raw lines: not JSON, bytes that are
-not UTF-8, an escaped lone surrogate, JSON that is no message, and a blank line.
+not UTF-8, an escaped lone surrogate (in a notification: a request with an id that
+the SDK's parser refuses is answered with its id, see ``test_mcp_serve_depth``), JSON
+that is no message, and a blank line.
 So do requests whose id MCP does not allow, read by the CLI (asyncio) and by
 ``serve_async`` under trio; and a tool reading stdin reads EOF, not the client's
 messages.
@@ -48,7 +50,8 @@ class TestUnreadableLines:
             json.dumps(INITIALIZED).encode(),
             b"{not json",
             b"\xff\xfe garbage",
-            b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "\\ud800"}}',
+            # A request with an id gets its own answer (test_mcp_serve_depth); this is none.
+            b'{"jsonrpc": "2.0", "method": "notifications/x", "params": {"x": "\\ud800"}}',
             b"[1, 2, 3]",
             b"",
             json.dumps(ECHO).encode(),

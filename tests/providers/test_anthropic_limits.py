@@ -104,7 +104,7 @@ class Outer(BaseModel):
 
 
 def schema_of(output_type: Any) -> dict[str, Any]:
-    return output_shape(output_type).schema
+    return output_shape(output_type, mode="validation").schema
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,9 @@ did not declare it                                an ``isError`` refusal: the ca
 The question names the tool and its arguments and asks for one boolean,
 ``approve``. Only ``accept`` with ``approve: true`` runs the call; ``decline``,
 ``accept`` with ``approve: false``, and ``cancel`` are ``isError`` results the
-model reads (``_model_texts``), and so is a policy that fails.
+model reads (``_model_texts``), and so is a policy that fails, and a question the host
+answers with an error, or with no valid answer (the call waits for the answer as long as
+the host's user takes: no deadline, but the client may cancel the call).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import mcp.types as types
+import pydantic
 from mcp.server import ServerRequestContext
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -51,6 +54,7 @@ from .._model_texts import (
 )
 from .._safe_text import model_safe_text
 from .._server import ToolEntry
+from ._content import not_valid_mcp
 
 __all__ = ["APPROVAL_SCHEMA", "Approvals", "approval_question"]
 
@@ -213,7 +217,13 @@ async def _ask(request: ServerRequestContext[Any], question: str, name: str) -> 
         answer = await request.session.elicit_form(
             question, APPROVAL_SCHEMA, related_request_id=request.request_id
         )
-    except Exception as exc:  # an MCP error, a client gone, an answer that is not one
+    except pydantic.ValidationError as exc:  # an answer that is no ElicitResult
+        logger.info("Asking to approve %r failed: the answer is not valid MCP: %s", name, exc)
+        # Where in the answer and pydantic's words, not its dump (no input, no URL); not
+        # scrubbed, as the client's own (a path would be hidden: "at /action").
+        why = f"the answer is not valid MCP: {not_valid_mcp(exc)}"
+        return _refusal(call_text(APPROVAL_FAILED, name, why=why))
+    except Exception as exc:  # an MCP error, a client gone
         logger.info("Asking to approve %r failed: %r", name, exc)
         why = f"{type(exc).__name__}: {model_safe_text(exc)}"
         return _refusal(call_text(APPROVAL_FAILED, name, why=why))

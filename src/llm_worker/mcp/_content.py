@@ -36,7 +36,9 @@ truncation note. The metadata is never sent. Some values of a generated tool
 fit no schema: NaN and the infinities (JSON has no such numbers: pydantic
 writes them as ``"NaN"``, or as ``null`` in a model) and integers of more
 digits than Python reads (4300), so their ``isError`` text names them for what
-they are.
+they are; so does a value nested deeper than the SDK writes JSON (about 250
+levels: a recursive model, a tree, 127 levels deep), or than the schema can be
+checked, and (a hand-written tool's JSON text) a lone surrogate.
 
 Use: a ``CallToolResult`` becomes what the model reads (``tool_return``):
 
@@ -125,6 +127,10 @@ _NON_FINITE = ("NaN", "Infinity", "-Infinity")  # how pydantic writes them as st
 _NULL_NUMBER = (
     "a pydantic model writes NaN and Infinity, which JSON cannot carry as numbers, as null"
 )
+# Why a value JSON reads cannot be structured content all the same.
+_TOO_DEEP = "nested deeper than MCP can carry"  # than the SDK's JSON writer goes
+_TOO_DEEP_TO_CHECK = "nested too deeply to be checked against its output schema"
+_LONE_SURROGATE = "a lone surrogate in a string, which no JSON-RPC wire can carry"
 
 _DEFAULT_BLOB_TYPE = "application/octet-stream"
 _LINKED_SCHEMES = ("http", "https")  # what a model provider can fetch itself
@@ -163,6 +169,7 @@ def call_tool_result(
     try:
         schema, validator = _validator(output_schema_json)
         structured = _structured(result, wrapped=schema.get(WRAPPED) is True)
+        _check_writable(structured)
         _check(structured, validator)
     except ValueError as exc:
         text = call_text(NOT_STRUCTURED, name, why=str(exc))
@@ -330,10 +337,33 @@ def _validator(schema_json: str) -> tuple[dict[str, Any], Validator]:
     return cached
 
 
+def _check_writable(value: dict[str, Any]) -> None:
+    """``ValueError`` saying why the SDK could not write ``value`` as JSON, if it could not.
+
+    Written as the SDK writes a result (pydantic's serializer), which goes about 250 levels
+    deep, where ``json`` reads about 1 000: a recursive model 127 levels deep (a tree) is
+    JSON text, but no message. The SDK would fail the request with its exception's text.
+    """
+    try:
+        pydantic_core.to_json(value)
+    except ValueError:
+        try:  # only once it failed: which of the two it was
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(_LONE_SURROGATE) from None
+        except (ValueError, RecursionError):
+            pass
+        raise ValueError(_TOO_DEEP) from None
+
+
 def _check(value: Any, validator: Validator) -> None:
     """``ValueError`` saying where ``value`` does not fit the validator's schema (its first
-    error)."""
-    error = next(iter(validator.iter_errors(value)), None)
+    error), or that it is nested too deeply to tell (``jsonschema`` recurses, through each
+    ``$ref`` too, a few calls per level)."""
+    try:
+        error = next(iter(validator.iter_errors(value)), None)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP_TO_CHECK) from None
     if error is not None:
         raise ValueError(_non_finite(error) or schema_mismatch(error))
 

@@ -27,19 +27,26 @@ wrong and can try again (``isError: true``, one text block):
 - an unknown name: ``Tool 'x' not found``;
 - a call the host's user did not approve, or could not be asked about;
 - any other exception: ``Internal error: tool 'x' failed unexpectedly (KeyError)``,
-  with the traceback logged (logger ``llm_worker``), never sent; so do
+  with the traceback logged (logger ``llm_worker``), never sent (an exception while its
+  result is made MCP content too); so do
   ``SystemExit``, ``KeyboardInterrupt`` and any other ``BaseException`` a tool
   raises: one call never stops the server.
 
-Over stdio, a line that is not JSON (or holds a lone surrogate) gets the JSON-RPC
-``Parse error`` (``-32700``, ``id: null``), and JSON that is no JSON-RPC message
-``Invalid Request`` (``-32600``), each with a warning in the log: the SDK would
-drop them unanswered, leaving the client to wait. So does a request whose id
-MCP does not allow (only a string or an integer: not ``1.5``, ``null``,
-``true``, an object), over stdio and over HTTP (``400``): the SDK would read it
-as a notification, dropping its id, and never answer. Over HTTP, JSON that is no
-JSON-RPC message gets the same ``Invalid Request`` (``400``), where the SDK
-would answer ``-32602`` with pydantic's account of why.
+Over stdio, a line that is not JSON (or that the SDK's parser refuses: a lone
+surrogate's escape, nested more than 200 levels deep) gets the JSON-RPC ``Parse
+error`` (``-32700``, ``id: null``), and JSON that is no JSON-RPC message ``Invalid
+Request`` (``-32600``), each with a warning in the log: the SDK would drop them
+unanswered, leaving the client to wait. A request with an id that the SDK's parser
+refuses gets ``Invalid Request`` with its id and why instead: its client could not
+match ``id: null`` to it. So does a request whose id MCP does not allow (only a
+string or an integer: not ``1.5``, ``null``, ``true``, an object), with ``id:
+null``, over stdio and over HTTP (``400``): the SDK would read it as a
+notification, dropping its id, and never answer. Over HTTP, JSON that is no
+JSON-RPC message gets the same ``Invalid Request`` (``400``), where the SDK would
+answer ``-32602`` with pydantic's account of why. Over both, a response with an id
+that the SDK cannot read (the answer to the question for an approval: ``"result":
+"yes"``) goes on to the SDK as an error response for that id, so that the question
+fails instead of waiting for ever.
 Cancellation (the client cancelled the request, or the server is shutting
 down) propagates. A lone surrogate in a result becomes U+FFFD. Over HTTP, who
 may send requests at all is ``_http_access``'s (Host/Origin checks on every
@@ -58,7 +65,7 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast, get_args
 
@@ -240,7 +247,11 @@ async def call_mcp_tool(
         logger.error("Tool %r raised %s", name, type(exc).__name__, exc_info=exc)
         return _error(call_text(UNEXPECTED, name, kind=type(exc).__name__))
     max_bytes = None if limits is None else limits.max_result_bytes
-    return call_tool_result(result, name, schema_json, max_bytes)
+    try:
+        return call_tool_result(result, name, schema_json, max_bytes)
+    except Exception as exc:  # a bug of ours, or a schema jsonschema cannot use: still a result
+        logger.error("Tool %r's result cannot be sent: %s", name, type(exc).__name__, exc_info=exc)
+        return _error(call_text(UNEXPECTED, name, kind=type(exc).__name__))
 
 
 async def _call_with_context(
@@ -432,7 +443,7 @@ async def serve_async(
         # would reach the wire when flushed after it restores fd 1: send prints to stderr.
         # (Inside stdio_server: it claims fd 1 through the real sys.stdout.)
         with _stdin_wire() as wire:
-            lines = None if wire is None else _RequestIdsChecked(_text_lines(wire))
+            lines = None if wire is None else _StdinLinesChecked(_text_lines(wire))
             # The SDK only iterates the stdin it is given: our lines are all it needs.
             stdin = cast("anyio.AsyncFile[str] | None", lines)
             async with stdio_server(stdin=stdin) as (read_stream, write_stream):
@@ -637,12 +648,21 @@ _NOT_A_MESSAGE = "not a JSON-RPC message"
 _INVALID_REQUEST = (types.INVALID_REQUEST, "Invalid Request")
 
 
-def _answer_error(what: str, code: int, message: str, why: str) -> types.JSONRPCError:
-    """The JSON-RPC error (``id: null``: the message's id cannot be read, or is none MCP
-    allows) answering ``what``, logged as a warning saying why."""
+_MAX_DEPTH = 200
+"""How many arrays and objects a value may be inside for the SDK's JSON parser (jiter's
+recursion limit): it refuses a line nested deeper, which ``json`` reads."""
+
+
+def _answer_error(
+    what: str, code: int, message: str, why: str, request_id: types.RequestId | None = None
+) -> types.JSONRPCError:
+    """The JSON-RPC error answering ``what``, logged as a warning saying why; ``id: null``
+    unless ``request_id`` is given (the message's id cannot be read, or is none MCP allows).
+    An answer with an id says why in its message too: its client reads it."""
     logger.warning("answered %s with %s (%d): %s", what, message, code, why)
+    text = message if request_id is None else f"{message}: {why}"
     return types.JSONRPCError(
-        jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
+        jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=text)
     )
 
 
@@ -667,44 +687,155 @@ def _request_id_problem(message: object) -> str | None:
     return f"a request's id must be a string or an integer, not {kind}"
 
 
-def _request_id_problem_of(text: str | bytes) -> str | None:
-    """``_request_id_problem`` of JSON ``text``; ``None`` if it is not JSON (the SDK says so)."""
-    try:
-        message = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
-        return None
-    return _request_id_problem(message)
-
-
-def _posted_message_problem(body: bytes) -> str | None:
-    """Why a POST's JSON ``body`` is no message the SDK answers as JSON-RPC asks, or ``None``.
-
-    A request whose id MCP does not allow (``_request_id_problem``), or JSON that is
-    no JSON-RPC message at all (a batch array, ``{"foo": 1}``, no ``"jsonrpc"``), which
-    the SDK answers ``-32602`` and pydantic's dump of why. Parsed and checked as the SDK
-    does (``pydantic_core``, its message adapter), so it sees what the SDK would: a body
-    that is not JSON is ``None``, the SDK's ``Parse error`` to answer.
-    """
-    try:
-        message = pydantic_core.from_json(body)
-    except ValueError:
-        return None
+def _checked_line(line: str) -> str | types.JSONRPCError:
+    """What becomes of a line on stdin: a line for the SDK to read (``line`` itself, or an
+    error response in place of a client's response the SDK could not read), or the error
+    to answer the client with, the line dropped. See ``_StdinLinesChecked``."""
+    parsed = _parsed(line)
+    if parsed is None:
+        return line  # not JSON at all: the SDK's Parse error says so
+    message, refused = parsed
     why = _request_id_problem(message)
     if why is not None:
-        return why
+        return _answer_error(_ON_STDIN, *_INVALID_REQUEST, why)
+    in_place = _response_in_place(message, refused)
+    if in_place is not None:
+        return _passed_on(_ON_STDIN, in_place).decode()
+    request_id = _readable_id(message)
+    if refused is None or request_id is None or "method" not in cast("dict[str, object]", message):
+        return line
+    return _answer_error(_ON_STDIN, *_INVALID_REQUEST, _refused_why(message, refused), request_id)
+
+
+def _parsed(text: str | bytes) -> tuple[object, str | None] | None:
+    """JSON ``text`` as the SDK's parser reads it, and ``None``; JSON that parser refuses
+    (nested deeper than it reads, a lone surrogate's escape) as ``json`` reads it, and the
+    parser's account of why; ``None`` if ``text`` is not JSON at all."""
     try:
-        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
-    except ValidationError:
-        return _NOT_A_MESSAGE
+        return pydantic_core.from_json(text), None
+    except ValueError as exc:
+        refused = str(exc)
+    try:
+        return json.loads(text), refused
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
+        return None
+
+
+def _readable_id(message: object) -> types.RequestId | None:
+    """The id of ``message`` (parsed JSON), if it has one MCP allows (a string, an integer)."""
+    if not isinstance(message, dict):
+        return None
+    message_id = cast("dict[str, object]", message).get("id")
+    if isinstance(message_id, str) or type(message_id) is int:  # bool is an int, and no id
+        return message_id
     return None
 
 
-class _RequestIdsChecked:
-    """Stdin's lines, as the SDK's stdio transport reads them (it iterates them), less each
-    request whose id MCP does not allow: answered ``Invalid Request`` here, with a warning.
+def _response_in_place(message: object, refused: str | None) -> types.JSONRPCError | None:
+    """The error response to pass on to the SDK in place of ``message`` (parsed JSON) if it
+    is a response (no ``method``; a ``result`` or an ``error``) with an id, that the SDK
+    cannot read (``refused``: its parser's account, if the parser refused it; ``"result":
+    "yes"``); else ``None``.
 
-    The SDK reads such a request as a notification (its id dropped), which it never
-    answers. ``answer_on`` gives the stream to answer on, once the transport is open.
+    The SDK would drop the response, so the request of ours it answers (a question for an
+    approval) would wait for ever: now it fails (``Invalid response: ...``).
+    """
+    response_id = _readable_id(message)
+    fields = cast("dict[str, object]", message)  # a dict, if it has an id
+    if response_id is None or "method" in fields or not ("result" in fields or "error" in fields):
+        return None
+    if refused is not None:
+        why = _refused_why(message, refused)
+    elif _is_message(message):
+        return None
+    else:
+        why = _NOT_A_RESPONSE
+    error = types.ErrorData(code=types.INVALID_REQUEST, message=f"Invalid response: {why}")
+    return types.JSONRPCError(jsonrpc="2.0", id=response_id, error=error)
+
+
+def _passed_on(what: str, in_place: types.JSONRPCError) -> bytes:
+    """``in_place`` (of ``_response_in_place``) as JSON, logged as a warning about ``what``."""
+    logger.warning(
+        "passed %s on as an error response (id %r): %s",
+        what,
+        in_place.id,
+        in_place.error.message,
+    )
+    return in_place.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+def _is_message(message: object) -> bool:
+    """Whether parsed JSON ``message`` is a JSON-RPC message as the SDK reads one."""
+    try:
+        types.jsonrpc_message_adapter.validate_python(message, by_name=False)
+    except ValidationError:
+        return False
+    return True
+
+
+_NOT_A_RESPONSE = "not a valid JSON-RPC response"
+
+
+def _refused_why(message: object, parser_error: str) -> str:
+    """Why the SDK's parser refused JSON ``message`` that ``json`` read (``parser_error``
+    is its account): nested too deeply (``json`` reads about 1 000 levels), or that."""
+    depth = _depth(message)
+    if depth > _MAX_DEPTH:
+        return f"nested {depth} levels deep, more than the {_MAX_DEPTH} the server reads"
+    return f"JSON the server cannot read ({parser_error})"  # a lone surrogate's escape
+
+
+def _depth(value: object) -> int:
+    """How many arrays and objects the most deeply nested value of ``value`` is inside
+    (``[[1]]``, ``[[[]]]``: 2); walked without recursion."""
+    deepest = 0
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending:
+        item, around = pending.pop()
+        deepest = max(deepest, around)
+        if isinstance(item, dict):
+            inner: Iterable[object] = cast("dict[str, object]", item).values()
+        elif isinstance(item, list):
+            inner = cast("list[object]", item)
+        else:
+            continue
+        pending.extend((each, around + 1) for each in inner)
+    return deepest
+
+
+def _posted_message_problem(message: object) -> str | None:
+    """Why a POST's JSON ``message`` (as the SDK's parser read it) is no message the SDK
+    answers as JSON-RPC asks, or ``None``.
+
+    A request whose id MCP does not allow (``_request_id_problem``), or JSON that is
+    no JSON-RPC message at all (a batch array, ``{"foo": 1}``, no ``"jsonrpc"``), which
+    the SDK answers ``-32602`` and pydantic's dump of why. Checked as the SDK does (its
+    message adapter), so it sees what the SDK would.
+    """
+    why = _request_id_problem(message)
+    if why is not None:
+        return why
+    return None if _is_message(message) else _NOT_A_MESSAGE
+
+
+class _StdinLinesChecked:
+    """Stdin's lines, as the SDK's stdio transport reads them (it iterates them), with each
+    line the SDK would leave a waiting peer unanswered for taken care of here, with a
+    warning (``_checked_line``):
+
+    - a request whose id MCP does not allow: answered ``Invalid Request`` (``id:
+      null``), and dropped. The SDK reads it as a notification (its id dropped), which
+      it never answers;
+    - a request with an id that the SDK's parser refuses (nested more than
+      ``_MAX_DEPTH`` levels deep, a lone surrogate's escape): answered ``Invalid
+      Request`` with its id and why, and dropped. The SDK's ``Parse error`` would have
+      ``id: null``, which the client cannot match to its request;
+    - a response with an id that the SDK cannot read (``"result": "yes"``, the
+      client's answer to our question for an approval): passed on as an error response
+      for that id, so our request fails (``Invalid response``) instead of waiting for ever.
+
+    ``answer_on`` gives the stream to answer on, once the transport is open.
     """
 
     __slots__ = ("_lines", "_ready", "_write")
@@ -718,7 +849,7 @@ class _RequestIdsChecked:
         self._write = write
         self._ready.set()
 
-    def __aiter__(self) -> _RequestIdsChecked:
+    def __aiter__(self) -> _StdinLinesChecked:
         return self
 
     async def __anext__(self) -> str:
@@ -726,12 +857,12 @@ class _RequestIdsChecked:
             line = await self._lines.readline()
             if not line:
                 raise StopAsyncIteration
-            why = _request_id_problem_of(line)
-            if why is None:
-                return line
+            checked = _checked_line(line)
+            if isinstance(checked, str):
+                return checked
             await self._ready.wait()  # a line read before the transport was open
             assert self._write is not None
-            await self._write.send(SessionMessage(_answer_error(_ON_STDIN, *_INVALID_REQUEST, why)))
+            await self._write.send(SessionMessage(checked))
 
 
 @contextlib.contextmanager
@@ -739,7 +870,7 @@ def _stdin_wire() -> Generator[BinaryIO | None, None, None]:
     """What the client writes to stdin, to read while fd 0 reads the null device.
 
     The SDK's ``stdio_server`` does this for the stdin it reads itself; we read ours
-    (``_RequestIdsChecked`` sees each line first), so we do it too: a tool, or a process
+    (``_StdinLinesChecked`` sees each line first), so we do it too: a tool, or a process
     it starts, that reads stdin gets EOF, never the client's messages. After, fd 0 is
     the client's again. Where stdin is not fd 0 (a host embedding us, pytest), or fd 0
     cannot be moved, ``sys.stdin``'s own buffer, read in place (as the SDK does).
@@ -800,10 +931,11 @@ class _PostedMessagesChecked:
     ``400`` with ``Invalid Request`` (``-32600``, and a warning), as the same line over
     stdio does: a request with an id MCP does not allow (the SDK would answer ``202
     Accepted``, a notification, and nothing more), or no JSON-RPC message at all (the SDK
-    would answer ``-32602`` Invalid params with pydantic's dump). Only a request the SDK
-    would take otherwise: one with an allowed Host and Origin and a JSON content type
-    (else the SDK refuses it as ever), whose body is no larger than the SDK reads (else
-    the SDK answers ``413``).
+    would answer ``-32602`` Invalid params with pydantic's dump). A response with an id
+    that the SDK cannot read goes on as an error response for its id, as over stdio
+    (``_response_in_place``). Only a request the SDK would take otherwise: one with an
+    allowed Host and Origin and a JSON content type (else the SDK refuses it as ever),
+    whose body is no larger than the SDK reads (else the SDK answers ``413``).
     """
 
     def __init__(self, app: ASGIApp, path: str, security: TransportSecuritySettings) -> None:
@@ -820,24 +952,45 @@ class _PostedMessagesChecked:
         except TimeoutError:
             await _body_timed_out(scope, receive, send)
             return
-        why = None if body is None else _posted_message_problem(body)
-        if (
-            why is not None
-            and await self._security.validate_request(Request(scope), is_post=True) is None
-        ):
-            error = _answer_error("a POST", *_INVALID_REQUEST, why)
-            answer = Response(
-                error.model_dump_json(by_alias=True, exclude_unset=True),
-                status_code=400,
-                media_type="application/json",
-            )
-            await answer(scope, receive, send)
-            return
+        # A body that is not JSON, or JSON the SDK's parser refuses (but a response), is the
+        # SDK's to answer: Parse error, in the POST's own answer.
+        parsed = None if body is None else _parsed(body)
+        in_place = why = None
+        if parsed is not None:
+            message, refused = parsed
+            in_place = _response_in_place(message, refused)
+            if in_place is None and refused is None:
+                why = _posted_message_problem(message)
+        if (in_place is not None or why is not None) and await self._taken(scope):
+            if in_place is not None:
+                body = _passed_on("a POST", in_place)
+                received = [{"type": "http.request", "body": body, "more_body": False}]
+                scope = _with_content_length(scope, len(body))
+            elif why is not None:
+                error = _answer_error("a POST", *_INVALID_REQUEST, why)
+                answer = Response(
+                    error.model_dump_json(by_alias=True, exclude_unset=True),
+                    status_code=400,
+                    media_type="application/json",
+                )
+                await answer(scope, receive, send)
+                return
 
         async def replay() -> Message:
             return received.pop(0) if received else await receive()
 
         await self.app(scope, replay, send)
+
+    async def _taken(self, scope: Scope) -> bool:
+        """Whether the SDK would take this POST (an allowed Host and Origin, a JSON content
+        type): only then is it ours to answer or to change (else the SDK refuses it)."""
+        return await self._security.validate_request(Request(scope), is_post=True) is None
+
+
+def _with_content_length(scope: Scope, length: int) -> Scope:
+    """``scope`` with its ``Content-Length`` header saying ``length`` (a body put in place)."""
+    headers = [(key, value) for key, value in scope["headers"] if key.lower() != b"content-length"]
+    return {**scope, "headers": [*headers, (b"content-length", str(length).encode("ascii"))]}
 
 
 def _route_path(scope: Scope) -> str:
