@@ -15,9 +15,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp.types as types
 import pytest
-from mcp import Client, ClientSession
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.server import Server
 
 from llm_worker import ToolServerHandle, export_tools
@@ -27,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 APPS = "tests.mcp.mcp_apps"  # the module name a server process (cwd: ROOT) imports
 SERVE = [sys.executable, "-m", "llm_worker", "mcp", "serve"]
+HOSTILE = "tests.mcp.hostile_apps:factory"  # tools whose results MCP cannot carry as they are
+GUARD = 30  # seconds; only a regression waits this long
 
 # (tool, arguments, text the client reads, is_error): every tool of mcp_apps.factory(),
 # with valid and invalid arguments, and a tool that does not exist.
@@ -164,3 +167,17 @@ def scripted(*names: str) -> ScriptedClient:
         ScriptedResponse(tool_calls=[ScriptedCall(n, {}, id=f"c{i}")]) for i, n in enumerate(names)
     ]
     return ScriptedClient([*calls, "Done."])
+
+
+@asynccontextmanager
+async def hostile_stdio_session(tmp_path: Path) -> AsyncIterator[ClientSession]:
+    """The SDK's client, initialized, on ``llm-worker mcp serve`` of ``HOSTILE`` over
+    stdio (its stderr in ``tmp_path / "stderr.txt"``); all of it within ``GUARD``."""
+    params = StdioServerParameters(command=SERVE[0], args=[*SERVE[1:], HOSTILE], cwd=ROOT)
+    with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(GUARD):
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session

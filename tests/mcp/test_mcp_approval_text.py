@@ -9,11 +9,10 @@ import anyio
 import mcp.types as types
 import pytest
 from mcp import Client
+from mcp_support import GUARD
 
 from llm_worker import ToolServer, tool, tool_definitions, tool_registry
 from llm_worker.mcp import create_server
-
-GUARD = 30  # seconds; only a regression waits this long
 
 
 @tool_registry

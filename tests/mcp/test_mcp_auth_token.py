@@ -12,14 +12,13 @@ import subprocess
 
 import anyio
 import pytest
-from mcp_support import ROOT, SERVE, server_env, text_of
-from test_mcp_hardening import HOSTILE, session_for
+from mcp_support import GUARD, HOSTILE, ROOT, SERVE, server_env, text_of
 from test_mcp_hardening import http_server as http_server  # the fixture, for these tests
+from test_mcp_hardening import session_for
 
 from llm_worker import ToolServer
 from llm_worker.mcp import create_http_app
 
-GUARD = 30  # seconds; only a regression waits this long
 PROGRAM = "python -m llm_worker mcp serve"
 
 

@@ -21,14 +21,13 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.server import Server
-from mcp_support import connect, run_logs, scripted, server_env, warnings_of
+from mcp_support import GUARD, connect, run_logs, scripted, server_env, warnings_of
 
 from llm_worker import ExecutionFailedError, ToolResult, Worker
 from llm_worker.mcp import mcp_tool_definitions
 
 pytestmark = pytest.mark.anyio
 
-GUARD = 30  # seconds; only a regression waits this long
 OBJECT = {"type": "object"}
 
 

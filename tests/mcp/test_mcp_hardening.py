@@ -36,7 +36,18 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server import Server
-from mcp_support import ROOT, SERVE, connect, free_port, server_env, text_of, wait_until_listening
+from mcp_support import (
+    GUARD,
+    HOSTILE,
+    ROOT,
+    SERVE,
+    connect,
+    free_port,
+    hostile_stdio_session,
+    server_env,
+    text_of,
+    wait_until_listening,
+)
 from test_mcp_stdio_unreadable import exchange
 
 from llm_worker import (
@@ -57,8 +68,6 @@ pytestmark = [
     ),
 ]
 
-HOSTILE = "tests.mcp.hostile_apps:factory"
-GUARD = 30  # seconds; only a regression waits this long
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -96,19 +105,13 @@ class TestServedToolsCannotStopTheServer:
 
     async def test_over_stdio(self, tmp_path):
         """Over stdio: SystemExit, KeyboardInterrupt and a lone surrogate; the server goes on."""
-        params = StdioServerParameters(command=SERVE[0], args=[*SERVE[1:], HOSTILE], cwd=ROOT)
-        with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(GUARD):
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                texts = [
-                    text_of(await session.call_tool(name, arguments))
-                    for name, arguments, _ in HOSTILE_CALLS
-                ]
-                listing = text_of(await session.call_tool("listing", {}))
-                echo = text_of(await session.call_tool("echo", {"text": "alive"}))
+        async with hostile_stdio_session(tmp_path) as session:
+            texts = [
+                text_of(await session.call_tool(name, arguments))
+                for name, arguments, _ in HOSTILE_CALLS
+            ]
+            listing = text_of(await session.call_tool("listing", {}))
+            echo = text_of(await session.call_tool("echo", {"text": "alive"}))
         assert texts == [text for _, _, text in HOSTILE_CALLS]
         assert (listing, echo) == ("report-\ufffd.txt", "alive")
 

@@ -19,7 +19,7 @@ import httpx2
 import pytest
 from mcp import ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import free_port, server_env, wait_until_listening
+from mcp_support import GUARD, free_port, server_env, wait_until_listening
 
 from llm_worker import ExecutionFailedError
 from llm_worker.mcp import mcp_http_client, mcp_tool_definitions
@@ -32,7 +32,6 @@ pytestmark = [
     ),
 ]
 
-GUARD = 30  # seconds; only a regression waits this long
 
 # An SDK server in JSON-response mode: "slow" answers after 3 s, "quick" at once.
 SLOW_SERVER = """

@@ -19,16 +19,14 @@ from typing import Any
 import anyio
 import hostile_apps
 import pytest
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-from mcp_support import ROOT, SERVE, connect, text_of
+from mcp import MCPError
+from mcp_support import GUARD, HOSTILE, connect, hostile_stdio_session, text_of
 from test_mcp_stdio_unreadable import INITIALIZE, INITIALIZED, SERVERS, exchange
 
 from llm_worker.mcp import create_server
 
 pytestmark = pytest.mark.anyio
 
-HOSTILE = "tests.mcp.hostile_apps:factory"
-GUARD = 30  # seconds; only a regression waits this long
 
 # Trees 127 deep (as {"result": tree}) nest more than 255 arrays and objects: more than the
 # SDK writes (199: more than jsonschema checks through the model's $ref; the check raised).
@@ -101,16 +99,10 @@ class TestDeepResults:
     async def test_over_stdio(self, tmp_path):
         """Over stdio, through the SDK's own client: the same isError results, not protocol
         errors, and the server goes on serving."""
-        params = StdioServerParameters(command=SERVE[0], args=[*SERVE[1:], HOSTILE], cwd=ROOT)
-        with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(GUARD):
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                deep = await session.call_tool("grow", {"depth": 150})
-                typed = [await session.call_tool(name, {}) for name, _ in TYPED]
-                after = await session.call_tool("echo", {"text": "alive"})
+        async with hostile_stdio_session(tmp_path) as session:
+            deep = await session.call_tool("grow", {"depth": 150})
+            typed = [await session.call_tool(name, {}) for name, _ in TYPED]
+            after = await session.call_tool("echo", {"text": "alive"})
         assert (text_of(deep), deep.is_error) == (TOO_DEEP, True)
         for result, (name, text) in zip(typed, TYPED, strict=True):
             assert (text_of(result).startswith(text), result.is_error) == (True, True), name
@@ -124,16 +116,10 @@ class TestDeepRequests:
         """The SDK's client sends a call whose arguments nest 220 levels: it gets Invalid
         Request for its own id (not Parse error with id null, which it cannot match), and
         the next call is served."""
-        params = StdioServerParameters(command=SERVE[0], args=[*SERVE[1:], HOSTILE], cwd=ROOT)
-        with (tmp_path / "stderr.txt").open("w") as errlog, anyio.fail_after(GUARD):
-            async with (
-                stdio_client(params, errlog=errlog) as (read, write),
-                ClientSession(read, write) as session,
-            ):
-                await session.initialize()
-                with pytest.raises(MCPError) as refused:
-                    await session.call_tool("echo", {"text": nested(220)})
-                after = await session.call_tool("echo", {"text": "still here"})
+        async with hostile_stdio_session(tmp_path) as session:
+            with pytest.raises(MCPError) as refused:
+                await session.call_tool("echo", {"text": nested(220)})
+            after = await session.call_tool("echo", {"text": "still here"})
         # The deepest array is inside the message, its params, the arguments and 219 arrays.
         assert (refused.value.error.code, refused.value.error.message) == (
             -32600,

@@ -788,7 +788,8 @@ def _refused_why(message: object, parser_error: str) -> str:
 
 def _depth(value: object) -> int:
     """How many arrays and objects the most deeply nested value of ``value`` is inside
-    (``[[1]]``, ``[[[]]]``: 2); walked without recursion."""
+    (``[[1]]``, ``[[[]]]``: 2); walked without recursion. The depth the SDK's parser
+    (pydantic's) limits, unlike ``nesting_depth``'s of brackets (``[[[]]]``: 3)."""
     deepest = 0
     pending: list[tuple[object, int]] = [(value, 0)]
     while pending:
