@@ -45,8 +45,17 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.metrics import Histogram, MeterProvider
-from opentelemetry.trace import Link, Span, SpanKind, StatusCode, TracerProvider
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    TracerProvider,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from opentelemetry.trace.span import TraceState
 
 from .. import __version__
 from .._exceptions import (
@@ -91,6 +100,15 @@ _MAX_LABEL_SHOWN = 256
 # exception's, a custom error's) or an error result's text can be any length, and the
 # SDK's attribute limits do not apply to a status.
 _MAX_DESCRIPTION = 1024
+
+# A run's link keeps its tracestate within W3C Trace Context's limits
+# (https://www.w3.org/TR/trace-context/#tracestate-limits): at most 32 list-members and
+# 512 characters, where a member longer than 128 characters is the first to go. (The
+# API's propagator lets in up to 8192, and a link's strings are at most 1024.)
+_MAX_TRACESTATE = 512
+_MAX_TRACESTATE_MEMBER = 128
+_MAX_TRACESTATE_MEMBERS = 32
+_NO_TRACESTATE = TraceState()
 
 # Errors whose message quotes what the model wrote (its answer, a hook's view of a call,
 # an event of the client's): content, so a span's status gives it only with
@@ -389,11 +407,24 @@ class _RunSpan:
     @_shielded("give a run's link")
     def link(self) -> dict[str, str] | None:
         """The run's span as a W3C trace context (``traceparent``...), for the run that
-        continues this one to link to; ``None`` when nothing is recorded."""
-        if self._context is None:
+        continues this one to link to; ``None`` when nothing is recorded. Its
+        ``tracestate`` (the one the run's span inherited) is cut to W3C's limits
+        (``_kept_tracestate``), and left out when nothing of it is left."""
+        span = self._span
+        if span is None:
             return None
+        context = span.get_span_context()
+        if not context.is_valid:
+            return None
+        kept = SpanContext(
+            context.trace_id,
+            context.span_id,
+            is_remote=False,
+            trace_flags=context.trace_flags,
+            trace_state=_kept_tracestate(context.trace_state),
+        )
         carrier: dict[str, str] = {}
-        _PROPAGATOR.inject(carrier, self._context)
+        _PROPAGATOR.inject(carrier, trace.set_span_in_context(NonRecordingSpan(kept)))
         return carrier or None
 
     @_shielded("end a run's span")
@@ -670,6 +701,40 @@ def _shown(label: str, limit: int = _MAX_LABEL_SHOWN) -> str:
     shows it: cut short to ``limit`` characters (ending in "…") when a model or a provider
     made it long."""
     return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def _kept_tracestate(state: object) -> TraceState:
+    """``state`` (a span's tracestate) cut as W3C Trace Context says to cut one
+    (https://www.w3.org/TR/trace-context/#tracestate-limits): the list-members longer than
+    128 characters are left out, then members from the right (the end, the oldest)
+    until at most 32 are left in at most 512 characters. Empty when nothing is left, or
+    ``state`` is no mapping of strings or cannot be read (logged, without a traceback:
+    a link goes without it). One pass over ``state``, whatever its size."""
+    if not isinstance(state, Mapping):
+        return _NO_TRACESTATE
+    kept: list[tuple[str, str]] = []
+    length = -1  # of the header so far: its members, and a comma between each two
+    try:
+        for key, value in cast("Mapping[object, object]", state).items():
+            if not (isinstance(key, str) and isinstance(value, str)):
+                continue
+            member = len(key) + 1 + len(value)  # key=value
+            if member > _MAX_TRACESTATE_MEMBER:
+                continue
+            if length + 1 + member > _MAX_TRACESTATE:
+                break  # this one and all after it: from the right until it fits
+            kept.append((key, value))
+            length += 1 + member
+            if len(kept) == _MAX_TRACESTATE_MEMBERS:
+                break
+        # The API's TraceState leaves out (and logs) a pair that is no valid member.
+        return TraceState(kept) if kept else _NO_TRACESTATE
+    except Exception as error:
+        _logger.warning(
+            "A run's tracestate could not be read (%s); its link goes without one",
+            type(error).__name__,
+        )
+        return _NO_TRACESTATE
 
 
 def _client_attributes(client: object) -> dict[str, Any]:
